@@ -1,0 +1,172 @@
+"""Backfilling rules, as pure functions over an engine's state.
+
+All of them plan with requested times (the only durations a real scheduler knows). Each returns the
+rows to start now, in order; the engine starts them.
+
+- `easy`: one reservation, for the job the policy picked. A waiting job may start now if it fits and
+  either ends (by its request) no later than the reservation's shadow time, or uses only nodes the
+  reserved job will not need at that time (the "extra" nodes).
+- `conservative`: a reservation for every waiting job in queue order; a job starts now when its
+  earliest reservation is now.
+- `schedgym`: RLScheduler's variant: the shadow time is found by adding up processors of running
+  jobs ordered by their estimated end; a job may start only if it fits and ends strictly before the
+  shadow time; there is no extra-node rule; candidates are scanned in FCFS (submit) order.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def schedgym_shadow(
+    now: float,
+    procs: float,
+    free_nodes: int,
+    running_by_est: Sequence[int],
+    est: Sequence[float],
+    need: Sequence[int],
+    procs_per_node: int,
+) -> float:
+    """SchedGym's shadow time for a job of `procs` processors: walk the running jobs in order of
+    estimated end, adding their processors to the free ones, until the job would fit."""
+    free_procs = free_nodes * procs_per_node
+    shadow = now
+    for r in running_by_est:
+        free_procs += need[r] * procs_per_node
+        shadow = est[r]
+        if free_procs >= procs:
+            break
+    return shadow
+
+
+def easy_shadow(
+    now: float, reserved: int, running: Sequence[int], est: Sequence[float],
+    need: Sequence[int], free_nodes: int,
+) -> tuple[float, int]:
+    """(shadow time, extra nodes) of the reservation for `reserved`: the earliest estimated time it
+    fits, and how many nodes will be free then beyond what it needs."""
+    want = need[reserved]
+    avail = free_nodes
+    if want <= avail:
+        return now, avail - want
+    ordered = sorted(running, key=est.__getitem__)
+    shadow = now
+    i = 0
+    while i < len(ordered):
+        r = ordered[i]
+        avail += need[r]
+        shadow = est[r]
+        i += 1
+        if avail >= want:
+            # every job estimated to end at the same instant frees its nodes for the extra count
+            while i < len(ordered) and est[ordered[i]] <= shadow:
+                avail += need[ordered[i]]
+                i += 1
+            break
+    return shadow, avail - want
+
+
+def easy_candidates(
+    now: float, reserved: int, order: Sequence[int], running: Sequence[int],
+    est: Sequence[float], need: Sequence[int], req: Sequence[float], free_nodes: int,
+) -> list[int]:
+    """Rows of `order` (the waiting jobs other than the reserved one, in queue order) that EASY
+    backfilling starts now."""
+    shadow, extra = easy_shadow(now, reserved, running, est, need, free_nodes)
+    free = free_nodes
+    starts = []
+    for c in order:
+        if free <= 0:
+            break
+        n = need[c]
+        if n > free:
+            continue
+        if now + req[c] <= shadow:
+            starts.append(c)
+            free -= n
+        elif n <= extra:
+            starts.append(c)
+            free -= n
+            extra -= n
+    return starts
+
+
+def schedgym_candidates(
+    now: float, procs: float, order_fcfs: Sequence[int], running: Sequence[int],
+    est: Sequence[float], need: Sequence[int], req: Sequence[float], free_nodes: int,
+    procs_per_node: int,
+) -> list[int]:
+    """SchedGym's rule for one scan (used by the textbook engine, which rescans at every event):
+    rows of `order_fcfs` that fit now and end strictly before the shadow time."""
+    shadow = schedgym_shadow(
+        now, procs, free_nodes, sorted(running, key=est.__getitem__), est, need, procs_per_node
+    )
+    free = free_nodes
+    starts = []
+    for c in order_fcfs:
+        if need[c] <= free and now + req[c] < shadow:
+            starts.append(c)
+            free -= need[c]
+    return starts
+
+
+def conservative_starts(
+    now: float, order: Sequence[int], running: Sequence[int], est: Sequence[float],
+    need: Sequence[int], req: Sequence[float], free_nodes: int, total_nodes: int,
+) -> list[int]:
+    """Rows of `order` whose earliest reservation, given to each waiting job in turn, is now.
+
+    The free-node profile starts from the running jobs' estimated ends. A job still running past its
+    estimate (possible only where jobs are not killed at their request) is assumed to end one second
+    from now.
+    """
+    # profile: times[i] .. times[i+1] has free[i] nodes; the last segment runs forever
+    times = [now]
+    free = [free_nodes]
+    for r in sorted(running, key=est.__getitem__):
+        t = est[r] if est[r] > now else now + 1.0
+        if t != times[-1]:
+            times.append(t)
+            free.append(free[-1])
+        free[-1] += need[r]
+    starts = []
+    for c in order:
+        n, d = need[c], req[c]
+        i = _earliest_segment(times, free, n, d)
+        s = times[i]
+        if s == now:
+            starts.append(c)
+        _reserve(times, free, i, s + d, n)
+    return starts
+
+
+def _earliest_segment(times: list, free: list, n: int, d: float) -> int:
+    """Index of the first breakpoint from which `n` nodes stay free for `d` seconds."""
+    k = len(times)
+    i = 0
+    while i < k:
+        if free[i] < n:
+            i += 1
+            continue
+        end = times[i] + d
+        j = i + 1
+        while j < k and times[j] < end and free[j] >= n:
+            j += 1
+        if j == k or times[j] >= end:
+            return i
+        i = j + 1  # segment j is too full: no start before it can work
+    raise AssertionError("a job larger than the cluster reached conservative backfilling")
+
+
+def _reserve(times: list, free: list, i: int, end: float, n: int) -> None:
+    """Take `n` nodes from breakpoint i until `end`, splitting the last segment if needed."""
+    j = i
+    k = len(times)
+    while j < k and times[j] < end:
+        j += 1
+    # segments i .. j-1 overlap [times[i], end); split at `end` if it falls inside segment j-1
+    if j == k or times[j] != end:
+        times.insert(j, end)
+        free.insert(j, free[j - 1])
+    for m in range(i, j):
+        free[m] -= n

@@ -1,0 +1,122 @@
+"""Schedule metrics, computed from every job's start time and the time it actually ran.
+
+Per job, with wait w = start - submit and executed time e:
+- turnaround (response time) = w + e
+- slowdown = (w + e) / e (e is at least 1 s, so that a zero-length job stays finite)
+- bounded slowdown (bsld) = max((w + e) / max(e, 10 s), 1)
+
+Utilization has two definitions, chosen by the profile:
+- "makespan": the executed processor-seconds over (last end - first submit) x total processors;
+- "last_start": SchedGym's, sum(e * procs) over (clock at the end of the episode, i.e. the last
+  start, - first submit) x total processors. Its numerator counts work done after the episode ended,
+  so it can exceed the true utilization.
+
+Fairness: each user's mean bounded slowdown; `max_user_bsld` is the largest of them (RLScheduler's
+"Maximal" aggregator) and `jain_user_bsld` is Jain's index of them (1 = perfectly even).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpcsched.workload.jobs import JobTable
+
+BSLD_THRESHOLD = 10.0
+
+#: the keys every metrics dict holds, in the order tables print them
+METRIC_KEYS = (
+    "jobs", "first_job_id", "last_job_id", "bsld", "max_bsld", "wait", "max_wait", "turnaround",
+    "slowdown", "utilization", "makespan", "max_user_bsld", "jain_user_bsld",
+)
+
+
+def bounded_slowdown(wait: np.ndarray, executed: np.ndarray,
+                     threshold: float = BSLD_THRESHOLD) -> np.ndarray:
+    return np.maximum((wait + executed) / np.maximum(executed, threshold), 1.0)
+
+
+def slowdown(wait: np.ndarray, executed: np.ndarray) -> np.ndarray:
+    return (wait + executed) / np.maximum(executed, 1.0)
+
+
+def per_user_mean(values: np.ndarray, users: np.ndarray) -> np.ndarray:
+    """Mean of `values` per distinct user id (unknown ids, -1, form one group)."""
+    _, inverse = np.unique(users, return_inverse=True)
+    sums = np.bincount(inverse, weights=values)
+    counts = np.bincount(inverse)
+    return sums / counts
+
+
+def jain_index(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    denom = x.size * float(np.sum(x * x))
+    return float(np.sum(x)) ** 2 / denom if denom > 0 else 1.0
+
+
+def schedule_metrics(
+    jobs: JobTable,
+    start: np.ndarray,
+    executed: np.ndarray,
+    *,
+    total_procs: int,
+    utilization: str = "makespan",
+    end_clock: float | None = None,
+) -> dict[str, Any]:
+    """The metrics of one schedule of `jobs` (jobs never started are left out and counted)."""
+    started = np.isfinite(start)
+    m: dict[str, Any] = {
+        "jobs": int(np.count_nonzero(started)),
+        "first_job_id": int(jobs.job_id[0]),
+        "last_job_id": int(jobs.job_id[-1]),
+    }
+    if not started.all():
+        m["unstarted"] = int(np.count_nonzero(~started))
+    submit = jobs.submit[started]
+    e = executed[started]
+    w = start[started] - submit
+    procs = jobs.procs[started]
+    bsld = bounded_slowdown(w, e)
+    first_submit = float(jobs.submit[0])
+    last_end = float(np.max(start[started] + e)) if m["jobs"] else first_submit
+    area = float(np.sum(e * procs))
+    if utilization == "last_start":
+        clock = end_clock if end_clock is not None else float(np.max(start[started]))
+        span = clock - first_submit
+    elif utilization == "makespan":
+        span = last_end - first_submit
+    else:
+        raise ValueError(f"unknown utilization definition {utilization!r}")
+    user_bsld = per_user_mean(bsld, jobs.user[started]) if m["jobs"] else np.ones(1)
+    m.update(
+        bsld=float(np.mean(bsld)),
+        max_bsld=float(np.max(bsld)),
+        wait=float(np.mean(w)),
+        max_wait=float(np.max(w)),
+        turnaround=float(np.mean(w + e)),
+        slowdown=float(np.mean(slowdown(w, e))),
+        utilization=area / (span * total_procs) if span > 0 else 0.0,
+        makespan=last_end - first_submit,
+        max_user_bsld=float(np.max(user_bsld)),
+        jain_user_bsld=jain_index(user_bsld),
+    )
+    return m
+
+
+def per_job_records(jobs: JobTable, start: np.ndarray, executed: np.ndarray) -> dict[str, np.ndarray]:
+    """One record per job, as columns, ready for CSV."""
+    wait = start - jobs.submit
+    return {
+        "job_id": jobs.job_id,
+        "user": jobs.user,
+        "submit": jobs.submit,
+        "start": start,
+        "end": start + executed,
+        "wait": wait,
+        "run": executed,
+        "req_time": jobs.req_time,
+        "procs": jobs.procs,
+        "bsld": bounded_slowdown(wait, executed),
+        "slowdown": slowdown(wait, executed),
+    }

@@ -1,0 +1,108 @@
+"""Pass semantics: the textbook scheduler loop (the `standard` profile).
+
+At every instant where jobs arrive or complete, the scheduler makes a pass: it asks for the next job;
+if that job fits it starts and the scheduler asks again; if it does not fit, it is the job the
+backfilling reserves for (nothing else starts without backfilling), the backfilling starts what it
+may, and the pass ends until the next event. The choice is not committed: at the next event the
+policy may pick another job. Jobs are killed at their requested time; the run ends when every job has
+finished.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from hpcsched.sim import backfill as bf
+from hpcsched.sim.engine import DecisionView, Engine
+
+
+class PassEngine(Engine):
+    def __init__(self, jobs, cluster, profile, backfill) -> None:
+        super().__init__(jobs, cluster, profile, backfill)
+        if np.any(np.diff(jobs.submit) < 0):
+            r = int(np.flatnonzero(np.diff(jobs.submit) < 0)[0]) + 1
+            raise ValueError(
+                f"jobs must be in submit order under the {profile.name!r} profile "
+                f"(job {int(jobs.job_id[r])} is submitted before the job above it); "
+                f"clean the trace with the profile's rules first"
+            )
+        self._est: list[float] = [0.0] * self.n
+        self._completions: list[tuple[float, int]] = []  # heap of (end, row)
+        # running jobs as dict keys: insertion-ordered, and removed in O(1) at completion
+        self.running: dict[int, None] = {}  # type: ignore[assignment]
+        self._next = 0
+        self._in_pass = False
+
+    # -- stepped API -------------------------------------------------------------------------------
+    def next_decision(self) -> DecisionView | None:
+        while True:
+            if self._in_pass and self.queue:
+                return DecisionView(self)
+            self._in_pass = False
+            if not self._advance():
+                self.done = True
+                return None
+
+    def apply(self, row: int) -> None:
+        if not self._in_pass:
+            raise RuntimeError("apply() without a pending decision (call next_decision() first)")
+        if row >= self._next or self.start[row] >= 0:
+            raise ValueError(f"row {row} is not waiting in the queue")
+        self.decisions += 1
+        if self._need[row] <= self.free_nodes:
+            self._start(row)
+            self.queue.remove(row)
+            return
+        self._in_pass = False
+        if self.backfill == "none":
+            return
+        others = [c for c in self.queue if c != row]
+        if self.backfill == "easy":
+            starts = bf.easy_candidates(self.now, row, others, self.running, self._est,
+                                        self._need, self._req, self.free_nodes)
+        elif self.backfill == "conservative":
+            starts = bf.conservative_starts(self.now, [row] + others, self.running, self._est,
+                                            self._need, self._req, self.free_nodes,
+                                            self.cluster.nodes)
+        else:  # schedgym, rescanned at every event
+            starts = bf.schedgym_candidates(self.now, float(self.jobs.procs[row]),
+                                            sorted(others, key=self._submit.__getitem__),
+                                            self.running, self._est, self._need, self._req,
+                                            self.free_nodes, self.cluster.procs_per_node)
+        if starts:
+            for c in starts:
+                self._start(c)
+            started = set(starts)
+            self.queue = [c for c in self.queue if c not in started]
+
+    # -- events ------------------------------------------------------------------------------------
+    def _start(self, row: int) -> None:
+        self.start[row] = self.now
+        self.free_nodes -= self._need[row]
+        self.running[row] = None
+        self._est[row] = self.now + self._req[row]
+        heapq.heappush(self._completions, (self.now + self._exec[row], row))
+
+    def _advance(self) -> bool:
+        """Jump to the next instant with events, process all of them, open a pass. False at the end."""
+        heap = self._completions
+        t_arr = self._submit[self._next] if self._next < self.n else None
+        if heap and (t_arr is None or heap[0][0] <= t_arr):
+            t = heap[0][0]
+        elif t_arr is not None:
+            t = t_arr
+        else:
+            return False
+        self.now = t
+        while heap and heap[0][0] <= t:
+            _, r = heapq.heappop(heap)
+            del self.running[r]
+            self.free_nodes += self._need[r]
+        submit, n = self._submit, self.n
+        while self._next < n and submit[self._next] <= t:
+            self.queue.append(self._next)
+            self._next += 1
+        self._in_pass = True
+        return True

@@ -1,0 +1,72 @@
+"""Profiles: the small choices that every published simulator made differently, bundled and named.
+
+Reproducing a paper means choosing its profile; nothing else changes. A profile says how the trace is
+cleaned, whether a chosen job blocks later decisions until it starts (commit), whether a job is killed
+at its requested time, when an episode ends and how utilization is divided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BACKFILLS = ("none", "easy", "conservative", "schedgym")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    #: cleaning rules of `hpcsched.workload.cleaning`
+    cleaning: str
+    #: True: the chosen job is committed and blocks every later decision until it starts (SchedGym).
+    #: False: a decision at every arrival and completion; a job that does not fit is only reserved.
+    commit: bool
+    #: True: a job that runs past its requested time is killed there.
+    kill_at_request: bool
+    #: "last_start": the episode ends when the last job starts (running jobs are not finished);
+    #: "last_finish": it ends when every job has finished.
+    end: str
+    #: "last_start": SchedGym's utilization, sum(run*procs) / ((T_end - first submit) * total procs);
+    #: "makespan": executed area / ((last finish - first submit) * total procs).
+    utilization: str
+    description: str = ""
+
+
+PROFILES: dict[str, Profile] = {
+    "standard": Profile(
+        name="standard",
+        cleaning="standard",
+        commit=False,
+        kill_at_request=True,
+        end="last_finish",
+        utilization="makespan",
+        description="textbook: a decision at every arrival and completion, jobs killed at their "
+        "requested time, utilization over the makespan",
+    ),
+    "rlscheduler": Profile(
+        name="rlscheduler",
+        cleaning="rlscheduler",
+        commit=True,
+        kill_at_request=False,
+        end="last_start",
+        utilization="last_start",
+        description="SchedGym (RLScheduler, SC'20) exactly: the chosen job blocks later decisions "
+        "until it starts, no kill at the request, the episode ends at the last start",
+    ),
+}
+
+
+def get_profile(name: str | Profile) -> Profile:
+    if isinstance(name, Profile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}"
+        ) from None
+
+
+def check_backfill(name: str) -> str:
+    if name not in BACKFILLS:
+        raise ValueError(f"unknown backfilling {name!r}; choose one of: {', '.join(BACKFILLS)}")
+    return name
