@@ -69,9 +69,9 @@ def easy_shadow(
 def easy_candidates(
     now: float, reserved: int, order: Sequence[int], running: Sequence[int],
     est: Sequence[float], need: Sequence[int], req: Sequence[float], free_nodes: int,
-) -> list[int]:
+) -> tuple[list[int], float]:
     """Rows of `order` (the waiting jobs other than the reserved one, in queue order) that EASY
-    backfilling starts now."""
+    backfilling starts now, and the reservation's shadow time."""
     shadow, extra = easy_shadow(now, reserved, running, est, need, free_nodes)
     free = free_nodes
     starts = []
@@ -88,7 +88,7 @@ def easy_candidates(
             starts.append(c)
             free -= n
             extra -= n
-    return starts
+    return starts, shadow
 
 
 def schedgym_candidates(

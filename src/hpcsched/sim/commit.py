@@ -127,10 +127,11 @@ class CommitEngine(Engine):
         while need > self.free_nodes:
             others = [c for c in self.queue if c != row]
             if self.backfill == "easy":
-                starts = bf.easy_candidates(
+                starts, shadow = bf.easy_candidates(
                     self.now, row, others, self.running, self._est, self._need, self._req,
                     self.free_nodes,
                 )
+                self.reservations.append((row, shadow))
             else:
                 starts = bf.conservative_starts(
                     self.now, [row] + others, self.running, self._est, self._need, self._req,

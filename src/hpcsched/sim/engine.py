@@ -147,6 +147,8 @@ class Engine:
         self.running: list[int] = []
         self.done = False
         self.decisions = 0
+        #: (row, shadow time) of every EASY reservation made, for checking and explaining schedules
+        self.reservations: list[tuple[int, float]] = []
 
     # -- the stepped API ---------------------------------------------------------------------------
     def next_decision(self) -> DecisionView | None:

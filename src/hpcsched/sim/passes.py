@@ -60,8 +60,9 @@ class PassEngine(Engine):
             return
         others = [c for c in self.queue if c != row]
         if self.backfill == "easy":
-            starts = bf.easy_candidates(self.now, row, others, self.running, self._est,
-                                        self._need, self._req, self.free_nodes)
+            starts, shadow = bf.easy_candidates(self.now, row, others, self.running, self._est,
+                                                self._need, self._req, self.free_nodes)
+            self.reservations.append((row, shadow))
         elif self.backfill == "conservative":
             starts = bf.conservative_starts(self.now, [row] + others, self.running, self._est,
                                             self._need, self._req, self.free_nodes,
