@@ -80,6 +80,14 @@ def test_easy_versus_conservative():
     assert starts(ABCD, backfill="none") == [0, 10, 20, 30]
 
 
+# Two jobs compete for one extra node. A [0,10) on 2 nodes; B (3 nodes) reserved at 10 with one
+# extra node; C and D (1 node, 30 s each) arrive at 2: C takes the extra node; D fits the free node but
+# would still hold it at 10, when B needs it -> D waits. B at 10, D at 20 when B ends.
+def test_easy_extra_nodes_are_used_up():
+    rows = [(0, 10, 2), (1, 10, 3), (2, 30, 1), (2, 30, 1)]
+    assert starts(rows, backfill="easy") == [0, 10, 2, 20]
+
+
 # Conservative still backfills what delays no reservation: E (1 node, 5 s) at 2 fits in [2,7)
 # while B waits for A's nodes until 10, and C's reservation starts at 20.
 def test_conservative_backfills_harmless_jobs():

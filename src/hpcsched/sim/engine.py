@@ -4,7 +4,7 @@ The engine is stepped, not called back::
 
     engine = make_engine(jobs, cluster, profile="standard", backfill="easy")
     while (view := engine.next_decision()) is not None:
-        engine.apply(policy.select(view))
+        engine.apply(engine.choose(policy, view))   # or the row a trained agent picks
     result = engine.result()
 
 `next_decision()` runs events until a decision is needed and returns a read-only `DecisionView`;
@@ -147,6 +147,9 @@ class Engine:
         self.running: list[int] = []
         self.done = False
         self.decisions = 0
+        self.started = 0
+        self._ranked_for: object = None
+        self._rank: list = []
         #: (row, shadow time) of every EASY reservation made, for checking and explaining schedules
         self.reservations: list[tuple[int, float]] = []
 
@@ -185,25 +188,30 @@ class Engine:
         rank[np.lexsort((np.arange(self.n), keys))] = np.arange(self.n)
         return rank.tolist()
 
+    def choose(self, policy: Policy, view: DecisionView) -> int:
+        """The row `policy` picks now. A priority policy first ranks the whole queue (stably), so
+        that backfilling scans candidates in its order, as a real priority scheduler does; a policy
+        that only picks (a trained agent) leaves the queue in arrival order."""
+        static = getattr(policy, "static_keys", None)
+        if static is not None:
+            if self._ranked_for is not policy:
+                self._rank = self._static_rank(static(self.jobs))
+                self._ranked_for = policy
+            return self._sort_queue_static(self._rank)
+        keys = getattr(policy, "keys", None)
+        if keys is not None:
+            return self.sort_queue(keys(view))
+        return policy.select(view)
+
     def run(self, policy: Policy) -> Result:
         """Run to the end with `policy` deciding, and return the result."""
-        static = getattr(policy, "static_keys", None)
-        sk = static(self.jobs) if static is not None else None
-        dynamic = getattr(policy, "keys", None) if sk is None else None
-        if sk is not None:
-            rank = self._static_rank(sk)
-            while self.next_decision() is not None:
-                self.apply(self._sort_queue_static(rank))
-        elif dynamic is not None:
-            while (view := self.next_decision()) is not None:
-                self.apply(self.sort_queue(dynamic(view)))
-        else:
-            while (view := self.next_decision()) is not None:
-                self.apply(policy.select(view))
+        while (view := self.next_decision()) is not None:
+            self.apply(self.choose(policy, view))
         return self.result(getattr(policy, "name", type(policy).__name__))
 
     # -- bookkeeping shared by both semantics --------------------------------------------------------
     def _start(self, row: int) -> None:
+        self.started += 1
         self.start[row] = self.now
         self.free_nodes -= self._need[row]
         self.running.append(row)

@@ -80,6 +80,7 @@ class PassEngine(Engine):
 
     # -- events ------------------------------------------------------------------------------------
     def _start(self, row: int) -> None:
+        self.started += 1
         self.start[row] = self.now
         self.free_nodes -= self._need[row]
         self.running[row] = None
