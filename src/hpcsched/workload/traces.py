@@ -1,0 +1,118 @@
+"""The traces that come with the package, by short name, and loading a trace by name or path.
+
+    jobs = load_trace("lublin-1")              # a bundled trace
+    jobs = load_trace("~/logs/my-cluster.swf") # any SWF file, plain or gzip
+
+Loading gives the raw table; `hpcsched.workload.cleaning.clean` applies a profile's rules. Where the
+bundled files come from is written in `hpcsched/data/traces/PROVENANCE.md`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.swf import TraceError, read_swf
+
+PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/logs.html"
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """A known trace: its file, what it is, and whether the package ships it."""
+
+    name: str
+    file: str
+    description: str
+    bundled: bool = True
+
+
+_KNOWN = [
+    TraceInfo("lublin-1", "lublin_256.swf.gz",
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-1)"),
+    TraceInfo("lublin-2", "lublin_256_new2.gz",
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-2)"),
+    TraceInfo("lublin-3", "lublin-aaroh.swf.gz",
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (in RLScheduler's data folder, not in its paper)"),
+    TraceInfo("hpc2n", "HPC2N-2002-2.2-cln.swf.gz",
+              "HPC2N Seth Linux cluster 2002-2006, 240 procs, 202,871 jobs"),
+    TraceInfo("ctc-sp2", "CTC-SP2-1996-3.1-cln.swf.gz",
+              "Cornell Theory Center IBM SP2 1996-1997, 338 procs, 77,222 jobs"),
+    TraceInfo("kth-sp2", "KTH-SP2-1996-2.1-cln.swf.gz",
+              "KTH IBM SP2 1996-1997, 100 procs, 28,476 jobs"),
+    TraceInfo("nasa-ipsc", "NASA-iPSC-1993-3.1-cln.swf.gz",
+              "NASA Ames iPSC/860 1993, 128 procs, 18,239 jobs"),
+    TraceInfo("sdsc-blue", "SDSC-BLUE-2000-4.2-cln.swf.gz",
+              "SDSC Blue Horizon 2000-2003, 1152 procs, 243,306 jobs", bundled=False),
+    TraceInfo("ricc", "RICC-2010-2.swf.gz",
+              "RIKEN RICC 2010, 8192 procs, 447,794 jobs", bundled=False),
+    TraceInfo("llnl-atlas", "LLNL-Atlas-2006-2.1-cln.swf.gz",
+              "LLNL Atlas 2006-2007, 9216 procs, 43,778 jobs", bundled=False),
+]
+
+#: every known trace by short name, bundled or not
+TRACES: dict[str, TraceInfo] = {t.name: t for t in _KNOWN}
+
+
+def trace_names(include_unbundled: bool = False) -> list[str]:
+    """Short names of the bundled traces (and of the known but unbundled ones if asked)."""
+    return [t.name for t in _KNOWN if t.bundled or include_unbundled]
+
+
+def describe_traces() -> dict[str, str]:
+    """Short name -> one line about the trace, for `hpcsched trace list`."""
+    return {
+        t.name: t.description if t.bundled else f"{t.description} (not bundled: {t.file} from {PWA})"
+        for t in _KNOWN
+    }
+
+
+def trace_path(name: str) -> Path:
+    """The file of a bundled trace."""
+    info = _lookup(name)
+    if info is None:
+        raise TraceError(_unknown_message(name))
+    if not info.bundled:
+        raise TraceError(_not_bundled_message(info))
+    return Path(str(resources.files("hpcsched") / "data" / "traces" / info.file))
+
+
+def load_trace(name_or_path: str | os.PathLike) -> JobTable:
+    """The raw (uncleaned) jobs of a bundled trace, by short name, or of any SWF file by path.
+
+    A file path wins over a short name of the same spelling. Raises TraceError naming the known
+    traces when the argument is neither, and saying where to get a known trace that is not bundled.
+    """
+    text = os.fspath(name_or_path)
+    path = os.path.expanduser(text)
+    if os.path.exists(path):
+        return read_swf(path)
+    info = _lookup(text)
+    if info is not None:
+        return read_swf(trace_path(info.name), name=info.name)
+    raise TraceError(_unknown_message(text))
+
+
+def _lookup(name: str) -> TraceInfo | None:
+    return TRACES.get(name.strip().lower())
+
+
+def _unknown_message(name: str) -> str:
+    return (
+        f"{name}: no such file, and not a known trace; known traces: "
+        f"{', '.join(trace_names())} (not bundled: "
+        f"{', '.join(n for n in trace_names(True) if not TRACES[n].bundled)})"
+    )
+
+
+def _not_bundled_message(info: TraceInfo) -> str:
+    return (
+        f"{info.name}: this trace is not bundled with hpcsched ({info.description}); download "
+        f"{info.file} from the Parallel Workloads Archive ({PWA}) and pass the file's path instead"
+    )
+
+
+__all__ = ["TRACES", "TraceInfo", "describe_traces", "load_trace", "trace_names", "trace_path"]
