@@ -1,0 +1,47 @@
+"""Summary statistics of a workload, as papers print them (RLScheduler's Table II and the like)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcsched.workload.jobs import JobTable
+
+DAY = 86400.0
+
+
+def trace_stats(jobs: JobTable, max_procs: int) -> dict:
+    """Statistics of a cleaned table on a cluster of `max_procs` processors.
+
+    Times span from the first job's submit time to the last job's (the table's order, which cleaning
+    sorts), so the mean inter-arrival time is that span over n - 1 gaps.
+
+    Keys: ``jobs``; ``span_days``; ``procs`` (the cluster size); ``mean_interarrival_s``;
+    ``mean_run_time_s``; ``mean_req_time_s``; ``mean_procs``; ``offered_load`` = sum(run_time *
+    procs) / (span * max_procs), the work offered per unit of capacity over the span (above 1: more
+    than the cluster can do); ``users``, the number of distinct known user ids; and
+    ``exact_estimates``, the share of jobs whose requested time equals their run time.
+    Inter-arrival and load are NaN for a table spanning no time.
+    """
+    n = len(jobs)
+    if n == 0:
+        raise ValueError("trace_stats: the table has no jobs")
+    if max_procs <= 0:
+        raise ValueError(f"trace_stats: max_procs must be positive, got {max_procs}")
+    span = float(jobs.submit[-1] - jobs.submit[0])
+    work = float(np.sum(jobs.run_time * jobs.procs))
+    users = jobs.user[jobs.user >= 0]
+    return {
+        "jobs": n,
+        "span_days": span / DAY,
+        "procs": int(max_procs),
+        "mean_interarrival_s": span / (n - 1) if n > 1 and span > 0 else float("nan"),
+        "mean_run_time_s": float(np.mean(jobs.run_time)),
+        "mean_req_time_s": float(np.mean(jobs.req_time)),
+        "mean_procs": float(np.mean(jobs.procs)),
+        "offered_load": work / (span * max_procs) if span > 0 else float("nan"),
+        "users": int(np.unique(users).size),
+        "exact_estimates": float(np.mean(jobs.req_time == jobs.run_time)),
+    }
+
+
+__all__ = ["trace_stats"]

@@ -1,0 +1,68 @@
+"""Which consecutive jobs of a trace an experiment runs: window starts and train/test splits.
+
+A window is `length` consecutive jobs of a cleaned table, named by its 0-based start position, so
+that every policy compared sees the same jobs (`JobTable.window(start, length)`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: numpy's legacy seed state that gym 0.12's `seeding.np_random(1)` produces; RLScheduler's
+#: evaluation script seeds its environment with 1, so this draws the paper's test windows.
+PAPER_SEED = (2739863373, 598274112)
+
+
+def paper_windows(first: int = 10000, count: int = 10, length: int = 1024) -> list[int]:
+    """The RLScheduler paper's test window starts (its Tables V-XI): `count` starts drawn in
+    sequence as ``randint(length, first - length - 1)`` from a legacy RandomState with the paper's
+    seed. With the defaults: [1981, 2756, 4299, 8850, 3316, 2714, 5228, 7762, 4022, 7085].
+
+    SchedGym's bounds keep the window clear of the first `length` jobs and of the end of the
+    first `first` jobs; they are kept as they are so that the draw is the paper's.
+    """
+    low, high = length, first - length - 1
+    if count < 0 or length <= 0:
+        raise ValueError(f"paper_windows: count must be >= 0 and length > 0, got {count}, {length}")
+    if high <= low:
+        raise ValueError(
+            f"paper_windows: the first {first} jobs are too few for windows of {length} "
+            f"(starts are drawn from [{low}, {high}), which is empty)"
+        )
+    rs = np.random.RandomState(np.array(PAPER_SEED, dtype=np.uint32))
+    return [int(rs.randint(low, high)) for _ in range(count)]
+
+
+def sample_windows(
+    n_jobs: int, count: int, length: int, first: int | None = None, seed: int = 0
+) -> list[int]:
+    """`count` window starts drawn uniformly (with replacement) from [0, limit - length], where
+    limit = min(first, n_jobs) (all jobs when `first` is None), with numpy's Generator."""
+    if count < 0 or length <= 0:
+        raise ValueError(f"sample_windows: count must be >= 0 and length > 0, got {count}, {length}")
+    limit = n_jobs if first is None else min(first, n_jobs)
+    if length > limit:
+        scope = f"the first {limit} jobs" if first is not None and first < n_jobs else (
+            f"the trace's {n_jobs} jobs")
+        raise ValueError(f"sample_windows: a window of {length} jobs does not fit in {scope}")
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, limit - length, size=count, endpoint=True).tolist()
+
+
+def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
+    """Index ranges (train, test): the first part of the trace for training, the last
+    round(n_jobs * test_fraction) jobs for testing (SchedInspector trains on the first 20 % and
+    tests on the remaining 80 %: ``train_test_split(n, 0.8)``)."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"train_test_split: test_fraction must be in (0, 1), got {test_fraction}")
+    n_test = int(round(n_jobs * test_fraction))
+    if n_test == 0 or n_test == n_jobs:
+        raise ValueError(
+            f"train_test_split: {n_jobs} jobs cannot be split with a test fraction of "
+            f"{test_fraction} (one part would be empty)"
+        )
+    cut = n_jobs - n_test
+    return range(0, cut), range(cut, n_jobs)
+
+
+__all__ = ["PAPER_SEED", "paper_windows", "sample_windows", "train_test_split"]
