@@ -72,6 +72,9 @@ def _add_window_args(p: argparse.ArgumentParser) -> None:
                    help="draw windows from the first N jobs (rlscheduler profile: 10000)")
     g.add_argument("--seed", type=int,
                    help="seed of the draw (rlscheduler profile without a seed: the paper's windows)")
+    g.add_argument("--paper-windows", action="store_true",
+                   help="RLScheduler's own draw under any profile (default 10 x 1024 jobs from "
+                        "the first 10000)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -159,6 +162,7 @@ def cmd_simulate(args) -> int:
            "backfill": args.backfill}
     row.update(result.metrics)
     row.update(result.counts)
+    row["dropped_oversized"] = prepared.dropped_oversized
     row["cleaning"] = prepared.summary()
     if args.records:
         _write_records(result, args.records)
@@ -199,7 +203,7 @@ def cmd_compare(args) -> int:
     prepared = _prepare(args)
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
-                                    seed=args.seed)
+                                    seed=args.seed, paper=args.paper_windows)
     policies = [(p, _policy(p, args.seed or 0)) for p in args.policies]
     for b in args.backfill:
         if b not in BACKFILLS:

@@ -29,6 +29,7 @@ def choose_windows(
     jobs: int | None = None,
     first: int | None = None,
     seed: int | None = None,
+    paper: bool = False,
 ) -> tuple[list[int], int]:
     """The window starts (0-based positions in the prepared trace) and the window length.
 
