@@ -1,6 +1,7 @@
 """The traces that come with the package, by short name, and loading a trace by name or path.
 
     jobs = load_trace("lublin-1")              # a bundled trace
+    jobs = load_trace("lublin_256.swf")        # the same, by its original file name
     jobs = load_trace("~/logs/my-cluster.swf") # any SWF file, plain or gzip
 
 Loading gives the raw table; `hpcsched.workload.cleaning.clean` applies a profile's rules. Where the
@@ -28,21 +29,30 @@ class TraceInfo:
     file: str
     description: str
     bundled: bool = True
+    original: str = ""  # the file name it was published under, when not `file`
+
+    def aliases(self) -> set[str]:
+        """Other spellings that name the trace: its file names, with and without ".gz"."""
+        names = {self.file, self.original or self.file}
+        return {n.lower() for name in names for n in (name, name.removesuffix(".gz"))}
 
 
 _KNOWN = [
     TraceInfo("lublin-1", "lublin_256.swf.gz",
-              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-1)"),
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-1)",
+              original="lublin_256.swf"),
     TraceInfo("lublin-2", "lublin_256_new2.gz",
-              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-2)"),
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (RLScheduler's Lublin-2)",
+              original="lublin_256_new2"),
     TraceInfo("lublin-3", "lublin-aaroh.swf.gz",
-              "Lublin-Feitelson model, 256 procs, 10,000 jobs (in RLScheduler's data folder, not in its paper)"),
+              "Lublin-Feitelson model, 256 procs, 10,000 jobs (from RLScheduler's data folder; "
+              "not in its paper)", original="lublin-aaroh.swf"),
     TraceInfo("hpc2n", "HPC2N-2002-2.2-cln.swf.gz",
               "HPC2N Seth Linux cluster 2002-2006, 240 procs, 202,871 jobs"),
     TraceInfo("ctc-sp2", "CTC-SP2-1996-3.1-cln.swf.gz",
               "Cornell Theory Center IBM SP2 1996-1997, 338 procs, 77,222 jobs"),
     TraceInfo("kth-sp2", "KTH-SP2-1996-2.1-cln.swf.gz",
-              "KTH IBM SP2 1996-1997, 100 procs, 28,476 jobs"),
+              "KTH IBM SP2 1996-1997, 100 procs, 28,476 jobs", original="KTH-SP2-1996-2.1-cln.swf"),
     TraceInfo("nasa-ipsc", "NASA-iPSC-1993-3.1-cln.swf.gz",
               "NASA Ames iPSC/860 1993, 128 procs, 18,239 jobs"),
     TraceInfo("sdsc-blue", "SDSC-BLUE-2000-4.2-cln.swf.gz",
@@ -55,6 +65,7 @@ _KNOWN = [
 
 #: every known trace by short name, bundled or not
 TRACES: dict[str, TraceInfo] = {t.name: t for t in _KNOWN}
+_ALIASES: dict[str, TraceInfo] = {a: t for t in _KNOWN for a in t.aliases()}
 
 
 def trace_names(include_unbundled: bool = False) -> list[str]:
@@ -81,9 +92,10 @@ def trace_path(name: str) -> Path:
 
 
 def load_trace(name_or_path: str | os.PathLike) -> JobTable:
-    """The raw (uncleaned) jobs of a bundled trace, by short name, or of any SWF file by path.
+    """The raw (uncleaned) jobs of a bundled trace, by short name (or original file name), or of
+    any SWF file by path.
 
-    A file path wins over a short name of the same spelling. Raises TraceError naming the known
+    An existing file path wins over a name of the same spelling. Raises TraceError naming the known
     traces when the argument is neither, and saying where to get a known trace that is not bundled.
     """
     text = os.fspath(name_or_path)
@@ -97,7 +109,17 @@ def load_trace(name_or_path: str | os.PathLike) -> JobTable:
 
 
 def _lookup(name: str) -> TraceInfo | None:
-    return TRACES.get(name.strip().lower())
+    """A known trace by short name, or by its original file name (with or without .gz), as the
+    papers' scripts and the reference fixtures name them."""
+    key = name.strip()
+    info = TRACES.get(key.lower())
+    if info is None:
+        info = _BY_FILE.get(key) or _BY_FILE.get(key + ".gz")
+    return info
+
+
+_BY_FILE: dict[str, TraceInfo] = {t.file: t for t in _KNOWN}
+_BY_FILE.update({t.file[: -len(".gz")]: t for t in _KNOWN if t.file.endswith(".gz")})
 
 
 def _unknown_message(name: str) -> str:
