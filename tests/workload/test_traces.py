@@ -79,3 +79,20 @@ def test_contents_match_provenance():
         data = gzip.decompress((trace_path("lublin-1").parent / file).read_bytes())
         assert len(data) == int(size.replace(",", ""))
         assert hashlib.sha256(data).hexdigest() == (original if content == "same" else content)
+
+
+@pytest.mark.parametrize("alias, name", [
+    ("lublin_256.swf", "lublin-1"),
+    ("lublin_256_new2", "lublin-2"),
+    ("lublin_256.swf.gz", "lublin-1"),
+    ("HPC2N-2002-2.2-cln.swf.gz", "hpc2n"),
+    ("HPC2N-2002-2.2-cln.swf", "hpc2n"),
+    ("KTH-SP2-1996-2.1-cln.swf", "kth-sp2"),
+])
+def test_original_file_names_are_aliases(alias, name):
+    assert traces._lookup(alias).name == name
+    assert trace_path(alias) == trace_path(name)
+
+
+def test_an_alias_loads_under_the_short_name():
+    assert load_trace("lublin_256_new2").header.name == "lublin-2"
