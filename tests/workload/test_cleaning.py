@@ -1,4 +1,4 @@
-"""Cleaning rules of the profiles, with every count checked by hand or against SchedGym's fixture."""
+"""Cleaning rules of the profiles, every count checked by hand or against SchedGym's fixture."""
 
 import numpy as np
 import pytest
@@ -9,13 +9,13 @@ from hpcsched.workload.swf import read_swf
 
 # Six jobs, each exercising a rule (fields not listed are -1):
 #
-#   row  id  submit  run  alloc  req_procs  req_time  req_mem  user  executable
-#   r1    1      0   100     4       2        200        -       3       -      ordinary
-#   r2    2     10    -1     2      -1         -1        -       1       -      run and request unknown
-#   r3    3      5     0     1       1         50     2048       7       -      run time 0
-#   r4    5     20    -1    -1      -1         60        -       2       9      procs unknown, run unknown
-#   r5    4     15    40     8       8         -1        -       1       -      request unknown; id < r4's
-#   r6    6     12    70     0       3          0        -       4       -      request 0
+#   row  id submit  run alloc req_procs req_time req_mem user exe
+#   r1    1     0   100    4      2       200       -     3    -   ordinary
+#   r2    2    10    -1    2     -1        -1       -     1    -   run and request unknown
+#   r3    3     5     0    1      1        50    2048     7    -   run time 0
+#   r4    5    20    -1   -1     -1        60       -     2    9   procs unknown, run unknown
+#   r5    4    15    40    8      8        -1       -     1    -   request unknown; id < r4's
+#   r6    6    12    70    0      3         0       -     4    -   request 0
 ROWS = [
     dict(job_id=1, submit=0, run_time=100, alloc_procs=4, req_procs=2, req_time=200, user=3),
     dict(job_id=2, submit=10, run_time=-1, alloc_procs=2, req_procs=-1, req_time=-1, user=1),
@@ -110,7 +110,8 @@ def test_input_table_is_left_alone(six):
 
 def test_unknown_rules():
     table = JobTable.from_columns(submit=[0], run_time=[1])
-    with pytest.raises(ValueError, match="unknown cleaning rules 'sched'; valid: rlscheduler, standard"):
+    msg = "unknown cleaning rules 'sched'; valid: rlscheduler, standard"
+    with pytest.raises(ValueError, match=msg):
         clean(table, "sched")
 
 

@@ -72,8 +72,8 @@ def test_unbundled_trace_says_where_to_get_it():
 def test_contents_match_provenance():
     """The decompressed content of every bundled file has the sha256 PROVENANCE.md gives."""
     text = (trace_path("lublin-1").parent / "PROVENANCE.md").read_text()
-    rows = re.findall(r"^\| (\S+\.gz) \| [\d,]+ \| ([\d,]+) \| ([0-9a-f]{64}) \| (same|[0-9a-f]{64}) \|$",
-                      text, flags=re.M)
+    row = r"^\| (\S+\.gz) \| [\d,]+ \| ([\d,]+) \| ([0-9a-f]{64}) \| (same|[0-9a-f]{64}) \|$"
+    rows = re.findall(row, text, flags=re.M)
     assert sorted(r[0] for r in rows) == sorted(traces.TRACES[n].file for n in BUNDLED)
     for file, size, original, content in rows:
         data = gzip.decompress((trace_path("lublin-1").parent / file).read_bytes())

@@ -31,7 +31,8 @@ def test_sample_windows():
 
 
 def test_sample_windows_too_short():
-    with pytest.raises(ValueError, match="a window of 1024 jobs does not fit in the trace's 1000 jobs"):
+    msg = "a window of 1024 jobs does not fit in the trace's 1000 jobs"
+    with pytest.raises(ValueError, match=msg):
         sample_windows(1000, 10, 1024)
     with pytest.raises(ValueError, match="does not fit in the first 500 jobs"):
         sample_windows(5000, 10, 1024, first=500)

@@ -1,9 +1,9 @@
 """Cleaning rules: how a raw trace becomes the table a profile simulates.
 
-Real logs hold unknown values (-1), zero run times and odd requests; every published simulator dealt
-with them in its own way. Each profile names its way here, and `clean` returns, with the new table, a
-`CleaningReport` that counts every row dropped and every value changed, so that nothing changes
-without a trace in the run's summary.
+Real logs hold unknown values (-1), zero run times and odd requests; every published simulator
+dealt with them in its own way. Each profile names its way here, and `clean` returns, with the new
+table, a `CleaningReport` that counts every row dropped and every value changed, so that nothing
+changes without a trace in the run's summary.
 
 ``"rlscheduler"``: SchedGym's loader, exactly (RLScheduler, SC'20; spec section 2.2):
 

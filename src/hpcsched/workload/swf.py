@@ -9,8 +9,9 @@ file without a ".gz" extension reads too.
     write_swf(jobs.window(0, 1024), "first-1024.swf")
 
 Reading is vectorised: the whole file is tokenised and converted with numpy in a few passes (the
-HPC2N log, 202,871 jobs and 19 MB, reads in about a third of a second). Only a file that the fast
-path cannot read is scanned line by line, to name the first bad line and field in a `TraceError`.
+HPC2N log, 202,871 jobs and 19 MB, reads in about half a second on two slow cores). Only a file that
+the fast path declines is scanned line by line, to name the first bad line and field in a
+`TraceError` (or to read numbers written unusually, such as "1.5e3").
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsched.workload.jobs import COLUMNS, LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
+from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
 
 N_FIELDS = len(SWF_FIELDS)  # 18
 
@@ -62,6 +63,9 @@ def read_swf(path: str | os.PathLike, name: str | None = None) -> JobTable:
     Every job line becomes a row, unchanged: -1 stays -1 and nothing is dropped (cleaning is the
     business of `hpcsched.workload.cleaning`). `procs` is max(alloc_procs, req_procs) and `line` the
     1-based line number in the file. `name` defaults to the file name without ".gz" and ".swf".
+    The header keeps every comment line verbatim (`comments`) and every "; Key: value" line in
+    `fields` (a key given on several lines, such as Queue, gets its values joined by newlines);
+    MaxNodes, MaxProcs and UnixStartTime are read as the integer their value starts with.
 
     Raises TraceError for a missing or unreadable file, a damaged gzip stream, a job line without
     exactly 18 fields, a field that is not a number, a header value (MaxNodes, MaxProcs,
@@ -323,4 +327,4 @@ def _format_column(values: np.ndarray, field: str) -> list[str]:
     return [str(int(v)) if i else repr(v) for v, i in zip(values.tolist(), integral.tolist())]
 
 
-__all__ = ["TraceError", "read_swf", "write_swf", "N_FIELDS", "COLUMNS"]
+__all__ = ["N_FIELDS", "TraceError", "read_swf", "write_swf"]

@@ -76,7 +76,7 @@ def trace_names(include_unbundled: bool = False) -> list[str]:
 def describe_traces() -> dict[str, str]:
     """Short name -> one line about the trace, for `hpcsched trace list`."""
     return {
-        t.name: t.description if t.bundled else f"{t.description} (not bundled: {t.file} from {PWA})"
+        t.name: t.description if t.bundled else f"{t.description} (not bundled: {t.file}, {PWA})"
         for t in _KNOWN
     }
 

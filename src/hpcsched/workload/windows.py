@@ -39,7 +39,9 @@ def sample_windows(
     """`count` window starts drawn uniformly (with replacement) from [0, limit - length], where
     limit = min(first, n_jobs) (all jobs when `first` is None), with numpy's Generator."""
     if count < 0 or length <= 0:
-        raise ValueError(f"sample_windows: count must be >= 0 and length > 0, got {count}, {length}")
+        raise ValueError(
+            f"sample_windows: count must be >= 0 and length > 0, got {count}, {length}"
+        )
     limit = n_jobs if first is None else min(first, n_jobs)
     if length > limit:
         scope = f"the first {limit} jobs" if first is not None and first < n_jobs else (
