@@ -26,6 +26,18 @@ EPILOG_COMPARE = """examples:
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
 """
 
+EPILOG_EXPERIMENT = """experiments:
+  rlscheduler-table5   RLScheduler (SC'20) Table V: bsld on the paper's 10 x 1024-job windows of
+                       Lublin-1, Lublin-2 and HPC2N, heuristics with and without backfilling, as the
+                       paper printed them, as we reproduce them (rlscheduler profile), and under
+                       the standard profile (correct WFP3/UNICEP, textbook EASY)
+examples:
+  hpcsched experiment rlscheduler-table5
+  hpcsched experiment rlscheduler-table5 --json > table5.json
+"""
+
+EXPERIMENTS = ("rlscheduler-table5",)
+
 EPILOG_TRACE = """examples:
   hpcsched trace list
   hpcsched trace stats hpc2n
@@ -118,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster_args(p)
 
     p = sub.add_parser("policies", help="list the heuristics")
+
+    p = sub.add_parser("experiment", parents=[fmt], help="run a paper's evaluation protocol",
+                       epilog=EPILOG_EXPERIMENT,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", choices=list(EXPERIMENTS), help="which protocol")
 
     p = sub.add_parser("trace", help="inspect and convert traces", epilog=EPILOG_TRACE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -218,6 +235,26 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_experiment(args) -> int:
+    from hpcsched.experiments import rlscheduler
+
+    traces = ("lublin-1", "lublin-2", "hpc2n")
+    total = len(traces) * 2 * 2 * len(rlscheduler.HEURISTICS)
+    with Progress(total, args.name) as bar:
+        rows = rlscheduler.table5_heuristics(traces, progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    table = rlscheduler.pivot(rows)
+    if args.fmt is None:
+        print("bsld, mean over the paper's 10 windows x 1024 jobs (first 10,000 jobs); paper = "
+              "Table V; rlscheduler = SchedGym's semantics and the code's WFP3/UNICEP; standard = "
+              "textbook semantics, correct WFP3/UNICEP, EASY\n")
+    cols = ["trace", "backfilling", "source", *rlscheduler.HEURISTICS]
+    print(format_rows(table, args.fmt or "table", columns=cols))
+    return 0
+
+
 def cmd_policies(args) -> int:
     from hpcsched.policies.priority import DESCRIPTIONS
 
@@ -267,7 +304,7 @@ def cmd_trace(args) -> int:
 
 
 COMMANDS = {"simulate": cmd_simulate, "compare": cmd_compare, "policies": cmd_policies,
-            "trace": cmd_trace}
+            "trace": cmd_trace, "experiment": cmd_experiment}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
