@@ -271,7 +271,8 @@ def test_write_refuses_non_finite(tmp_path):
 number = st.one_of(
     st.integers(-(10**14), 10**14).map(str),
     st.decimals(min_value=-(10**6), max_value=10**6, places=4, allow_nan=False).map(str),
-    st.sampled_from(["-1", "0", "007", "-0", "5.", ".25", "-.5", "0.000", "123456789012345"]),
+    st.sampled_from(["-1", "0", "007", "-0", "5.", ".25", "-.5", "0.000", "123456789012345",
+                     "12345678901234567", "-123456789012345.5", "0.30000000000000004"]),
 )
 
 
