@@ -109,17 +109,10 @@ def load_trace(name_or_path: str | os.PathLike) -> JobTable:
 
 
 def _lookup(name: str) -> TraceInfo | None:
-    """A known trace by short name, or by its original file name (with or without .gz), as the
-    papers' scripts and the reference fixtures name them."""
-    key = name.strip()
-    info = TRACES.get(key.lower())
-    if info is None:
-        info = _BY_FILE.get(key) or _BY_FILE.get(key + ".gz")
-    return info
-
-
-_BY_FILE: dict[str, TraceInfo] = {t.file: t for t in _KNOWN}
-_BY_FILE.update({t.file[: -len(".gz")]: t for t in _KNOWN if t.file.endswith(".gz")})
+    """A known trace by short name, or by one of its file names (the bundled one or the one it was
+    published under, with or without .gz), as the papers' scripts and the fixtures name them."""
+    key = name.strip().lower()
+    return TRACES.get(key) or _ALIASES.get(key)
 
 
 def _unknown_message(name: str) -> str:
