@@ -76,4 +76,7 @@ def pivot(rows: list[dict]) -> list[dict]:
                                    "source": r["source"]})
         col = next(c for c in HEURISTICS if r["policy"] in (AS_CODED[c], CORRECT[c]))
         row[col] = r["bsld"]
-    return list(out.values())
+    order = {"paper": 0, "rlscheduler": 1, "standard": 2}
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
+    return sorted(out.values(), key=lambda r: (traces.index(r["trace"]), r["backfilling"],
+                                               order[r["source"]]))
