@@ -169,3 +169,14 @@ def test_console_script_has_no_traceback(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "line 3" in proc.stderr
+
+
+def test_job_without_processor_count_is_dropped_and_counted(capsys, tmp_path):
+    # both processor fields unknown (-1): SchedGym's loader keeps such a job; it cannot be simulated
+    p = tmp_path / "noprocs.swf"
+    p.write_text(HEADER + job(1, 0, 10, 1) + job(2, 5, 10, -1) + job(3, 6, 10, 2))
+    code, out, _ = run_cli(capsys, "simulate", str(p), "--profile", "rlscheduler", "--json")
+    assert code == 0
+    row = json.loads(out)
+    assert row["jobs"] == 2
+    assert "1 job(s) without a processor count dropped" in row["cleaning"]

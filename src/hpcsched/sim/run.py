@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,10 +28,13 @@ class Prepared:
     profile: Profile
     report: CleaningReport
     dropped_oversized: int = 0
-    notes: tuple[str, ...] = field(default=())
+    dropped_no_procs: int = 0
 
     def summary(self) -> str:
         text = f"{self.name}: {self.report.summary()}"
+        if self.dropped_no_procs:
+            text += (f"; {self.dropped_no_procs} job(s) without a processor count dropped "
+                     f"(they cannot be simulated)")
         if self.dropped_oversized:
             text += (f"; {self.dropped_oversized} job(s) larger than the cluster dropped "
                      f"(--drop-oversized)")
@@ -57,6 +60,12 @@ def prepare(
     if len(jobs) == 0:
         raise ValueError(f"{raw.header.name or 'the trace'}: no job is left after cleaning "
                          f"({report.summary()})")
+    # Jobs with no processor count at all survive some profiles' cleaning (SchedGym loads them, and
+    # its allocator then takes every free node for such a job and never gives them back): no
+    # profile can simulate them meaningfully, so they are dropped here, and counted.
+    no_procs = jobs.procs <= 0
+    if no_procs.any():
+        jobs = jobs.take(~no_procs)
     cluster = NodePool.from_header(jobs.header, nodes, procs_per_node)
     big = cluster.oversized(jobs)
     if big.size and not drop_oversized:
@@ -72,7 +81,8 @@ def prepare(
         keep = np.ones(len(jobs), dtype=bool)
         keep[big] = False
         jobs = jobs.take(keep)
-    return Prepared(raw.header.name or str(trace), jobs, cluster, prof, report, int(big.size))
+    return Prepared(raw.header.name or str(trace), jobs, cluster, prof, report, int(big.size),
+                    int(no_procs.sum()))
 
 
 def window(prepared: Prepared, start: int | None = None, jobs: int | None = None) -> JobTable:
