@@ -208,3 +208,26 @@ def test_stepped_loop_matches_run():
     stepped = np.asarray(engine.start)
     fast = make_engine(table(ABCD), NodePool(4), "standard", "easy").run(policy).start
     assert stepped.tolist() == fast.tolist()
+
+
+# Carastan-Santos' scores with submit times near 10,000, where the log10(s) term no longer dominates:
+# X holds the machine until 10,100; J1..J4 (same r, n as above) arrive at 10,001..10,004.
+# log10(s / 10001) for J2, J3, J4 = 4.3425e-5, 8.685e-5, 1.30276e-4.
+#   F1 = log10(r) n + 870 log10(s):   5.0969, 6.4082+0.0378, 5.9085+0.0756, 4.9596+0.1133
+#        -> J4 5.073 < J1 5.097 < J3 5.984 < J2 6.446
+#   F2 = sqrt(r) n + 25600 log10(s):  21.213, 25.298+1.112, 21.909+2.223, 20.125+3.335
+#        -> J1 21.21 < J4 23.46 < J3 24.13 < J2 26.41
+#   F3 = r n + 6.86e6 log10(s):       150, 160+297.9, 120+595.8, 135+893.7 -> J1 J2 J3 J4
+#   F4 = r sqrt(n) + 5.3e5 log10(s):  86.60, 80+23.02, 60+46.03, 77.94+69.05 -> J1 J2 J3 J4
+LATE_ROWS = [(0, 10100, 4), (10001, 50, 3), (10002, 40, 4), (10003, 30, 4), (10004, 45, 3)]
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("f1", ["J4", "J1", "J3", "J2"]),
+    ("f2", ["J1", "J4", "J3", "J2"]),
+    ("f3", ["J1", "J2", "J3", "J4"]),
+    ("f4", ["J1", "J2", "J3", "J4"]),
+])
+def test_carastan_santos_orders(policy, expected):
+    s = starts(LATE_ROWS, policy=policy)[1:]
+    assert [f"J{i + 1}" for i in sorted(range(4), key=lambda i: s[i])] == expected
