@@ -1,1 +1,22 @@
+"""Gymnasium environments, one module per learned scheduler.
 
+Importing this package registers them with Gymnasium::
+
+    import gymnasium as gym
+    import hpcsched.envs  # noqa: F401
+    env = gym.make("hpcsched/PickJob-v0", trace="lublin-1", metric="bsld")
+
+(or, without the import, ``gym.make("hpcsched.envs:hpcsched/PickJob-v0")``).
+"""
+
+import gymnasium
+
+from hpcsched.envs.pick_job import PickJobEnv, observe
+from hpcsched.envs.vec import VecPickJob
+
+PICK_JOB = "hpcsched/PickJob-v0"
+
+if PICK_JOB not in gymnasium.registry:
+    gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
+
+__all__ = ["PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
