@@ -9,7 +9,7 @@ from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.sim.engine import make_engine
 from hpcsched.sim.run import prepare
 
-from conftest import table
+from envtraces import table
 
 W = 43200.0
 

@@ -112,7 +112,7 @@ def test_shortest_visible_job_agent_is_sjf(lublin, backfill):
 @pytest.mark.parametrize("backfill", BACKFILLS)
 def test_every_profile_and_backfilling_runs(tiny_random, profile, backfill):
     from hpcsched.sim.run import prepare
-    from conftest import random_table
+    from envtraces import random_table
 
     prep = tiny_random if profile == "rlscheduler" else prepare(random_table(), profile)
     env = PickJobEnv(prep, backfill=backfill, episode_jobs=30, slots=8, cutoff="interleave")

@@ -6,7 +6,7 @@ import pytest
 from hpcsched.envs.pick_job import PickJobEnv
 from hpcsched.envs.vec import VecPickJob
 
-from conftest import prepared, random_table
+from envtraces import prepared, random_table
 
 
 def random_valid(rng, mask):
