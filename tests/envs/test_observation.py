@@ -77,12 +77,27 @@ def test_observe_matches_the_env_and_is_order_free():
     obs, mask, rows = observe(view, norm, slots=4)
     np.testing.assert_array_equal(obs, env._obs)
     np.testing.assert_array_equal(rows, env.rows)
+    assert set(rows[mask].tolist()) == set(env.engine.queue)
     # the engine's queue order does not matter: same slots, same valid actions
     env.engine.queue.reverse()
     obs2, mask2, rows2 = observe(env.engine.next_decision(), norm, slots=4)
     np.testing.assert_array_equal(obs2, obs)
     np.testing.assert_array_equal(mask2, mask)
-    assert set(rows2[mask2].tolist()) == set(rows[mask].tolist()) == set(env.engine.queue)
+    np.testing.assert_array_equal(rows2, rows)
+
+
+@pytest.mark.parametrize("cutoff", ["fcfs", "interleave"])
+def test_queue_permutations_keep_the_valid_actions(cutoff):
+    engine = crowded_view()
+    norm = {"max_run_time": 1000, "max_procs": 4}
+    obs, mask, rows = observe(engine.next_decision(), norm, slots=5, cutoff=cutoff)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        rng.shuffle(engine.queue)
+        obs2, mask2, rows2 = observe(engine.next_decision(), norm, slots=5, cutoff=cutoff)
+        np.testing.assert_array_equal(rows2, rows)
+        np.testing.assert_array_equal(mask2, mask)
+        np.testing.assert_array_equal(obs2, obs)
 
 
 def test_padding_row():

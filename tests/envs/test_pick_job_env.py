@@ -36,9 +36,12 @@ def random_slot(seed):
     return lambda env, mask: int(rng.choice(np.flatnonzero(mask)))
 
 
-@pytest.mark.parametrize("metric", ["bsld", "fairness"])
-def test_check_env(lublin, metric):
-    check_env(PickJobEnv(lublin(), metric=metric, episode_jobs=64), skip_render_check=True)
+@pytest.mark.parametrize("profile, backfill, metric", [
+    ("rlscheduler", "none", "bsld"), ("rlscheduler", "schedgym", "fairness"),
+    ("standard", "easy", "utilization")])
+def test_check_env(lublin, profile, backfill, metric):
+    env = PickJobEnv(lublin(profile), backfill=backfill, metric=metric, episode_jobs=64)
+    check_env(env, skip_render_check=True)
 
 
 def test_registered_with_gymnasium(tiny_random):
