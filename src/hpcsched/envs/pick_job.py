@@ -111,8 +111,8 @@ class WindowSampler:
         if self.high <= self.low:
             raise ValueError(
                 f"windows of {length} jobs cannot be drawn from {limit} jobs: starts are drawn "
-                f"from [{self.low}, {self.high}) as in RLScheduler's code, which needs more than "
-                f"{3 * length + 1} jobs; use fewer episode_jobs or fixed windows "
+                f"from [{self.low}, {self.high}) as in RLScheduler's code, which needs at least "
+                f"{2 * length + 2} jobs; use fewer episode_jobs or fixed windows "
                 f"(reset(options={{'start': ...}}))"
             )
         self.length = length
