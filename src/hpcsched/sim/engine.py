@@ -78,9 +78,13 @@ class DecisionView:
 
     @property
     def start_time(self) -> np.ndarray:
-        """Start time of every row so far (NaN for jobs not started)."""
-        s = np.asarray(self._engine.start, dtype=np.float64)
-        return np.where(s < 0, np.nan, s)
+        """Start time of every row so far (NaN for jobs not started). Read-only, no copy."""
+        return self._engine.start_array
+
+    @property
+    def executed(self) -> np.ndarray:
+        """Time each row runs (its run time, or its request where the profile kills it there)."""
+        return self._engine.executed
 
     def fits(self, rows: np.ndarray) -> np.ndarray:
         """Whether each of `rows` fits in the free nodes now."""
@@ -133,6 +137,7 @@ class Engine:
         run = jobs.run_time
         req = jobs.req_time
         executed = np.minimum(run, req) if profile.kill_at_request else run.copy()
+        executed.flags.writeable = False
         self.executed = executed
         self.killed = int(np.count_nonzero(executed < run))
         # Python lists: the event loop reads single elements, which lists do far faster than arrays.
@@ -141,6 +146,10 @@ class Engine:
         self._exec: list[float] = executed.tolist()
         self._need: list[int] = need.tolist()
         self.start: list[float] = [-1.0] * self.n
+        # the same start times as an array (NaN = not started), for vectorised readers
+        self._start_array = np.full(self.n, np.nan)
+        self.start_array = self._start_array.view()
+        self.start_array.flags.writeable = False
         self.now: float = self._submit[0]
         self.free_nodes: int = cluster.nodes
         self.queue: list[int] = []
@@ -213,6 +222,7 @@ class Engine:
     def _start(self, row: int) -> None:
         self.started += 1
         self.start[row] = self.now
+        self._start_array[row] = self.now
         self.free_nodes -= self._need[row]
         self.running.append(row)
 

@@ -82,6 +82,7 @@ class PassEngine(Engine):
     def _start(self, row: int) -> None:
         self.started += 1
         self.start[row] = self.now
+        self._start_array[row] = self.now
         self.free_nodes -= self._need[row]
         self.running[row] = None
         self._est[row] = self.now + self._req[row]
