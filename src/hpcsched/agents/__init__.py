@@ -1,1 +1,29 @@
+"""Networks and learning algorithms that learn from `hpcsched.envs` and are then used as a `Policy`.
 
+    from hpcsched.agents import PPO, PPOConfig, load_policy
+
+    model = PPO(PPOConfig(trace="lublin-1")).learn(epochs=100)
+    model.save("runs/lublin-1.pt")
+    policy = load_policy("runs/lublin-1.pt")      # engine.run(policy), like any heuristic
+
+Names are imported on first use, so that `hpcsched.agents.filtering` works without torch.
+"""
+
+from importlib import import_module
+
+_WHERE = {
+    "PPO": "ppo", "PPOConfig": "ppo",
+    "KernelPolicy": "nets", "KernelValue": "nets", "FlatValue": "nets", "MLPPolicy": "nets",
+    "LeNetPolicy": "nets", "make_policy": "nets", "make_value": "nets",
+    "load_policy": "checkpoint", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
+    "RLPolicy": "checkpoint",
+    "WindowFilter": "filtering", "make_window_filter": "filtering",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(import_module(f"hpcsched.agents.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'hpcsched.agents' has no attribute {name!r}")

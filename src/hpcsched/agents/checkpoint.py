@@ -1,0 +1,151 @@
+"""Trained models are files (DESIGN decision 7): a checkpoint holds the weights, the optimiser states,
+the full config, the trace's normalisation constants, the epoch, the RNG states and the package
+version. It is written atomically (a temporary file in the same folder, then `os.replace`), so a
+crash never leaves a half-written model behind.
+
+`load_policy(path)` turns a checkpoint into a `Policy` the engine accepts anywhere a heuristic is:
+
+    engine.run(load_policy("runs/lublin-1-bsld.pt"))           # greedy (DESIGN decision 6)
+    engine.run(load_policy("runs/lublin-1-bsld.pt", sample=True, seed=1))
+
+A checkpoint is read with ``torch.load(weights_only=True)``: it holds only tensors and plain Python
+values, so loading a model file never runs code from it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+import hpcsched
+from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
+
+FORMAT = "hpcsched.ppo/1"
+
+
+def rng_states() -> dict[str, Any]:
+    """The global RNG states of torch, numpy and Python, as plain values."""
+    np_state = np.random.get_state(legacy=False)
+    np_state["state"]["key"] = np_state["state"]["key"].tolist()
+    return {"torch": torch.get_rng_state(), "numpy": np_state, "python": random.getstate()}
+
+
+def restore_rng_states(states: dict[str, Any] | None) -> None:
+    if not states:
+        return
+    torch.set_rng_state(states["torch"])
+    np_state = dict(states["numpy"])
+    np_state["state"] = dict(np_state["state"], key=np.array(np_state["state"]["key"], np.uint32))
+    np.random.set_state(np_state)
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
+    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = dict(state, format=FORMAT, version=hpcsched.__version__, rng=rng_states())
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """The checkpoint at `path` as a dict (keys: format, version, config, epoch, policy, value,
+    pi_optimizer, v_optimizer, norm, history, filter, rng)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no model file at {path}")
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # not a torch file, or one holding more than plain values
+        raise ValueError(f"{path} is not an hpcsched model checkpoint ({e})") from e
+    if not isinstance(ck, dict) or ck.get("format") != FORMAT:
+        raise ValueError(f"{path} is not an hpcsched model checkpoint (expected format {FORMAT!r})")
+    if ck.get("version") != hpcsched.__version__:
+        warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
+                      f"{hpcsched.__version__}", stacklevel=2)
+    return ck
+
+
+class RLPolicy:
+    """A trained policy network as an engine `Policy`: it observes the view as the training
+    environment did (`hpcsched.envs.pick_job.observe` with the trace's normalisation constants) and
+    picks the most probable job, or samples one with `sample=True`."""
+
+    def __init__(self, net: torch.nn.Module, norm: dict[str, float], *, slots: int = 128,
+                 cutoff: str = "fcfs", fairness: bool = False, sample: bool = False, seed: int = 0,
+                 name: str = "rl", observe: Callable | None = None):
+        self.name = name
+        self.net = net.eval()
+        self.norm = dict(norm)
+        self.slots = slots
+        self.cutoff = cutoff
+        self.fairness = bool(fairness)
+        self._users = None
+        self.sample = sample
+        self.rng = np.random.default_rng(seed)
+        if observe is None:
+            from hpcsched.envs.pick_job import observe
+        self._observe = observe
+        # a kernel policy decides in plain numpy: far cheaper than a torch call for one decision
+        self._weights = net.numpy_weights() if isinstance(net, KernelPolicy) else None
+
+    def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self._weights is not None:
+            return kernel_logits(self._weights, obs, mask)
+        with torch.no_grad():
+            return self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
+
+    def _user_scores(self, view):
+        """The fairness feature's per-user state of the run `view` belongs to (one per job table:
+        a new window is a new run)."""
+        from hpcsched.envs.observation import UserScores
+
+        if self._users is None or self._users[0] is not view.jobs:
+            self._users = (view.jobs, UserScores(view.jobs, getattr(view, "executed", None)))
+        return self._users[1]
+
+    def select(self, view) -> int:
+        kwargs = {"fairness": self._user_scores(view)} if self.fairness else {}
+        obs, mask, rows = self._observe(view, self.norm, slots=self.slots, cutoff=self.cutoff,
+                                        **kwargs)
+        logits = self.logits(obs, mask)
+        if self.sample:  # Gumbel-max: a draw from softmax(logits); masked slots never win
+            logits = logits + self.rng.gumbel(size=logits.shape).astype(np.float32)
+        return int(rows[int(np.argmax(logits))])
+
+
+def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
+                name: str | None = None, observe: Callable | None = None) -> RLPolicy:
+    """The trained policy in the checkpoint at `path`, as an engine `Policy` named ``rl:PATH``."""
+    from hpcsched.agents.ppo import PPOConfig
+
+    ck = load_checkpoint(path)
+    cfg = PPOConfig.from_dict(ck["config"])
+    net = make_policy(cfg.policy, cfg.features, cfg.slots)
+    net.load_state_dict(ck["policy"])
+    return RLPolicy(net, ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
+                    fairness=cfg.features == 9, sample=sample, seed=seed,
+                    name=name or f"rl:{path}", observe=observe)
+
+
+__all__ = ["FORMAT", "RLPolicy", "load_checkpoint", "load_policy", "restore_rng_states",
+           "rng_states", "save_checkpoint"]

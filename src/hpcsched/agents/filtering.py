@@ -1,0 +1,126 @@
+"""Trajectory filtering (RLScheduler, spec rlscheduler.md section 7).
+
+On high-variance traces most training windows are trivially easy (SJF's bsld is about 1) and a few are
+extreme; both teach the agent little. So:
+
+1. schedule K randomly sampled training windows with SJF and take the median and the mean of the
+   target metric;
+2. the band is R = (median, 2 x mean) (the paper's rule; the reference code instead hard-codes
+   (10, 150));
+3. stage 1 trains only on windows whose SJF metric lies strictly inside R;
+4. stage 2 trains on every window (no filter).
+
+`WindowFilter` is the callable the environment takes as `window_filter`: ``f(start) -> bool``. It runs
+SJF on a window the first time it is asked about it and remembers the score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpcsched.envs.pick_job import METRICS, WindowSampler, check_metric
+from hpcsched.policies.priority import get_policy
+from hpcsched.sim.engine import make_engine
+from hpcsched.sim.run import Prepared, window
+
+#: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)
+FIXED_BAND = (10.0, 150.0)
+RULES = ("paper", "fixed")
+
+
+def metric_key(metric: str) -> str:
+    """The key of the engine's metrics that the environment's `metric` rewards."""
+    return METRICS[check_metric(metric)][0]
+
+
+def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, float]:
+    """The filter band from SJF scores: (median, 2 x mean) under the paper's rule, (10, 150) under
+    the code's ("fixed", whatever the scores)."""
+    if rule == "fixed":
+        return FIXED_BAND
+    if rule != "paper":
+        raise ValueError(f"unknown filter rule {rule!r}; choose one of: {', '.join(RULES)}")
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0:
+        raise ValueError("band: no SJF scores to take the median and mean of")
+    return float(np.median(scores)), float(2.0 * np.mean(scores))
+
+
+def sjf_score(prepared: Prepared, start: int, episode_jobs: int, backfill: str = "none",
+              metric: str = "bsld") -> float:
+    """SJF's metric on the window of `episode_jobs` jobs from `start`."""
+    jobs = window(prepared, start, episode_jobs)
+    result = make_engine(jobs, prepared.cluster, prepared.profile, backfill).run(get_policy("sjf"))
+    return float(result.metrics[metric_key(metric)])
+
+
+
+class WindowFilter:
+    """``f(start) -> bool``: whether SJF's metric on the window from `start` lies strictly inside
+    `band`. Scores are computed on demand and cached."""
+
+    def __init__(self, prepared: Prepared, band: tuple[float, float], *, episode_jobs: int = 256,
+                 backfill: str = "none", metric: str = "bsld",
+                 scores: dict[int, float] | None = None, rule: str = ""):
+        low, high = band
+        if not low < high:
+            raise ValueError(f"an empty filter band: ({low}, {high})")
+        self.prepared = prepared
+        self.band = (float(low), float(high))
+        self.episode_jobs = episode_jobs
+        self.backfill = backfill
+        self.metric = check_metric(metric)
+        self.scores: dict[int, float] = dict(scores or {})
+        self.rule = rule
+        self.stats: dict[str, float] = {}
+
+    def score(self, start: int) -> float:
+        start = int(start)
+        if start not in self.scores:
+            self.scores[start] = sjf_score(self.prepared, start, self.episode_jobs, self.backfill,
+                                           self.metric)
+        return self.scores[start]
+
+    def __call__(self, start: int) -> bool:
+        low, high = self.band
+        return low < self.score(start) < high
+
+    def info(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the filter: the band and the statistics it came from."""
+        return {"band": self.band, "rule": self.rule, "metric": self.metric, **self.stats}
+
+
+def make_window_filter(prepared: Prepared, *, rule: str = "paper", windows: int = 1000,
+                       episode_jobs: int = 256, backfill: str = "none", metric: str = "bsld",
+                       first: int | None = 10000, seed: int = 0) -> WindowFilter:
+    """Stage 1's filter: SJF on `windows` training windows, drawn as the environment draws them
+    (from the first `first` jobs), gives the median and mean of the metric, and the band of `rule`
+    ("paper" or "fixed"; the fixed band needs no statistics, but they are still reported)."""
+    sampler = WindowSampler(len(prepared.jobs), episode_jobs, first)
+    rng = np.random.default_rng(seed)
+    starts = [sampler.sample(rng) for _ in range(windows)]
+    scores = {}
+    for s in starts:
+        if s not in scores:
+            scores[s] = sjf_score(prepared, s, episode_jobs, backfill, metric)
+    values = np.array([scores[s] for s in starts])
+    f = WindowFilter(prepared, band(values, rule), episode_jobs=episode_jobs, backfill=backfill,
+                     metric=metric, scores=scores, rule=rule)
+    inside = [f(s) for s in starts]
+    f.stats = {"windows": len(starts), "median": float(np.median(values)),
+               "mean": float(np.mean(values)), "kept_fraction": float(np.mean(inside))}
+    return f
+
+
+def stage_filter(window_filter: WindowFilter | None, epoch: int, stage1_epochs: int | None):
+    """The filter for `epoch` (0-based): `window_filter` during stage 1, None (every window) after
+    `stage1_epochs` epochs; with `stage1_epochs=None` stage 1 never ends."""
+    if window_filter is None or (stage1_epochs is not None and epoch >= stage1_epochs):
+        return None
+    return window_filter
+
+
+__all__ = ["FIXED_BAND", "RULES", "WindowFilter", "band", "make_window_filter",
+           "metric_key", "sjf_score", "stage_filter"]

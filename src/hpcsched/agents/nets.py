@@ -1,0 +1,248 @@
+"""Networks of RLScheduler (spec rlscheduler.md section 5): the kernel policy, two value networks and
+the ablation policies of its Table IV.
+
+Every policy maps an observation batch ``obs (B, slots, F)`` and a mask ``(B, slots)`` (True = a real
+waiting job) to masked logits ``(B, slots)``: a masked slot gets ``logit - 1e6``, so its probability
+after the softmax is exactly 0. Every value network maps ``obs`` to ``(B,)``.
+
+| name       | class                          | parameters (F=8, 128 slots) |
+|------------|--------------------------------|-----------------------------|
+| kernel     | KernelPolicy 8-32-16-8-1 / row | 961                         |
+| mlp-v1     | MLPPolicy (128, 128, 128)      | 180,736                     |
+| mlp-v2     | MLPPolicy (32, 16, 8)          | 34,616                      |
+| mlp-v3     | MLPPolicy (32,) * 5            | 41,248                      |
+| lenet      | LeNetPolicy (square slots)     | depends on slots            |
+| kernel (V) | KernelValue                    | 11,570                      |
+| flat (V)   | FlatValue 1024-32-16-8-1       | 33,473                      |
+
+The kernel policy applies one small MLP to each job row with shared weights, so permuting the rows
+permutes the probabilities the same way, and it has a plain-numpy forward (`numpy_forward`) for single
+decisions, where torch's per-call overhead would dominate.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+#: what a masked slot's logit is lowered by; exp(-1e6) is 0 in float32 and float64
+MASK_PENALTY = 1e6
+
+KERNEL_HIDDEN = (32, 16, 8)
+
+
+def mlp(sizes: Sequence[int]) -> nn.Sequential:
+    """Linear layers of the given sizes with ReLU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def apply_mask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """logits + (mask - 1) * 1e6: masked slots keep no probability (and get no gradient that
+    matters)."""
+    return torch.where(mask, logits, logits - MASK_PENALTY)
+
+
+class _Gather(torch.autograd.Function):
+    """``src[index]`` for a 1-D `src`, whose backward sums the gradient with one `scatter_add_`
+    (several times faster on CPU than the generic indexing backward when many entries share an
+    index, as the distinct job rows of an epoch do)."""
+
+    @staticmethod
+    def forward(ctx, src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.size = src.shape[0]
+        return src[index]
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        out = grad.new_zeros(ctx.size).scatter_add_(0, index.reshape(-1), grad.reshape(-1))
+        return out, None
+
+
+def gather(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``src[index]`` (1-D `src`, any shape of `index`) with a fast backward."""
+    return _Gather.apply(src, index)
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+class KernelPolicy(nn.Module):
+    """RLScheduler's policy: one MLP F -> 32 -> 16 -> 8 -> 1 scores every job row (shared weights);
+    the scores, masked, are the logits of a softmax over the slots. 961 parameters for F = 8, for any
+    number of slots."""
+
+    def __init__(self, features: int = 8, slots: int = 128, hidden: Sequence[int] = KERNEL_HIDDEN):
+        super().__init__()
+        self.features = features
+        self.slots = slots
+        self.kernel = mlp([features, *hidden, 1])
+
+    def row_scores(self, rows: torch.Tensor) -> torch.Tensor:
+        """Scores of job rows ``(..., F) -> (...)``; the training loop calls it on the real rows only."""
+        return self.kernel(rows).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return apply_mask(self.row_scores(obs), mask)
+
+    # -- plain numpy, for one decision at a time ---------------------------------------------------
+    def numpy_weights(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(W^T, b) per layer as float32 numpy arrays (copies: later training does not change them)."""
+        linears = [m for m in self.kernel if isinstance(m, nn.Linear)]
+        return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
+
+    def numpy_forward(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Masked logits as `forward` computes them, in numpy (float32). For many calls with the same
+        weights, take `numpy_weights()` once and call `kernel_logits` directly."""
+        return kernel_logits(self.numpy_weights(), obs, mask)
+
+
+def kernel_logits(
+    weights: Sequence[tuple[np.ndarray, np.ndarray]], obs: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    """KernelPolicy's masked logits in numpy: ``obs (..., slots, F)``, ``mask (..., slots)``.
+
+    Only the real rows go through the MLP (a masked logit is ``-1e6`` plus whatever its score would
+    be; the score of a padding row does not matter, so it is taken as 0)."""
+    mask = np.asarray(mask, dtype=bool)
+    x = np.asarray(obs, dtype=np.float32)[mask]
+    last = len(weights) - 1
+    for i, (w, b) in enumerate(weights):
+        x = x @ w
+        x += b
+        if i < last:
+            np.maximum(x, 0.0, out=x)
+    logits = np.full(mask.shape, -MASK_PENALTY, dtype=np.float32)
+    logits[mask] = x[:, 0]
+    return logits
+
+
+class KernelValue(nn.Module):
+    """The reference code's critic: a kernel F -> 32 -> 16 -> 8 -> 1 per row (its own weights) gives
+    one number per slot, then an MLP slots -> 64 -> 32 -> 8 -> 1. 11,570 parameters for 128 x 8."""
+
+    def __init__(self, features: int = 8, slots: int = 128):
+        super().__init__()
+        self.features = features
+        self.slots = slots
+        self.kernel = mlp([features, *KERNEL_HIDDEN, 1])
+        self.head = mlp([slots, 64, 32, 8, 1])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.kernel(obs).squeeze(-1)).squeeze(-1)
+
+    def forward_packed(self, unique_rows: torch.Tensor, slot_index: torch.Tensor,
+                       pad_row: torch.Tensor) -> torch.Tensor:
+        """`forward(obs)` for a batch given as its distinct real rows and, for every slot, the index
+        of its row among them (``len(unique_rows)`` for a padding slot, whose row is `pad_row`): the
+        kernel runs once per distinct row."""
+        scores = self.kernel(torch.cat([unique_rows, pad_row[None]])).squeeze(-1)
+        return self.head(gather(scores, slot_index)).squeeze(-1)
+
+
+class FlatValue(nn.Module):
+    """The paper's critic: an MLP over the flattened observation, slots*F -> 32 -> 16 -> 8 -> 1
+    (33,473 parameters for 128 x 8)."""
+
+    def __init__(self, features: int = 8, slots: int = 128):
+        super().__init__()
+        self.features = features
+        self.slots = slots
+        self.net = mlp([slots * features, 32, 16, 8, 1])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.flatten(-2)).squeeze(-1)
+
+
+class MLPPolicy(nn.Module):
+    """An ablation policy of Table IV: an MLP over the flattened observation giving `slots` logits.
+    Not permutation equivariant: it has to learn what each slot position means."""
+
+    def __init__(self, features: int = 8, slots: int = 128, hidden: Sequence[int] = (128, 128, 128)):
+        super().__init__()
+        self.features = features
+        self.slots = slots
+        self.net = mlp([slots * features, *hidden, slots])
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return apply_mask(self.net(obs.flatten(-2)), mask)
+
+
+class LeNetPolicy(nn.Module):
+    """Table IV's LeNet: the slots are laid out as an m x m grid (m = sqrt(slots)) with the F features
+    as channels; 1x1 convolutions with 32 and 64 filters, each followed by a 2x2 max pool, then dense
+    64 and the logits. The reference code used m = floor(sqrt(128)) = 11, which cannot hold 128 slots,
+    so here `slots` must be a perfect square (64, 256, ...)."""
+
+    def __init__(self, features: int = 8, slots: int = 128):
+        super().__init__()
+        side = int(round(slots**0.5))
+        if side * side != slots:
+            raise ValueError(
+                f"LeNetPolicy lays the slots out as a square grid, and {slots} slots are not a "
+                f"square; use a square number of slots (e.g. {(side) ** 2} or {(side + 1) ** 2})"
+            )
+        if side < 4:
+            raise ValueError(f"LeNetPolicy needs at least 16 slots (two 2x2 pools), got {slots}")
+        self.features = features
+        self.slots = slots
+        self.side = side
+        pooled = side // 2 // 2
+        self.conv = nn.Sequential(
+            nn.Conv2d(features, 32, kernel_size=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, kernel_size=1), nn.ReLU(), nn.MaxPool2d(2),
+        )
+        self.dense = nn.Sequential(
+            nn.Flatten(), nn.Linear(64 * pooled * pooled, 64), nn.ReLU(), nn.Linear(64, slots)
+        )
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lead = obs.shape[:-2]
+        grid = obs.reshape(-1, self.side, self.side, self.features).permute(0, 3, 1, 2)
+        logits = self.dense(self.conv(grid)).reshape(*lead, self.slots)
+        return apply_mask(logits, mask)
+
+
+POLICIES = ("kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet")
+VALUES = ("kernel", "flat")
+
+
+def make_policy(name: str, features: int = 8, slots: int = 128) -> nn.Module:
+    """The policy network called `name` (one of POLICIES)."""
+    if name == "kernel":
+        return KernelPolicy(features, slots)
+    if name == "mlp-v1":
+        return MLPPolicy(features, slots, (128, 128, 128))
+    if name == "mlp-v2":
+        return MLPPolicy(features, slots, (32, 16, 8))
+    if name == "mlp-v3":
+        return MLPPolicy(features, slots, (32,) * 5)
+    if name == "lenet":
+        return LeNetPolicy(features, slots)
+    raise ValueError(f"unknown policy network {name!r}; choose one of: {', '.join(POLICIES)}")
+
+
+def make_value(name: str, features: int = 8, slots: int = 128) -> nn.Module:
+    """The value network called `name` (one of VALUES)."""
+    if name == "kernel":
+        return KernelValue(features, slots)
+    if name == "flat":
+        return FlatValue(features, slots)
+    raise ValueError(f"unknown value network {name!r}; choose one of: {', '.join(VALUES)}")
+
+
+__all__ = [
+    "MASK_PENALTY", "KernelPolicy", "KernelValue", "FlatValue", "MLPPolicy", "LeNetPolicy",
+    "POLICIES", "VALUES", "make_policy", "make_value", "kernel_logits", "apply_mask",
+    "count_parameters", "mlp", "gather",
+]
