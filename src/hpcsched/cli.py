@@ -28,15 +28,44 @@ EPILOG_COMPARE = """examples:
 
 EPILOG_EXPERIMENT = """experiments:
   rlscheduler-table5   RLScheduler (SC'20) Table V: bsld on the paper's 10 x 1024-job windows of
-                       Lublin-1, Lublin-2 and HPC2N, heuristics with and without backfilling, as the
-                       paper printed them, as we reproduce them (rlscheduler profile), and under
-                       the standard profile (correct WFP3/UNICEP, textbook EASY)
+                       Lublin-1, Lublin-2 and HPC2N, heuristics and trained models, with and without
+                       backfilling, as the paper printed them, as we reproduce them (rlscheduler
+                       profile), and under the standard profile (correct WFP3/UNICEP, textbook EASY)
+  rlscheduler-table7   Table VII: every trace's model applied to every trace (with CTC-SP2)
+  rlscheduler-table8   Table VIII: largest per-user mean bsld on HPC2N, with the fairness model
 examples:
   hpcsched experiment rlscheduler-table5
   hpcsched experiment rlscheduler-table5 --json > table5.json
 """
 
-EXPERIMENTS = ("rlscheduler-table5",)
+EXPERIMENTS = ("rlscheduler-table5", "rlscheduler-table7", "rlscheduler-table8")
+
+EXPERIMENT_CAPTIONS = {
+    "rlscheduler-table5":
+        "bsld, mean over the paper's 10 windows x 1024 jobs (first 10,000 jobs); paper = Table V; "
+        "rlscheduler = SchedGym's semantics, the code's WFP3/UNICEP and our trained models "
+        "(greedy); standard = textbook semantics, correct WFP3/UNICEP, EASY",
+    "rlscheduler-table7":
+        "bsld of every trace's model on every trace (paper Table VII), 10 x 1024-job windows, "
+        "rlscheduler profile; rows with backfilling use the models trained with it",
+    "rlscheduler-table8":
+        "largest per-user mean bsld on HPC2N (paper Table VIII), 10 x 1024-job windows, "
+        "rlscheduler profile; RL = the model trained for fairness",
+}
+
+EPILOG_TRAIN = """examples:
+  hpcsched train rlscheduler --trace lublin-1 --metric bsld --backfill none --epochs 60 --out runs/l1
+  hpcsched train rlscheduler --out runs/l1 --epochs 100 --resume      # continue that run
+  hpcsched train rlscheduler --trace hpc2n --metric fairness --episode-jobs 128 --out runs/h-fair
+
+The run folder gets model.pt (every epoch), best.pt (best greedy validation score), log.csv,
+curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed.
+"""
+
+EPILOG_EVALUATE = """examples:
+  hpcsched evaluate runs/l1/model.pt --trace lublin-1 --windows 10 --jobs 1024
+  hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
+"""
 
 EPILOG_TRACE = """examples:
   hpcsched trace list
@@ -129,12 +158,70 @@ def build_parser() -> argparse.ArgumentParser:
     _add_window_args(p)
     _add_cluster_args(p)
 
+    p = sub.add_parser("train", help="train a learned scheduler", epilog=EPILOG_TRAIN,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("algorithm", choices=["rlscheduler"], help="which learned scheduler")
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--epochs", type=int, default=100, help="train until this many epochs in all")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--trace", default="lublin-1", help="bundled trace name or SWF file")
+    p.add_argument("--metric", default="bsld",
+                   choices=["bsld", "wait", "turnaround", "slowdown", "utilization", "fairness"])
+    p.add_argument("--backfill", default="none", choices=BACKFILLS)
+    p.add_argument("--profile", default="rlscheduler", choices=list(PROFILES))
+    p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("episodes and networks")
+    g.add_argument("--episode-jobs", type=int, default=256, help="jobs per trajectory")
+    g.add_argument("--trajectories", type=int, default=100, help="trajectories per epoch")
+    g.add_argument("--first", type=int, default=10000,
+                   help="train on windows from the first N jobs (0: the whole trace)")
+    g.add_argument("--slots", type=int, default=128)
+    g.add_argument("--cutoff", default="fcfs", choices=["fcfs", "interleave"])
+    g.add_argument("--policy-net", default="kernel",
+                   choices=["kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet"])
+    g.add_argument("--value-net", default="kernel", choices=["kernel", "flat"])
+    g = p.add_argument_group("PPO (defaults: the RLScheduler code)")
+    g.add_argument("--pi-lr", type=float, default=3e-4)
+    g.add_argument("--vf-lr", type=float, default=1e-3)
+    g.add_argument("--pi-iters", type=int, default=80)
+    g.add_argument("--v-iters", type=int, default=80)
+    g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--filter", default="none", choices=["none", "paper", "fixed"],
+                   help="trajectory filtering: paper = SJF band (median, 2 x mean); fixed = (10, 150)")
+    g.add_argument("--filter-epochs", type=int,
+                   help="epochs of stage 1 (filtered windows) before training on all windows")
+    g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    g = p.add_argument_group("validation and output")
+    g.add_argument("--validate-every", type=int, default=5,
+                   help="greedy validation every K epochs, keeping best.pt (0: off)")
+    g.add_argument("--validate-windows", type=int, default=5)
+    g.add_argument("--validate-jobs", type=int, default=1024)
+
+    p = sub.add_parser("evaluate", parents=[fmt], help="evaluate a trained model beside heuristics",
+                       epilog=EPILOG_EVALUATE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="a model file, a run folder, or pretrained/NAME")
+    p.add_argument("--trace", help="trace to evaluate on (default: the one it was trained on)")
+    p.add_argument("--against", type=_csv_list, default=["fcfs", "sjf", "f1"],
+                   help="heuristics to show beside it (default: fcfs,sjf,f1; 'none' for none)")
+    p.add_argument("--backfill", type=_csv_list,
+                   help="backfilling choices (default: the one it was trained with)")
+    p.add_argument("--profile", choices=list(PROFILES),
+                   help="simulation semantics (default: the one it was trained with)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample the model's actions instead of taking the most probable job")
+    _add_window_args(p)
+    _add_cluster_args(p)
+
     p = sub.add_parser("policies", help="list the heuristics")
 
     p = sub.add_parser("experiment", parents=[fmt], help="run a paper's evaluation protocol",
                        epilog=EPILOG_EXPERIMENT,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", choices=list(EXPERIMENTS), help="which protocol")
+    p.add_argument("--models", help="take the trained models from this folder (NAME.pt or "
+                                    "NAME/best.pt) instead of the shipped ones")
+    p.add_argument("--heuristics-only", action="store_true",
+                   help="leave the trained models out (table5)")
 
     p = sub.add_parser("trace", help="inspect and convert traces", epilog=EPILOG_TRACE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -155,10 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- commands ---------------------------------------------------------------------------------------
 
-def _policy(spec: str, seed: int = 0):
-    from hpcsched.policies.priority import get_policy
+def _policy(spec: str, seed: int = 0, prepared=None, sample: bool = False):
+    from hpcsched.experiments.policyspec import resolve_policy
 
-    return get_policy(spec, seed=seed)
+    return resolve_policy(spec, prepared, seed=seed, sample=sample)
 
 
 def _prepare(args):
@@ -173,7 +260,7 @@ def cmd_simulate(args) -> int:
     from hpcsched.sim.run import simulate
 
     prepared = _prepare(args)
-    policy = _policy(args.policy, args.seed)
+    policy = _policy(args.policy, args.seed, prepared)
     result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)
     row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": args.policy,
            "backfill": args.backfill}
@@ -221,7 +308,7 @@ def cmd_compare(args) -> int:
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    policies = [(p, _policy(p, args.seed or 0)) for p in args.policies]
+    policies = [(p, _policy(p, args.seed or 0, prepared)) for p in args.policies]
     for b in args.backfill:
         if b not in BACKFILLS:
             raise ValueError(f"unknown backfilling {b!r}; choose among {', '.join(BACKFILLS)}")
@@ -236,30 +323,114 @@ def cmd_compare(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    from hpcsched.experiments import rlscheduler
+    from hpcsched.experiments import rlscheduler as rls
 
-    traces = ("lublin-1", "lublin-2", "hpc2n")
-    total = len(traces) * 2 * 2 * len(rlscheduler.HEURISTICS)
-    with Progress(total, args.name) as bar:
-        rows = rlscheduler.table5_heuristics(traces, progress=bar.update)
+    name = args.name
+    with_models = not args.heuristics_only
+    total = rls.simulations(name, with_models=with_models)
+    with Progress(total, name) as bar:
+        if name == "rlscheduler-table5":
+            rows = rls.table5(models=args.models, with_models=with_models, progress=bar.update)
+        elif name == "rlscheduler-table7":
+            rows = rls.table7(models=args.models, progress=bar.update)
+        else:
+            rows = rls.table8(models=args.models, progress=bar.update)
+    key = "max_user_bsld" if name == "rlscheduler-table8" else "bsld"
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0
-    table = rlscheduler.pivot(rows)
+    if name == "rlscheduler-table7":
+        def col(policy: str) -> str:
+            return policy.split("/")[-1].removesuffix("-backfill") if policy.startswith("rl:") \
+                else rls.column(policy)
+        table = rls.pivot(rows, key, columns=col)
+        cols = ["trace", "backfilling", "source", *rls.HEURISTICS,
+                *(rls.model_name(t) for t in rls.CROSS_TRACES)]
+    else:
+        table = rls.pivot(rows, key)
+        cols = ["trace", "backfilling", "source", *rls.HEURISTICS, *(["RL"] if with_models else [])]
     if args.fmt is None:
-        print("bsld, mean over the paper's 10 windows x 1024 jobs (first 10,000 jobs); paper = "
-              "Table V; rlscheduler = SchedGym's semantics and the code's WFP3/UNICEP; standard = "
-              "textbook semantics, correct WFP3/UNICEP, EASY\n")
-    cols = ["trace", "backfilling", "source", *rlscheduler.HEURISTICS]
+        print(EXPERIMENT_CAPTIONS[name] + "\n")
     print(format_rows(table, args.fmt or "table", columns=cols))
+    checks = rls.verdicts(rows, key)
+    if checks and args.fmt is None:
+        print(f"\nlearned policies against the heuristics of our own run ({key}, lower is better):")
+        print(format_rows(checks, "table", columns=["trace", "backfill", "policy", key,
+                                                    "best_heuristic", "best", "ratio_to_best",
+                                                    "beats_best", "worst_heuristic", "worst",
+                                                    "worse_than_worst"]))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.experiments.training import train
+
+    config = PPOConfig(
+        trace=args.trace, profile=args.profile, backfill=args.backfill, metric=args.metric,
+        episode_jobs=args.episode_jobs, slots=args.slots, cutoff=args.cutoff,
+        first=args.first or None, n_envs=args.trajectories, policy=args.policy_net,
+        value=args.value_net, trajectories_per_epoch=args.trajectories, pi_lr=args.pi_lr,
+        vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
+        target_kl=args.target_kl, filter=args.filter, filter_epochs=args.filter_epochs,
+        seed=args.seed, threads=args.threads,
+    )
+    model = train(config, args.out, args.epochs, resume=args.resume,
+                  validate_every=args.validate_every, validate_windows=args.validate_windows,
+                  validate_jobs=args.validate_jobs)
+    last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
+    print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
+          f"curve: {args.out}/curve.png")
+    if last is not None:
+        print(f"last epoch: mean reward {last['mean_reward']:.6g}, {last['epoch_s']:.1f} s")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.experiments.compare import choose_windows, compare
+    from hpcsched.experiments.policyspec import model_path
+    from hpcsched.sim.run import prepare
+
+    path = model_path(args.model)
+    config = load_checkpoint(path)["config"]
+    args.trace = args.trace or config["trace"]
+    args.profile = args.profile or config["profile"]
+    backfills = args.backfill or [config["backfill"]]
+    for b in backfills:
+        if b not in BACKFILLS:
+            raise ValueError(f"unknown backfilling {b!r}; choose among {', '.join(BACKFILLS)}")
+    prepared = prepare(args.trace, args.profile, nodes=args.nodes,
+                       procs_per_node=args.procs_per_node, drop_oversized=args.drop_oversized)
+    if args.start is None and not args.starts and args.windows is None:
+        args.windows, args.jobs = 10, args.jobs or 1024
+    starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
+                                    windows=args.windows, jobs=args.jobs, first=args.first,
+                                    seed=args.seed, paper=args.paper_windows)
+    label = f"rl:{args.model}"
+    policies = [(label, _policy(label, args.seed or 0, prepared, sample=args.sample))]
+    policies += [(h, _policy(h, args.seed or 0, prepared)) for h in args.against if h != "none"]
+    total = len(policies) * len(backfills) * len(starts)
+    with Progress(total, "evaluating") as bar:
+        rows = compare(prepared, policies, backfills, starts, length, progress=bar.update)
+    if args.fmt is None:
+        print(f"{prepared.summary()}\nmodel {path} (trained on {config['trace']}, metric "
+              f"{config['metric']}, backfill {config['backfill']}); {len(starts)} window(s) of "
+              f"{length} jobs, starts {','.join(map(str, starts))}; mean over windows\n")
+    print(format_rows(rows, args.fmt or "table"))
     return 0
 
 
 def cmd_policies(args) -> int:
     from hpcsched.policies.priority import DESCRIPTIONS
 
+    from hpcsched.experiments.policyspec import pretrained_models
+
     for name, text in DESCRIPTIONS.items():
         print(f"{name:<12}{text}")
+    print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
+    for name in pretrained_models():
+        print(f"  rl:pretrained/{name}")
     return 0
 
 
@@ -304,6 +475,7 @@ def cmd_trace(args) -> int:
 
 
 COMMANDS = {"simulate": cmd_simulate, "compare": cmd_compare, "policies": cmd_policies,
+            "train": cmd_train, "evaluate": cmd_evaluate,
             "trace": cmd_trace, "experiment": cmd_experiment}
 
 

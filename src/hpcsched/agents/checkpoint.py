@@ -134,15 +134,20 @@ class RLPolicy:
 
 
 def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
-                name: str | None = None, observe: Callable | None = None) -> RLPolicy:
-    """The trained policy in the checkpoint at `path`, as an engine `Policy` named ``rl:PATH``."""
+                name: str | None = None, observe: Callable | None = None,
+                norm: dict[str, float] | None = None) -> RLPolicy:
+    """The trained policy in the checkpoint at `path`, as an engine `Policy` named ``rl:PATH``.
+
+    `norm`: the normalisation constants to observe with; by default the training trace's (stored
+    in the checkpoint). To schedule another trace, pass that trace's constants, as RLScheduler's
+    own test script does (its environment normalises by the trace it loads)."""
     from hpcsched.agents.ppo import PPOConfig
 
     ck = load_checkpoint(path)
     cfg = PPOConfig.from_dict(ck["config"])
     net = make_policy(cfg.policy, cfg.features, cfg.slots)
     net.load_state_dict(ck["policy"])
-    return RLPolicy(net, ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
+    return RLPolicy(net, norm if norm is not None else ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
                     fairness=cfg.features == 9, sample=sample, seed=seed,
                     name=name or f"rl:{path}", observe=observe)
 
