@@ -190,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trajectory filtering: paper = SJF band (median, 2 x mean); fixed = (10, 150)")
     g.add_argument("--filter-epochs", type=int,
                    help="epochs of stage 1 (filtered windows) before training on all windows")
+    g.add_argument("--reward-baseline", default="none",
+                   help="none (the paper's reward, -metric) or a heuristic: reward the episode's "
+                        "improvement over that heuristic on the same window, in [-1, 1]")
+    g.add_argument("--init", default="none",
+                   help="none (random weights, the paper) or a heuristic to imitate before PPO "
+                        "(fcfs, sjf, f1, ...: a fixed score per job)")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
     g.add_argument("--validate-every", type=int, default=5,
@@ -373,7 +379,8 @@ def cmd_train(args) -> int:
         value=args.value_net, trajectories_per_epoch=args.trajectories, pi_lr=args.pi_lr,
         vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
         target_kl=args.target_kl, filter=args.filter, filter_epochs=args.filter_epochs,
-        seed=args.seed, threads=args.threads,
+        seed=args.seed, threads=args.threads, reward_baseline=args.reward_baseline,
+        init=args.init,
     )
     model = train(config, args.out, args.epochs, resume=args.resume,
                   validate_every=args.validate_every, validate_windows=args.validate_windows,

@@ -48,12 +48,18 @@ def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, 
     return float(np.median(scores)), float(2.0 * np.mean(scores))
 
 
+def heuristic_score(prepared: Prepared, start: int, jobs: int, backfill: str = "none",
+                    metric: str = "bsld", policy: str = "sjf") -> float:
+    """A heuristic's metric on the window of `jobs` jobs from `start`."""
+    table = window(prepared, start, jobs)
+    result = make_engine(table, prepared.cluster, prepared.profile, backfill).run(get_policy(policy))
+    return float(result.metrics[metric_key(metric)])
+
+
 def sjf_score(prepared: Prepared, start: int, episode_jobs: int, backfill: str = "none",
               metric: str = "bsld") -> float:
     """SJF's metric on the window of `episode_jobs` jobs from `start`."""
-    jobs = window(prepared, start, episode_jobs)
-    result = make_engine(jobs, prepared.cluster, prepared.profile, backfill).run(get_policy("sjf"))
-    return float(result.metrics[metric_key(metric)])
+    return heuristic_score(prepared, start, episode_jobs, backfill, metric, "sjf")
 
 
 
@@ -123,4 +129,4 @@ def stage_filter(window_filter: WindowFilter | None, epoch: int, stage1_epochs: 
 
 
 __all__ = ["FIXED_BAND", "RULES", "WindowFilter", "band", "make_window_filter",
-           "metric_key", "sjf_score", "stage_filter"]
+           "heuristic_score", "metric_key", "sjf_score", "stage_filter"]

@@ -67,6 +67,11 @@ class PPOConfig:
     filter: str = "none"  # "none", "paper": band (median, 2 x mean) of SJF, "fixed": (10, 150)
     filter_windows: int = 1000  # SJF windows sampled for the band's statistics
     filter_epochs: int | None = None  # stage 1 length; afterwards all windows. None: always filter
+    # -- reward (not in the paper; see relative_reward) ---------------------------------------------
+    reward_baseline: str = "none"  # "none": -metric, as the paper; a heuristic name: relative reward
+    init: str = "none"  # "none": random weights, as the paper; a heuristic: imitate it first
+    init_episodes: int = 100  # episodes of the heuristic to imitate
+    init_steps: int = 300  # supervised steps on them
     # -- the run -------------------------------------------------------------------------------------
     seed: int = 0
     threads: int | None = None  # torch.set_num_threads for learn(); None: torch's default
@@ -114,6 +119,19 @@ def advantages_and_returns(values: np.ndarray, lengths: np.ndarray, rewards: np.
         adv[:, t] = a_next
         ret[:, t] = g_next
     return adv[col], ret[col]
+
+
+def relative_reward(value: float, base: float, sign: float) -> float:
+    """The episode's improvement over a heuristic on the same window, in [-1, 1]:
+    ``sign * (value - base) / (|value| + |base|)`` (sign -1 for metrics where lower is better, so
+    beating the heuristic is positive; 0 when both are 0).
+
+    Not in RLScheduler. Its reward, -metric, varies across windows far more than across decisions
+    (a Lublin-1 window's bsld ranges from 1 to 10^4 under any policy), so most of an epoch's
+    advantage signal says which windows were hard. Measured against the heuristic on the same
+    window, the signal says whether the policy scheduled that window well."""
+    total = abs(value) + abs(base)
+    return 0.0 if total == 0 else sign * (value - base) / total
 
 
 def make_vec_env(config: PPOConfig, window_filter: Callable[[int], bool] | None = None):
@@ -191,6 +209,10 @@ class PPO:
 
     def __init__(self, config: PPOConfig | None = None, env=None, norm: dict | None = None):
         self.config = config = config or PPOConfig()
+        if config.reward_baseline != "none":
+            from hpcsched.policies.priority import get_policy
+
+            get_policy(config.reward_baseline)  # an unknown name fails here, not after an epoch
         torch.manual_seed(config.seed)
         self.policy = make_policy(config.policy, config.features, config.slots)
         self.value = make_value(config.value, config.features, config.slots)
@@ -378,6 +400,43 @@ class PPO:
                 return {**pi.result(), **v.result()}
         return {**self._update_policy(b), **self._update_value(b)}
 
+    def warm_start(self) -> dict[str, float]:
+        """Imitate `config.init`'s choices before the first epoch (see agents/imitation.py)."""
+        from hpcsched.agents.imitation import collect_demonstrations, imitate
+
+        c = self.config
+        obs, mask, target = collect_demonstrations(self.env(), c.init, c.init_episodes,
+                                                   seed=derived_seed(c.seed, 0, 2))
+        previous = torch.get_num_threads()
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        try:
+            stats = imitate(self.policy, obs, mask, target, steps=c.init_steps)
+        finally:
+            torch.set_num_threads(previous)
+        stats["imitation_decisions"] = len(target)
+        self.warm = stats
+        return stats
+
+    def _relative_rewards(self, traj: rollout.Trajectories) -> np.ndarray:
+        from hpcsched.agents.filtering import heuristic_score
+        from hpcsched.envs.pick_job import METRICS
+
+        c = self.config
+        key, sign = METRICS[c.metric]
+        prepared = self._prepared()
+        cache = self.__dict__.setdefault("_baseline_cache", {})
+        out = np.empty(len(traj.rewards))
+        for i, (metrics, win) in enumerate(zip(traj.metrics, traj.windows)):
+            if win is None:
+                raise ValueError("reward_baseline needs environments that report each episode's "
+                                 "window (infos['window'])")
+            if win not in cache:
+                cache[win] = heuristic_score(prepared, win[0], win[1], c.backfill, c.metric,
+                                             c.reward_baseline)
+            out[i] = relative_reward(float(metrics[key]), cache[win], sign)
+        return out
+
     def _one_epoch(self) -> dict[str, Any]:
         c = self.config
         t0 = time.perf_counter()
@@ -385,6 +444,8 @@ class PPO:
         generator = torch.Generator().manual_seed(derived_seed(c.seed, self.epoch, 1))
         traj = rollout.collect(env, self._act_fn(generator), c.trajectories_per_epoch,
                                seed=derived_seed(c.seed, self.epoch, 0))
+        if c.reward_baseline != "none":
+            traj.rewards = self._relative_rewards(traj)
         t1 = time.perf_counter()
         b = _Batch(traj)
         with torch.no_grad():
@@ -441,6 +502,7 @@ class PPO:
             "norm": dict(self.norm) if self.norm else {},
             "history": self.history,
             "filter": self.filter_info,
+            "warm": getattr(self, "warm", None),
         }
 
     def save(self, path) -> None:
@@ -465,9 +527,11 @@ class PPO:
         model.epoch = int(ck["epoch"])
         model.history = list(ck.get("history", []))
         model.filter_info = ck.get("filter")
+        if ck.get("warm"):
+            model.warm = ck["warm"]
         if restore_rng:
             restore_rng_states(ck.get("rng"))
         return model
 
 
-__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "make_vec_env"]
+__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "make_vec_env", "relative_reward"]

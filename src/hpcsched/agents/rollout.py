@@ -45,6 +45,7 @@ class Trajectories:
     lengths: np.ndarray  # (n,) decisions per trajectory; they sum to M
     rewards: np.ndarray  # (n,) the terminal (and only) reward of each trajectory
     metrics: list[dict[str, Any]] = field(default_factory=list)  # infos["metrics"] of each
+    windows: list[tuple[int, int] | None] = field(default_factory=list)  # infos["window"] of each
     env_steps: int = 0  # batched steps taken, including the discarded ones
 
     @property
@@ -70,7 +71,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     finished = np.zeros(n_envs, dtype=np.int64)
     # per batched step: which envs were recorded and what they saw and did
     blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    ends: list[tuple[int, int, float, dict]] = []  # (env, episode, reward, metrics)
+    ends: list[tuple[int, int, float, dict, Any]] = []  # (env, episode, reward, metrics, window)
     steps = 0
     while np.any(finished < quota):
         if steps >= max_steps:
@@ -91,7 +92,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         for i in np.flatnonzero(done):
             if finished[i] < quota[i]:
                 ends.append((int(i), int(finished[i]), float(reward[i]),
-                             dict(infos[i].get("metrics", {}))))
+                             dict(infos[i].get("metrics", {})), infos[i].get("window")))
             finished[i] += 1
 
     env_of = np.concatenate([b[0] for b in blocks])
@@ -111,6 +112,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         lengths=lengths.astype(np.int64),
         rewards=np.array([e[2] for e in ends], dtype=np.float64),
         metrics=[e[3] for e in ends],
+        windows=[e[4] for e in ends],
         env_steps=steps,
     )
 

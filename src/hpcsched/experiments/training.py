@@ -155,13 +155,22 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     metric_keys = [k for k in METRIC_KEYS if k not in ("first_job_id", "last_job_id")]
     tb = _TensorBoard(out / "tb")
     todo = max(0, epochs - model.epoch)
+    warm = config.init != "none"
+    if warm and model.epoch == 0 and todo:
+        stats = model.warm_start()
+        say(f"imitated {config.init} on {stats['imitation_decisions']} decisions: the network picks "
+            f"{config.init}'s job in {100 * stats['imitation_agreement']:.1f}% of them")
     if validation is not None and model.epoch == 0 and todo:
         model.norm = model.norm or validation.prepared.report.norm
-        untrained = validation.score(model)
-        model.history.append({"epoch": 0, f"val_{key}": untrained})
-        best = None  # the untrained policy is the reference, not a candidate for best.pt
-        say(f"untrained greedy policy: validation {key} {untrained:.4g} on "
-            f"{len(validation.starts)} windows of {validation.jobs} jobs")
+        start = validation.score(model)
+        model.history.append({"epoch": 0, f"val_{key}": start})
+        if warm:  # the imitating policy is a candidate for best.pt; a random one is not
+            best = start
+            model.save(out / "best.pt")
+        else:
+            best = None
+        say(f"{'imitating' if warm else 'untrained'} greedy policy: validation {key} "
+            f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def curve() -> None:
         rows = [h for h in model.history]
