@@ -20,14 +20,6 @@ from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def fake_model(seed=0) -> PPO:
     return PPO(PPOConfig(n_envs=4, trajectories_per_epoch=4, slots=16, train_pi_iters=3,
                          train_v_iters=3, seed=seed, threads=1),

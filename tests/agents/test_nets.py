@@ -21,14 +21,6 @@ from hpcsched.agents.nets import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def dense_parameters(sizes) -> int:
     """Weights and biases of fully connected layers of the given sizes."""
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))

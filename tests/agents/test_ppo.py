@@ -15,14 +15,6 @@ from hpcsched.agents.ppo import PPO, PPOConfig, _Batch
 SLOTS = 16
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def fake(n_envs=8, **kw):
     return FakeVecPickJob(n_envs=n_envs, slots=SLOTS, episode_jobs=8, **kw)
 

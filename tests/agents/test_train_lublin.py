@@ -8,8 +8,6 @@ ten fixed 64-job windows from the last 4,000, scheduled through the same path a 
 from __future__ import annotations
 
 import numpy as np
-import pytest
-import torch
 
 from hpcsched.agents.checkpoint import load_policy
 from hpcsched.agents.ppo import PPO, PPOConfig
@@ -26,15 +24,7 @@ def mean_bsld(prepared, policy) -> float:
                           for s in HELD_OUT]))
 
 
-@pytest.fixture
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def test_a_few_epochs_on_lublin_improve_the_greedy_bsld(tmp_path, one_thread):
+def test_a_few_epochs_on_lublin_improve_the_greedy_bsld(tmp_path):
     config = PPOConfig(trace="lublin-1", episode_jobs=JOBS, first=6000, slots=32, n_envs=32,
                        trajectories_per_epoch=32, pi_lr=1e-3, seed=1, threads=1)
     model = PPO(config)
