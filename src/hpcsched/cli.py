@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="none (the paper's reward, -metric) or a heuristic: reward the episode's "
                         "improvement over that heuristic on the same window, in [-1, 1]")
     g.add_argument("--init", default="none",
-                   help="none (random weights, the paper) or a heuristic to imitate before PPO "
-                        "(fcfs, sjf, f1, ...: a fixed score per job)")
+                   help="none (random weights, the paper), a heuristic to imitate before PPO "
+                        "(fcfs, sjf, f1, ...: a fixed score per job), or model:PATH to start "
+                        "from a trained model's networks")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
     g.add_argument("--validate-every", type=int, default=5,

@@ -69,7 +69,8 @@ class PPOConfig:
     filter_epochs: int | None = None  # stage 1 length; afterwards all windows. None: always filter
     # -- reward (not in the paper; see relative_reward) ---------------------------------------------
     reward_baseline: str = "none"  # "none": -metric, as the paper; a heuristic name: relative reward
-    init: str = "none"  # "none": random weights, as the paper; a heuristic: imitate it first
+    init: str = "none"  # "none": random weights, as the paper; a heuristic: imitate it first;
+    #                     "model:PATH": start from that checkpoint's networks (fine-tuning)
     init_episodes: int = 100  # episodes of the heuristic to imitate
     init_steps: int = 300  # supervised steps on them
     # -- the run -------------------------------------------------------------------------------------
@@ -401,10 +402,24 @@ class PPO:
         return {**self._update_policy(b), **self._update_value(b)}
 
     def warm_start(self) -> dict[str, float]:
-        """Imitate `config.init`'s choices before the first epoch (see agents/imitation.py)."""
+        """Before the first epoch: imitate `config.init`'s choices (see agents/imitation.py), or,
+        with ``init="model:PATH"``, take that checkpoint's policy and value networks."""
         from hpcsched.agents.imitation import collect_demonstrations, imitate
 
         c = self.config
+        if c.init.startswith("model:"):
+            from hpcsched.agents.checkpoint import load_checkpoint
+
+            ck = load_checkpoint(c.init[len("model:"):])
+            theirs = PPOConfig.from_dict(ck["config"])
+            if (theirs.policy, theirs.value, theirs.features, theirs.slots) != (
+                    c.policy, c.value, c.features, c.slots):
+                raise ValueError(f"--init {c.init}: its networks ({theirs.policy}/{theirs.value}, "
+                                 f"{theirs.slots}x{theirs.features}) differ from this run's")
+            self.policy.load_state_dict(ck["policy"])
+            self.value.load_state_dict(ck["value"])
+            self.warm = {"from_epoch": int(ck["epoch"])}
+            return self.warm
         obs, mask, target = collect_demonstrations(self.env(), c.init, c.init_episodes,
                                                    seed=derived_seed(c.seed, 0, 2))
         previous = torch.get_num_threads()

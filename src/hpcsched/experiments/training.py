@@ -158,8 +158,11 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     warm = config.init != "none"
     if warm and model.epoch == 0 and todo:
         stats = model.warm_start()
-        say(f"imitated {config.init} on {stats['imitation_decisions']} decisions: the network picks "
-            f"{config.init}'s job in {100 * stats['imitation_agreement']:.1f}% of them")
+        if "from_epoch" in stats:
+            say(f"starting from {config.init[len('model:'):]} (epoch {stats['from_epoch']})")
+        else:
+            say(f"imitated {config.init} on {stats['imitation_decisions']} decisions: the network "
+                f"picks {config.init}'s job in {100 * stats['imitation_agreement']:.1f}% of them")
     if validation is not None and model.epoch == 0 and todo:
         model.norm = model.norm or validation.prepared.report.norm
         start = validation.score(model)
@@ -169,7 +172,7 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
             model.save(out / "best.pt")
         else:
             best = None
-        say(f"{'imitating' if warm else 'untrained'} greedy policy: validation {key} "
+        say(f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
             f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def curve() -> None:
