@@ -148,6 +148,26 @@ def make_vec_env(config: PPOConfig, window_filter: Callable[[int], bool] | None 
     )
 
 
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inverse) such that ``rows[first]`` are the distinct rows of the 2-D float array
+    `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
+    1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
+    collision, should one ever occur, falls back to comparing whole rows."""
+    bits = np.ascontiguousarray(rows).view(np.uint32).astype(np.uint64)
+    key = np.zeros(len(rows), dtype=np.uint64)
+    for j in range(bits.shape[1]):
+        key = (key ^ bits[:, j]) * np.uint64(0x100000001B3)  # FNV-1a style mixing, per column
+        key ^= key >> np.uint64(29)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(rows[first][inverse], rows):
+        whole = np.ascontiguousarray(rows).view(
+            np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    return first, inverse
+
+
 class _Batch:
     """One epoch's decisions as tensors.
 
@@ -170,10 +190,8 @@ class _Batch:
         self.logp_old = torch.from_numpy(traj.logp)
         rows = np.ascontiguousarray(traj.obs[traj.mask])  # (real rows, F), decision after decision
         if len(rows):
-            keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            first, inverse = distinct_rows(rows)
             self.unique_rows = torch.from_numpy(rows[first])
-            inverse = inverse.reshape(-1)
         else:
             self.unique_rows = torch.zeros((0, traj.obs.shape[-1]), dtype=torch.float32)
             inverse = np.zeros(0, dtype=np.int64)
@@ -388,8 +406,9 @@ class PPO:
     def _update(self, b: _Batch) -> dict[str, float]:
         """The policy's and the value's iterations. They share nothing but the batch, so with
         `parallel_update` and at least two torch threads they run side by side, one thread each:
-        the same arithmetic, and on two cores faster than one after the other with two threads per
-        matrix product (the products are too small to split well)."""
+        the same arithmetic. On these 2-core machines side by side was as fast or faster than one
+        after the other with two threads per product in most runs, and clearly faster when the
+        cores are shared with other work (benchmarks/train.py measures both)."""
         threads = torch.get_num_threads()
         if self.config.parallel_update and threads >= 2:
             from concurrent.futures import ThreadPoolExecutor
@@ -549,4 +568,4 @@ class PPO:
         return model
 
 
-__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "make_vec_env", "relative_reward"]
+__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "distinct_rows", "make_vec_env", "relative_reward"]
