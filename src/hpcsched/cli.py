@@ -398,7 +398,6 @@ def cmd_evaluate(args) -> int:
     from hpcsched.agents.checkpoint import load_checkpoint
     from hpcsched.experiments.compare import choose_windows, compare
     from hpcsched.experiments.policyspec import model_path
-    from hpcsched.sim.run import prepare
 
     path = model_path(args.model)
     config = load_checkpoint(path)["config"]
@@ -408,8 +407,7 @@ def cmd_evaluate(args) -> int:
     for b in backfills:
         if b not in BACKFILLS:
             raise ValueError(f"unknown backfilling {b!r}; choose among {', '.join(BACKFILLS)}")
-    prepared = prepare(args.trace, args.profile, nodes=args.nodes,
-                       procs_per_node=args.procs_per_node, drop_oversized=args.drop_oversized)
+    prepared = _prepare(args)
     if args.start is None and not args.starts and args.windows is None:
         args.windows, args.jobs = 10, args.jobs or 1024
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,

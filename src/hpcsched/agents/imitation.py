@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hpcsched.agents.nets import MASK_PENALTY, gather
+from hpcsched.agents.nets import pack_rows
 
 
 def heuristic_targets(env, static_keys, cache: dict) -> np.ndarray:
@@ -64,20 +64,14 @@ def imitate(policy: torch.nn.Module, obs: np.ndarray, mask: np.ndarray, target: 
     """Full-batch Adam on the cross-entropy of the heuristic's choices; returns the final loss and
     how often the policy's most probable slot is the heuristic's."""
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
-    rows = np.ascontiguousarray(obs[mask])
-    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    unique = torch.from_numpy(rows[first])
-    slot_index = np.full(mask.shape, len(first), dtype=np.int64)
-    slot_index[mask] = inverse.reshape(-1)
-    slot_index_t = torch.from_numpy(slot_index)
     y = torch.from_numpy(target)
-    packed = hasattr(policy, "row_scores")
+    packed = hasattr(policy, "packed_logits")
+    if packed:
+        unique, slot_index = pack_rows(obs, mask)
 
     def logits() -> torch.Tensor:
         if packed:
-            scores = policy.row_scores(unique)
-            return gather(torch.cat([scores, scores.new_full((1,), -MASK_PENALTY)]), slot_index_t)
+            return policy.packed_logits(unique, slot_index)
         return policy(torch.from_numpy(obs), torch.from_numpy(mask))
 
     loss = torch.tensor(0.0)

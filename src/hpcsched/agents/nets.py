@@ -73,6 +73,44 @@ def gather(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return _Gather.apply(src, index)
 
 
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inverse) such that ``rows[first]`` are the distinct rows of the 2-D float array
+    `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
+    1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
+    collision, should one ever occur, falls back to comparing whole rows."""
+    bits = np.ascontiguousarray(rows).view(np.uint32).astype(np.uint64)
+    key = np.zeros(len(rows), dtype=np.uint64)
+    for j in range(bits.shape[1]):
+        key = (key ^ bits[:, j]) * np.uint64(0x100000001B3)  # FNV-1a style mixing, per column
+        key ^= key >> np.uint64(29)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(rows[first][inverse], rows):
+        whole = np.ascontiguousarray(rows).view(
+            np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    return first, inverse
+
+
+def pack_rows(obs: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of observations ``(B, slots, F)`` as its distinct real job rows ``(U, F)`` and, for
+    every slot, the index of its row among them (``U`` for a padding slot): the input of
+    `KernelPolicy.packed_logits` and `KernelValue.forward_packed`. A job waiting through several
+    decisions at the same instant shows the same row each time, so U is several times smaller than
+    the number of real rows."""
+    rows = np.ascontiguousarray(obs[mask])  # (real rows, F), decision after decision
+    if len(rows):
+        first, inverse = distinct_rows(rows)
+        unique = rows[first]
+    else:
+        unique = np.zeros((0, obs.shape[-1]), dtype=np.float32)
+        inverse = np.zeros(0, dtype=np.int64)
+    slot_index = np.full(mask.shape, len(unique), dtype=np.int64)
+    slot_index[mask] = inverse
+    return torch.from_numpy(unique), torch.from_numpy(slot_index)
+
+
 def count_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
 
@@ -94,6 +132,12 @@ class KernelPolicy(nn.Module):
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return apply_mask(self.row_scores(obs), mask)
+
+    def packed_logits(self, unique_rows: torch.Tensor, slot_index: torch.Tensor) -> torch.Tensor:
+        """Masked logits of a batch given as `pack_rows` packs it: each distinct row is scored
+        once; a padding slot's logit is -1e6 (probability exactly 0, as `forward` gives it)."""
+        scores = self.row_scores(unique_rows)
+        return gather(torch.cat([scores, scores.new_full((1,), -MASK_PENALTY)]), slot_index)
 
     # -- plain numpy, for one decision at a time ---------------------------------------------------
     def numpy_weights(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -244,5 +288,5 @@ def make_value(name: str, features: int = 8, slots: int = 128) -> nn.Module:
 __all__ = [
     "MASK_PENALTY", "KernelPolicy", "KernelValue", "FlatValue", "MLPPolicy", "LeNetPolicy",
     "POLICIES", "VALUES", "make_policy", "make_value", "kernel_logits", "apply_mask",
-    "count_parameters", "mlp", "gather",
+    "count_parameters", "mlp", "gather", "distinct_rows", "pack_rows",
 ]

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from hpcsched.agents import rollout
-from hpcsched.agents.nets import MASK_PENALTY, KernelValue, gather, make_policy, make_value
+from hpcsched.agents.nets import KernelValue, make_policy, make_value, pack_rows
 
 
 @dataclass
@@ -148,34 +148,12 @@ def make_vec_env(config: PPOConfig, window_filter: Callable[[int], bool] | None 
     )
 
 
-def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first, inverse) such that ``rows[first]`` are the distinct rows of the 2-D float array
-    `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
-    1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
-    collision, should one ever occur, falls back to comparing whole rows."""
-    bits = np.ascontiguousarray(rows).view(np.uint32).astype(np.uint64)
-    key = np.zeros(len(rows), dtype=np.uint64)
-    for j in range(bits.shape[1]):
-        key = (key ^ bits[:, j]) * np.uint64(0x100000001B3)  # FNV-1a style mixing, per column
-        key ^= key >> np.uint64(29)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if not np.array_equal(rows[first][inverse], rows):
-        whole = np.ascontiguousarray(rows).view(
-            np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-        _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    return first, inverse
-
-
 class _Batch:
     """One epoch's decisions as tensors.
 
-    For the kernel networks the real job rows are packed once, and packed again to the distinct
-    rows: a job waiting through several decisions at the same instant shows the same row each time,
-    so an epoch has several times fewer distinct rows than rows (8x on Lublin-1). The kernel runs on
-    the distinct rows and its scores are gathered back, which gives exactly the same logits and
-    gradients as scoring every row.
+    For the kernel networks the epoch is packed once to its distinct job rows (`nets.pack_rows`:
+    8x fewer than the real rows on Lublin-1); the kernel runs on those and its scores are gathered
+    back, which gives exactly the same logits and gradients as scoring every row.
 
     Networks over the flattened observation take the batch in chunks of decisions (their
     gradients accumulated: the sum of the chunks' gradients is the full batch's gradient)."""
@@ -188,17 +166,7 @@ class _Batch:
         self.mask = torch.from_numpy(traj.mask)
         self.actions = torch.from_numpy(traj.actions)
         self.logp_old = torch.from_numpy(traj.logp)
-        rows = np.ascontiguousarray(traj.obs[traj.mask])  # (real rows, F), decision after decision
-        if len(rows):
-            first, inverse = distinct_rows(rows)
-            self.unique_rows = torch.from_numpy(rows[first])
-        else:
-            self.unique_rows = torch.zeros((0, traj.obs.shape[-1]), dtype=torch.float32)
-            inverse = np.zeros(0, dtype=np.int64)
-        # slot_index[d, s]: the distinct row in slot s of decision d, or len(unique_rows) for padding
-        slot_index = np.full(traj.mask.shape, len(self.unique_rows), dtype=np.int64)
-        slot_index[traj.mask] = inverse
-        self.slot_index = torch.from_numpy(slot_index)
+        self.unique_rows, self.slot_index = pack_rows(traj.obs, traj.mask)
         pad = traj.obs[~traj.mask]
         # the packed value path needs every padding row to be the same vector
         self.pad_row = (torch.from_numpy(pad[0].copy())
@@ -243,6 +211,8 @@ class PPO:
         self._own_env = env is None
         self._env = env
         self._env_filtered = False
+        self.warm: dict[str, Any] | None = None  # what warm_start did, if it ran
+        self._baseline_scores: dict[tuple[int, int], float] = {}  # heuristic metric per window
         self.norm = norm if norm is not None else getattr(env, "norm", None)
 
     # -- environments and trajectory filtering ------------------------------------------------------
@@ -315,7 +285,7 @@ class PPO:
 
     # -- learning -----------------------------------------------------------------------------------
     def _packed_policy(self) -> bool:
-        return hasattr(self.policy, "row_scores")
+        return hasattr(self.policy, "packed_logits")
 
     def _packed_value(self, b: _Batch) -> bool:
         return isinstance(self.value, KernelValue) and b.pad_row is not None
@@ -323,8 +293,7 @@ class PPO:
     def _log_probs(self, b: _Batch) -> torch.Tensor:
         """Log-probabilities of every slot, (M, slots)."""
         if self._packed_policy():  # a kernel policy: score the distinct real rows only
-            scores = self.policy.row_scores(b.unique_rows)
-            logits = gather(torch.cat([scores, scores.new_full((1,), -MASK_PENALTY)]), b.slot_index)
+            logits = self.policy.packed_logits(b.unique_rows, b.slot_index)
         else:
             logits = self.policy(b.obs, b.mask)
         return torch.log_softmax(logits, -1)
@@ -459,7 +428,7 @@ class PPO:
         c = self.config
         key, sign = METRICS[c.metric]
         prepared = self._prepared()
-        cache = self.__dict__.setdefault("_baseline_cache", {})
+        cache = self._baseline_scores
         out = np.empty(len(traj.rewards))
         for i, (metrics, win) in enumerate(zip(traj.metrics, traj.windows)):
             if win is None:
@@ -536,7 +505,7 @@ class PPO:
             "norm": dict(self.norm) if self.norm else {},
             "history": self.history,
             "filter": self.filter_info,
-            "warm": getattr(self, "warm", None),
+            "warm": self.warm,
         }
 
     def save(self, path) -> None:
@@ -561,11 +530,11 @@ class PPO:
         model.epoch = int(ck["epoch"])
         model.history = list(ck.get("history", []))
         model.filter_info = ck.get("filter")
-        if ck.get("warm"):
-            model.warm = ck["warm"]
+        model.warm = ck.get("warm")
         if restore_rng:
             restore_rng_states(ck.get("rng"))
         return model
 
 
-__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "distinct_rows", "make_vec_env", "relative_reward"]
+__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "make_vec_env",
+           "relative_reward"]

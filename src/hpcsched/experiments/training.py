@@ -176,8 +176,7 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
             f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def curve() -> None:
-        rows = [h for h in model.history]
-        training_curve(rows, out / "curve.png", key,
+        training_curve(model.history, out / "curve.png", key,
                        title=f"{config.trace} {metric} backfill={config.backfill}")
 
     try:
