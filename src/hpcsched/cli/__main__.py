@@ -1,0 +1,5 @@
+import sys
+
+from hpcsched.cli import main
+
+sys.exit(main())

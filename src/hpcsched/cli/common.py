@@ -1,0 +1,88 @@
+"""Pieces every command shares: list arguments, the cluster/profile/window options, the output
+format options, loading a trace under a profile, and turning a policy name into a `Policy`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.sim.profiles import PROFILES
+
+
+def fmt_parent() -> argparse.ArgumentParser:
+    """A parent parser with --json / --csv / --markdown (dest ``fmt``; None means a human table)."""
+    fmt = argparse.ArgumentParser(add_help=False)
+    out = fmt.add_mutually_exclusive_group()
+    out.add_argument("--json", dest="fmt", action="store_const", const="json",
+                     help="print JSON (flat rows)")
+    out.add_argument("--csv", dest="fmt", action="store_const", const="csv", help="print CSV")
+    out.add_argument("--markdown", dest="fmt", action="store_const", const="markdown",
+                     help="print a Markdown table")
+    return fmt
+
+
+def csv_list(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return items
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        return [int(t) for t in csv_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def add_cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster")
+    g.add_argument("--nodes", type=int, help="number of nodes (default: the trace header's MaxNodes)")
+    g.add_argument("--procs-per-node", type=int,
+                   help="processors per node (default: MaxProcs / MaxNodes from the header)")
+    g.add_argument("--drop-oversized", action="store_true",
+                   help="drop jobs larger than the whole cluster (counted) instead of stopping")
+
+
+def add_profile_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="standard", choices=list(PROFILES),
+                   help="simulation semantics: standard (textbook, default) or rlscheduler "
+                        "(SchedGym's, exactly)")
+
+
+def add_window_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("windows (0-based positions in the trace as loaded under the profile)")
+    g.add_argument("--start", type=int, help="first job of the window")
+    g.add_argument("--jobs", type=int, help="jobs per window")
+    g.add_argument("--starts", type=int_list, help="several window starts, comma-separated")
+    g.add_argument("--windows", type=int, help="draw this many windows at random")
+    g.add_argument("--first", type=int,
+                   help="draw windows from the first N jobs (rlscheduler profile: 10000)")
+    g.add_argument("--seed", type=int,
+                   help="seed of the draw (rlscheduler profile without a seed: the paper's windows)")
+    g.add_argument("--paper-windows", action="store_true",
+                   help="RLScheduler's own draw under any profile (default 10 x 1024 jobs from "
+                        "the first 10000)")
+
+
+
+def resolve(spec: str, seed: int = 0, prepared=None, sample: bool = False):
+    """The `Policy` a command-line name stands for (see `hpcsched.experiments.policyspec`)."""
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    return resolve_policy(spec, prepared, seed=seed, sample=sample)
+
+
+def prepare_from_args(args):
+    """The trace named by ``args.trace`` loaded under ``args.profile`` with the cluster options."""
+    from hpcsched.sim.run import prepare
+
+    return prepare(args.trace, args.profile, nodes=args.nodes,
+                   procs_per_node=args.procs_per_node, drop_oversized=args.drop_oversized)
+
+
+def check_backfills(backfills) -> None:
+    from hpcsched.sim.profiles import BACKFILLS
+
+    for b in backfills:
+        if b not in BACKFILLS:
+            raise ValueError(f"unknown backfilling {b!r}; choose among {', '.join(BACKFILLS)}")

@@ -1,0 +1,249 @@
+"""The commands that work on traces and policies: simulate, compare, evaluate, policies, trace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
+                                 check_backfills, csv_list, prepare_from_args, resolve)
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+from hpcsched.sim.profiles import BACKFILLS, PROFILES
+
+EPILOG_SIMULATE = """examples:
+  hpcsched simulate lublin-1 --policy sjf --backfill easy
+  hpcsched simulate hpc2n --profile rlscheduler --policy f1 --backfill schedgym --start 4000 --jobs 1024 --json
+  hpcsched simulate my.swf --policy fcfs --records jobs.csv
+"""
+
+EPILOG_COMPARE = """examples:
+  hpcsched compare lublin-1 --policies fcfs,sjf,wfp3,unicep,f1 --backfill none,easy --windows 10 --jobs 1024
+  hpcsched compare hpc2n --profile rlscheduler --policies fcfs,wfp3-rls,unicep-rls,sjf,f1 \\
+      --backfill none,schedgym --windows 10 --jobs 1024 --first 10000      # the paper's own windows
+  hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
+"""
+
+EPILOG_EVALUATE = """examples:
+  hpcsched evaluate runs/l1/model.pt --trace lublin-1 --windows 10 --jobs 1024
+  hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
+"""
+
+EPILOG_TRACE = """examples:
+  hpcsched trace list
+  hpcsched trace stats hpc2n
+  hpcsched trace convert my.swf.gz out.swf --first 10000
+"""
+
+
+
+def register(sub, fmt) -> None:
+    """Add simulate, compare, evaluate, policies and trace to the top-level subparsers."""
+    RAW = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("simulate", parents=[fmt], help="schedule one window of a trace",
+                       epilog=EPILOG_SIMULATE, formatter_class=RAW)
+    p.add_argument("trace", help="a bundled trace name (see `hpcsched trace list`) or an SWF file")
+    p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
+    p.add_argument("--backfill", default="none", choices=BACKFILLS)
+    add_profile_arg(p)
+    p.add_argument("--start", type=int, help="first job of the window (0-based)")
+    p.add_argument("--jobs", type=int, help="jobs in the window (default: to the end)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
+    p.add_argument("--records", metavar="CSV", help="write one record per job to this CSV file")
+    add_cluster_args(p)
+
+    p = sub.add_parser("compare", parents=[fmt], help="compare policies on the same windows",
+                       epilog=EPILOG_COMPARE, formatter_class=RAW)
+    p.add_argument("trace", help="a bundled trace name or an SWF file")
+    p.add_argument("--policies", type=csv_list, default=["fcfs", "sjf", "f1"],
+                   help="comma-separated policies (default: fcfs,sjf,f1)")
+    p.add_argument("--backfill", type=csv_list, default=["none", "easy"],
+                   help=f"comma-separated backfilling choices among {', '.join(BACKFILLS)}")
+    add_profile_arg(p)
+    add_window_args(p)
+    add_cluster_args(p)
+
+    p = sub.add_parser("evaluate", parents=[fmt], help="evaluate a trained model beside heuristics",
+                       epilog=EPILOG_EVALUATE, formatter_class=RAW)
+    p.add_argument("model", help="a model file, a run folder, or pretrained/NAME")
+    p.add_argument("--trace", help="trace to evaluate on (default: the one it was trained on)")
+    p.add_argument("--against", type=csv_list, default=["fcfs", "sjf", "f1"],
+                   help="heuristics to show beside it (default: fcfs,sjf,f1; 'none' for none)")
+    p.add_argument("--backfill", type=csv_list,
+                   help="backfilling choices (default: the one it was trained with)")
+    p.add_argument("--profile", choices=list(PROFILES),
+                   help="simulation semantics (default: the one it was trained with)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample the model's actions instead of taking the most probable job")
+    add_window_args(p)
+    add_cluster_args(p)
+
+    sub.add_parser("policies", help="list the heuristics")
+
+    p = sub.add_parser("trace", help="inspect and convert traces", epilog=EPILOG_TRACE,
+                       formatter_class=RAW)
+    tsub = p.add_subparsers(dest="trace_command", metavar="ACTION")
+    t = tsub.add_parser("list", help="the bundled traces")
+    t = tsub.add_parser("stats", parents=[fmt], help="summary statistics of a trace")
+    t.add_argument("trace", nargs="+")
+    add_profile_arg(t)
+    p.set_defaults(trace_parser=p)
+    t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
+    t.add_argument("source")
+    t.add_argument("dest", help="output SWF file (.gz to compress)")
+    t.add_argument("--first", type=int, help="keep only the first N jobs")
+    t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
+    t.add_argument("--clean", choices=list(PROFILES),
+                   help="apply a profile's cleaning rules before writing")
+    for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
+                       ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
+        sub.choices[name].set_defaults(func=func)
+
+
+def cmd_simulate(args) -> int:
+    from hpcsched.sim.run import simulate
+
+    prepared = prepare_from_args(args)
+    policy = resolve(args.policy, args.seed, prepared)
+    result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)
+    row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": args.policy,
+           "backfill": args.backfill}
+    row.update(result.metrics)
+    row.update(result.counts)
+    row["dropped_oversized"] = prepared.dropped_oversized
+    row["cleaning"] = prepared.summary()
+    if args.records:
+        _write_records(result, args.records)
+    if args.fmt == "json":
+        print(json.dumps(row, indent=1))
+    elif args.fmt in ("csv", "markdown"):
+        print(format_rows([row], args.fmt))
+    else:
+        print(prepared.summary())
+        if result.counts.get("killed_at_request"):
+            print(f"{result.counts['killed_at_request']} job(s) killed at their requested time")
+        width = max(len(k) for k in row)
+        for k, v in row.items():
+            if k != "cleaning":
+                print(f"{k.ljust(width)}  {v:.6g}" if isinstance(v, float) else
+                      f"{k.ljust(width)}  {v}")
+    return 0
+
+
+def _write_records(result, path: str) -> None:
+    import numpy as np
+
+    cols = result.records()
+    names = list(cols)
+    with open(path, "w") as f:
+        f.write(",".join(names) + "\n")
+        for i in range(len(result.jobs)):
+            vals = []
+            for name in names:
+                v = float(cols[name][i])
+                vals.append("" if np.isnan(v) else (str(int(v)) if v.is_integer() else repr(v)))
+            f.write(",".join(vals) + "\n")
+
+
+def cmd_compare(args) -> int:
+    from hpcsched.experiments.compare import choose_windows, compare
+
+    prepared = prepare_from_args(args)
+    starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
+                                    windows=args.windows, jobs=args.jobs, first=args.first,
+                                    seed=args.seed, paper=args.paper_windows)
+    policies = [(p, resolve(p, args.seed or 0, prepared)) for p in args.policies]
+    check_backfills(args.backfill)
+    total = len(policies) * len(args.backfill) * len(starts)
+    with Progress(total, "simulating") as bar:
+        rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update)
+    if args.fmt is None:
+        print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
+              f"{','.join(map(str, starts))}; mean over windows\n")
+    print(format_rows(rows, args.fmt or "table"))
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.experiments.compare import choose_windows, compare
+    from hpcsched.experiments.policyspec import model_path
+
+    path = model_path(args.model)
+    config = load_checkpoint(path)["config"]
+    args.trace = args.trace or config["trace"]
+    args.profile = args.profile or config["profile"]
+    backfills = args.backfill or [config["backfill"]]
+    check_backfills(backfills)
+    prepared = prepare_from_args(args)
+    if args.start is None and not args.starts and args.windows is None:
+        args.windows, args.jobs = 10, args.jobs or 1024
+    starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
+                                    windows=args.windows, jobs=args.jobs, first=args.first,
+                                    seed=args.seed, paper=args.paper_windows)
+    label = f"rl:{args.model}"
+    policies = [(label, resolve(label, args.seed or 0, prepared, sample=args.sample))]
+    policies += [(h, resolve(h, args.seed or 0, prepared)) for h in args.against if h != "none"]
+    total = len(policies) * len(backfills) * len(starts)
+    with Progress(total, "evaluating") as bar:
+        rows = compare(prepared, policies, backfills, starts, length, progress=bar.update)
+    if args.fmt is None:
+        print(f"{prepared.summary()}\nmodel {path} (trained on {config['trace']}, metric "
+              f"{config['metric']}, backfill {config['backfill']}); {len(starts)} window(s) of "
+              f"{length} jobs, starts {','.join(map(str, starts))}; mean over windows\n")
+    print(format_rows(rows, args.fmt or "table"))
+    return 0
+
+
+def cmd_policies(args) -> int:
+    from hpcsched.policies.priority import DESCRIPTIONS
+
+    from hpcsched.experiments.policyspec import pretrained_models
+
+    for name, text in DESCRIPTIONS.items():
+        print(f"{name:<12}{text}")
+    print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
+    for name in pretrained_models():
+        print(f"  rl:pretrained/{name}")
+    return 0
+
+
+def cmd_trace(args) -> int:
+    from hpcsched.workload import traces
+
+    if args.trace_command == "list":
+        for name, info in traces.describe_traces().items():
+            print(f"{name:<12}{info}")
+        return 0
+    if args.trace_command == "stats":
+        from hpcsched.workload.stats import trace_stats
+
+        from hpcsched.sim.run import prepare
+
+        rows = []
+        for name in args.trace:
+            prepared = prepare(name, args.profile, drop_oversized=True)
+            row = {"trace": prepared.name}
+            row.update(trace_stats(prepared.jobs, prepared.cluster.total_procs))
+            rows.append(row)
+        print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
+        return 0
+    if args.trace_command == "convert":
+        from hpcsched.workload.swf import write_swf
+
+        jobs = traces.load_trace(args.source)
+        if args.clean:
+            from hpcsched.workload.cleaning import clean
+
+            jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
+            print(report.summary(), file=sys.stderr)
+        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
+        if args.start < 0 or args.start >= len(jobs):
+            raise ValueError(f"--start {args.start} is outside the trace of {len(jobs)} jobs")
+        part = jobs.take(slice(args.start, end))
+        write_swf(part, args.dest)
+        print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
+        return 0
+    args.trace_parser.print_help()
+    return 2

@@ -1,0 +1,164 @@
+"""RLScheduler's commands: `train rlscheduler` and the experiments of its paper (Tables V, VII,
+VIII)."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+from hpcsched.sim.profiles import BACKFILLS, PROFILES
+
+EXPERIMENT_CAPTIONS = {
+    "rlscheduler-table5":
+        "bsld, mean over the paper's 10 windows x 1024 jobs (first 10,000 jobs); paper = Table V; "
+        "rlscheduler = SchedGym's semantics, the code's WFP3/UNICEP and our trained models "
+        "(greedy); standard = textbook semantics, correct WFP3/UNICEP, EASY",
+    "rlscheduler-table7":
+        "bsld of every trace's model on every trace (paper Table VII), 10 x 1024-job windows, "
+        "rlscheduler profile; rows with backfilling use the models trained with it",
+    "rlscheduler-table8":
+        "largest per-user mean bsld on HPC2N (paper Table VIII), 10 x 1024-job windows, "
+        "rlscheduler profile; RL = the model trained for fairness",
+}
+
+EPILOG_TRAIN = """examples:
+  hpcsched train rlscheduler --trace lublin-1 --metric bsld --backfill none --epochs 60 --out runs/l1
+  hpcsched train rlscheduler --out runs/l1 --epochs 100 --resume      # continue that run
+  hpcsched train rlscheduler --trace hpc2n --metric fairness --episode-jobs 128 --out runs/h-fair
+
+The run folder gets model.pt (every epoch), best.pt (best greedy validation score), log.csv,
+curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed.
+"""
+
+EPILOG_EXPERIMENT = """examples:
+  hpcsched experiment rlscheduler-table5
+  hpcsched experiment rlscheduler-table5 --json > table5.json
+"""
+
+
+def register(train, experiment, fmt) -> None:
+    """Add `train rlscheduler` and the rlscheduler-table* experiments."""
+    RAW = argparse.RawDescriptionHelpFormatter
+    p = train.add_parser("rlscheduler", help="RLScheduler (SC'20): PPO with the kernel network picks "
+                                             "the next job", epilog=EPILOG_TRAIN,
+                         formatter_class=RAW)
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--epochs", type=int, default=100, help="train until this many epochs in all")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--trace", default="lublin-1", help="bundled trace name or SWF file")
+    p.add_argument("--metric", default="bsld",
+                   choices=["bsld", "wait", "turnaround", "slowdown", "utilization", "fairness"])
+    p.add_argument("--backfill", default="none", choices=BACKFILLS)
+    p.add_argument("--profile", default="rlscheduler", choices=list(PROFILES))
+    p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("episodes and networks")
+    g.add_argument("--episode-jobs", type=int, default=256, help="jobs per trajectory")
+    g.add_argument("--trajectories", type=int, default=100, help="trajectories per epoch")
+    g.add_argument("--first", type=int, default=10000,
+                   help="train on windows from the first N jobs (0: the whole trace)")
+    g.add_argument("--slots", type=int, default=128)
+    g.add_argument("--cutoff", default="fcfs", choices=["fcfs", "interleave"])
+    g.add_argument("--policy-net", default="kernel",
+                   choices=["kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet"])
+    g.add_argument("--value-net", default="kernel", choices=["kernel", "flat"])
+    g = p.add_argument_group("PPO (defaults: the RLScheduler code)")
+    g.add_argument("--pi-lr", type=float, default=3e-4)
+    g.add_argument("--vf-lr", type=float, default=1e-3)
+    g.add_argument("--pi-iters", type=int, default=80)
+    g.add_argument("--v-iters", type=int, default=80)
+    g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--filter", default="none", choices=["none", "paper", "fixed"],
+                   help="trajectory filtering: paper = SJF band (median, 2 x mean); fixed = (10, 150)")
+    g.add_argument("--filter-epochs", type=int,
+                   help="epochs of stage 1 (filtered windows) before training on all windows")
+    g.add_argument("--reward-baseline", default="none",
+                   help="none (the paper's reward, -metric) or a heuristic: reward the episode's "
+                        "improvement over that heuristic on the same window, in [-1, 1]")
+    g.add_argument("--init", default="none",
+                   help="none (random weights, the paper), a heuristic to imitate before PPO "
+                        "(fcfs, sjf, f1, ...: a fixed score per job), or model:PATH to start "
+                        "from a trained model's networks")
+    g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    g = p.add_argument_group("validation and output")
+    g.add_argument("--validate-every", type=int, default=5,
+                   help="greedy validation every K epochs, keeping best.pt (0: off)")
+    g.add_argument("--validate-windows", type=int, default=5)
+    g.add_argument("--validate-jobs", type=int, default=1024)
+    p.set_defaults(func=cmd_train)
+
+    for name, caption in EXPERIMENT_CAPTIONS.items():
+        p = experiment.add_parser(name, parents=[fmt], help=caption.split(";")[0],
+                                  description=caption, epilog=EPILOG_EXPERIMENT,
+                                  formatter_class=RAW)
+        p.add_argument("--models", help="take the trained models from this folder (NAME.pt or "
+                                        "NAME/best.pt) instead of the shipped ones")
+        if name == "rlscheduler-table5":
+            p.add_argument("--heuristics-only", action="store_true",
+                           help="leave the trained models out")
+        p.set_defaults(func=cmd_experiment, heuristics_only=False)
+
+
+def cmd_experiment(args) -> int:
+    from hpcsched.experiments import rlscheduler as rls
+
+    name = args.name
+    with_models = not args.heuristics_only
+    total = rls.simulations(name, with_models=with_models)
+    with Progress(total, name) as bar:
+        if name == "rlscheduler-table5":
+            rows = rls.table5(models=args.models, with_models=with_models, progress=bar.update)
+        elif name == "rlscheduler-table7":
+            rows = rls.table7(models=args.models, progress=bar.update)
+        else:
+            rows = rls.table8(models=args.models, progress=bar.update)
+    key = "max_user_bsld" if name == "rlscheduler-table8" else "bsld"
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if name == "rlscheduler-table7":
+        def col(policy: str) -> str:
+            return policy.split("/")[-1].removesuffix("-backfill") if policy.startswith("rl:") \
+                else rls.column(policy)
+        table = rls.pivot(rows, key, columns=col)
+        cols = ["trace", "backfilling", "source", *rls.HEURISTICS,
+                *(rls.model_name(t) for t in rls.CROSS_TRACES)]
+    else:
+        table = rls.pivot(rows, key)
+        cols = ["trace", "backfilling", "source", *rls.HEURISTICS, *(["RL"] if with_models else [])]
+    if args.fmt is None:
+        print(EXPERIMENT_CAPTIONS[name] + "\n")
+    print(format_rows(table, args.fmt or "table", columns=cols))
+    checks = rls.verdicts(rows, key)
+    if checks and args.fmt is None:
+        print(f"\nlearned policies against the heuristics of our own run ({key}, lower is better):")
+        print(format_rows(checks, "table", columns=["trace", "backfill", "policy", key,
+                                                    "best_heuristic", "best", "ratio_to_best",
+                                                    "beats_best", "worst_heuristic", "worst",
+                                                    "worse_than_worst"]))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.experiments.training import train
+
+    config = PPOConfig(
+        trace=args.trace, profile=args.profile, backfill=args.backfill, metric=args.metric,
+        episode_jobs=args.episode_jobs, slots=args.slots, cutoff=args.cutoff,
+        first=args.first or None, n_envs=args.trajectories, policy=args.policy_net,
+        value=args.value_net, trajectories_per_epoch=args.trajectories, pi_lr=args.pi_lr,
+        vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
+        target_kl=args.target_kl, filter=args.filter, filter_epochs=args.filter_epochs,
+        seed=args.seed, threads=args.threads, reward_baseline=args.reward_baseline,
+        init=args.init,
+    )
+    model = train(config, args.out, args.epochs, resume=args.resume,
+                  validate_every=args.validate_every, validate_windows=args.validate_windows,
+                  validate_jobs=args.validate_jobs)
+    last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
+    print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
+          f"curve: {args.out}/curve.png")
+    if last is not None:
+        print(f"last epoch: mean reward {last['mean_reward']:.6g}, {last['epoch_s']:.1f} s")
+    return 0
