@@ -59,6 +59,8 @@ class ReinforceConfig:
     mask_invalid: bool = True
     max_decisions: int = 1000  # per episode: a cap for policies that never place anything
     validate_jobsets: int = 50  # greedy validation each epoch (0: off)
+    init: str = "none"  # or a heuristic to imitate first (the authors' code's pg_su warm start)
+    init_passes: int = 30  # supervised passes over the imitation states
     seed: int = 0
     train_seed: int = TRAIN_SEED
     threads: int | None = 1
@@ -235,6 +237,58 @@ class DeepRM:
                 "entropy": entropy / max(n, 1), "decisions": n,
                 "withheld_share": m["withheld_share"], "unfinished": m["unfinished"],
                 "rollout_s": t1 - t0, "update_s": t2 - t1}
+
+    # -- the code's supervised warm start (pg_su), not the paper's protocol --------------------------
+    def warm_start(self, heuristic: str, *, repeats: int = 5, explore: float = 0.2,
+                   minibatch: int = 256) -> dict[str, float]:
+        """Imitate a heuristic before REINFORCE: states come from rollouts on the training jobsets
+        that follow the heuristic but take a random valid action with probability `explore` (so
+        that states off the heuristic's own path are labelled too); the label is always the
+        heuristic's choice. Cross-entropy (masked as in training), Adam, `init_passes` passes.
+        Returns the share of states where the trained network's greedy choice is the label."""
+        from hpcsched.policies.deeprm import get_grid_policy
+
+        c = self.config
+        teacher = get_grid_policy(heuristic)
+        batch = c.batch()
+        batch.reset(self.train_jobs.repeat(repeats))
+        images, labels, masks = [], [], []
+        while not batch.done.all():
+            live = np.flatnonzero(~batch.done)
+            label = teacher.act(batch)
+            mask = batch.action_mask()
+            images.append(batch.images(live, np.float32).reshape(len(live), -1))
+            labels.append(label[live])
+            masks.append(mask[live])
+            act = label.copy()
+            wander = self.rng.random(batch.B) < explore
+            if wander.any():
+                p = mask[wander] / mask[wander].sum(axis=1, keepdims=True)
+                u = self.rng.random((int(wander.sum()), 1))
+                act[wander] = (np.cumsum(p, axis=1) < u).sum(axis=1)
+            batch.step(act)
+        x = torch.from_numpy(np.concatenate(images))
+        y = torch.from_numpy(np.concatenate(labels))
+        m = torch.from_numpy(np.concatenate(masks))
+        opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)
+        gen = torch.Generator().manual_seed(c.seed)
+        for _ in range(c.init_passes):
+            order = torch.randperm(len(y), generator=gen)
+            for s in range(0, len(y), minibatch):
+                i = order[s:s + minibatch]
+                logits = self.net(x[i])
+                if c.mask_invalid:
+                    logits = logits.masked_fill(~m[i], -1e9)
+                loss = nn.functional.cross_entropy(logits, y[i])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            logits = self.net(x)
+            if c.mask_invalid:
+                logits = logits.masked_fill(~m, -1e9)
+            agree = float((logits.argmax(dim=1) == y).float().mean())
+        return {"imitation_states": len(y), "imitation_agreement": agree}
 
     # -- training -----------------------------------------------------------------------------------
     def validation_jobs(self) -> GridJobs:

@@ -54,6 +54,9 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--no-mask", action="store_true",
                    help="let the policy pick empty slots and jobs that fit nowhere (they act as "
                         "void), as the paper; by default they are masked out")
+    g.add_argument("--init", default="none",
+                   help="none (random weights: the paper) or a heuristic to imitate first (sjf, "
+                        "tetris, ...: the authors' code's supervised warm start, pg_su)")
     g.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     g.add_argument("--validate-jobsets", type=int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
@@ -89,7 +92,7 @@ def cmd_train(args) -> int:
         jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
         slots=args.slots, horizon=args.horizon, units=args.units, backlog=args.backlog,
         mask_invalid=not args.no_mask, validate_jobsets=args.validate_jobsets, seed=args.seed,
-        threads=args.threads)
+        threads=args.threads, init=args.init)
     model = train(config, args.out, args.epochs, resume=args.resume)
     last = model.history[-1] if model.history else None
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; best: {args.out}/best.pt; "

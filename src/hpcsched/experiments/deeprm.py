@@ -105,7 +105,7 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
     best = min((h["val_slowdown"] for h in model.history if "val_slowdown" in h), default=None)
 
     def curve() -> None:
-        rows = list(model.history)
+        rows = [h for h in model.history if "slowdown" in h or "val_slowdown" in h]
         rows += [{"epoch": None, "slowdown": v, "label": k} for k, v in levels.items()]
         training_curve([h for h in rows if h["epoch"] is not None], out / "curve.png", "slowdown",
                        title=f"DeepRM load {config.load:g} (p = {config.rate:.3f}); heuristics "
@@ -113,6 +113,17 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
                                                            for k, v in levels.items()))
 
     todo = max(0, epochs - model.epoch)
+    if config.init != "none" and model.epoch == 0 and todo:
+        stats = model.warm_start(config.init)
+        row = {"epoch": 0, **stats}
+        if config.validate_jobsets:
+            row["val_slowdown"] = model.evaluate(model.validation_jobs()).metrics()["slowdown"]
+            best = row["val_slowdown"]
+            model.save(out / "best.pt")
+        model.history.append(row)
+        say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
+            f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
+            f"{row.get('val_slowdown', float('nan')):.3f} (greedy)")
     with Progress(todo, f"training deeprm load {config.load:g}", enabled=progress) as bar:
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best

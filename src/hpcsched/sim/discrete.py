@@ -28,6 +28,7 @@ and the load sweep); `DiscreteEngine` is one simulation behind the project's ste
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -322,6 +323,19 @@ def run_batch(batch: DiscreteBatch, jobs: GridJobs, policy: GridPolicy,
     return batch
 
 
+@dataclass
+class GridResult:
+    """A finished run of one DiscreteEngine: the pooled metrics and what mapping the trace did."""
+
+    metrics: dict[str, Any]
+    counts: dict[str, Any] = field(default_factory=dict)
+    policy: str = ""
+    batch: DiscreteBatch | None = field(default=None, repr=False)
+
+    def records(self) -> dict[str, np.ndarray]:
+        return self.batch.job_records() if self.batch is not None else {}
+
+
 class DiscreteEngine:
     """One simulation of the deeprm profile behind the stepped API of `hpcsched.sim.engine`::
 
@@ -332,11 +346,13 @@ class DiscreteEngine:
     """
 
     def __init__(self, jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
-                 backlog: int = 60, reward: str = "slowdown") -> None:
+                 backlog: int = 60, reward: str = "slowdown",
+                 counts: dict[str, Any] | None = None) -> None:
         if len(jobs) != 1:
             raise ValueError(f"an engine runs one jobset (got {len(jobs)}); use DiscreteBatch")
         self.batch = DiscreteBatch(grid, slots, backlog, reward)
         self.batch.reset(jobs)
+        self.counts = dict(counts or {})
 
     def next_decision(self) -> DiscreteBatch | None:
         return None if self.batch.done[0] else self.batch
@@ -345,17 +361,36 @@ class DiscreteEngine:
         reward, _ = self.batch.step(np.array([action]))
         return float(reward[0])
 
-    def run(self, policy: GridPolicy, max_decisions: int | None = None) -> dict[str, Any]:
+    def run(self, policy: GridPolicy, max_decisions: int | None = None) -> GridResult:
+        if not hasattr(policy, "act"):
+            raise ValueError(f"policy {getattr(policy, 'name', policy)!r} does not schedule the "
+                             f"deeprm profile; use sjf, packer, tetris[:KNOB], random or "
+                             f"deeprm:MODEL")
         k = 0
         while (view := self.next_decision()) is not None:
             if max_decisions is not None and k >= max_decisions:
                 break
             self.apply(int(policy.act(view)[0]))
             k += 1
-        return self.result()
+        return self.result(getattr(policy, "name", ""))
 
-    def result(self) -> dict[str, Any]:
-        return self.batch.metrics()
+    def result(self, policy: str = "") -> GridResult:
+        return GridResult(self.batch.metrics(), self.counts, policy, self.batch)
 
 
-__all__ = ["REWARDS", "DiscreteBatch", "DiscreteEngine", "GridJobs", "GridPolicy", "run_batch"]
+def engine_for_trace(jobs, cluster, grid: ResourceGrid = ResourceGrid(),
+                     quantum: float | None = None) -> DiscreteEngine:
+    """A trace window (JobTable) on a NodePool, mapped into the grid (see
+    `hpcsched.workload.deeprm.map_trace`); the mapping's counts travel with the result."""
+    from hpcsched.workload.deeprm import map_trace
+
+    mapped, report = map_trace(jobs, cluster.total_procs, grid, quantum=quantum)
+    if report.jobs == 0:
+        raise ValueError(f"no job fits the grid ({report.summary()})")
+    counts = {"quantum_s": report.quantum, "procs_per_unit": report.procs_per_unit,
+              "mapped_jobs": report.jobs, "never_fit": report.never_fit,
+              "memory_resource": report.memory}
+    return DiscreteEngine(mapped, grid, counts=counts)
+
+
+__all__ = ["REWARDS", "DiscreteBatch", "DiscreteEngine", "GridResult", "engine_for_trace", "GridJobs", "GridPolicy", "run_batch"]
