@@ -87,6 +87,13 @@ def cmd_train(args) -> int:
     from hpcsched.workload.deeprm import rate_for_load
 
     rate_for_load(args.load)  # a clear error for an impossible load, before anything is written
+    if args.init != "none":
+        from hpcsched.policies.deeprm import get_grid_policy
+
+        try:
+            get_grid_policy(args.init)
+        except ValueError as e:
+            raise ValueError(f"--init: {e}") from None
     config = ReinforceConfig(
         load=args.load, steps=args.steps, jobsets=args.jobsets, rollouts=args.rollouts,
         jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
@@ -131,6 +138,8 @@ def cmd_sweep(args) -> int:
                                        args.analysis_load, jobsets=args.jobsets)
         for r in analysis:
             r["model_load"] = near if r["policy"] == "deeprm" else ""
+    if args.plot:
+        path = exp.sweep_plot(rows, args.plot)
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0
@@ -155,6 +164,5 @@ def cmd_sweep(args) -> int:
               f"job-steps that were long jobs, and slowdown by job length\n")
         print(format_rows(analysis, args.fmt or "table"))
     if args.plot:
-        path = exp.sweep_plot(rows, args.plot)
         print(f"\nplot: {path}")
     return 0

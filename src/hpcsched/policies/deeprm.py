@@ -36,6 +36,15 @@ def alignment(batch: DiscreteBatch) -> np.ndarray:
     return (batch.slot_demand * free[:, None, :]).sum(axis=2).astype(np.float64)
 
 
+class FirstComeFirstServed:
+    """The oldest fitting job (slots are not in arrival order once jobs have left them)."""
+
+    name = "fcfs"
+
+    def act(self, batch: DiscreteBatch) -> np.ndarray:
+        return _best(batch, -batch.slot.astype(np.float64))
+
+
 class ShortestJobFirst:
     name = "sjf"
 
@@ -76,8 +85,9 @@ class RandomAction:
         return self.rng.integers(0, batch.actions, batch.B)
 
 
-HEURISTICS = ("sjf", "packer", "tetris", "random")
+HEURISTICS = ("fcfs", "sjf", "packer", "tetris", "random")
 DESCRIPTIONS = {
+    "fcfs": "the oldest job that fits now (ours; not among the paper's baselines)",
     "sjf": "shortest fitting job first",
     "packer": "largest alignment of demand with the free units (Tetris packing)",
     "tetris": "Tetris*: knob * normalised alignment + (1 - knob) / length; tetris:K sets the knob",
@@ -86,10 +96,12 @@ DESCRIPTIONS = {
 
 
 def get_grid_policy(name: str, seed: int = 0):
-    """A deeprm-profile heuristic by name: sjf, packer, tetris[:KNOB], random."""
+    """A deeprm-profile heuristic by name: fcfs, sjf, packer, tetris[:KNOB], random."""
     key = name.lower()
     if key == "sjf":
         return ShortestJobFirst()
+    if key == "fcfs":
+        return FirstComeFirstServed()
     if key == "packer":
         return Packer()
     if key == "random":
@@ -107,5 +119,5 @@ def get_grid_policy(name: str, seed: int = 0):
                      f"{', '.join(HEURISTICS)}, tetris:KNOB or deeprm:MODEL")
 
 
-__all__ = ["DESCRIPTIONS", "HEURISTICS", "Packer", "RandomAction", "ShortestJobFirst",
+__all__ = ["DESCRIPTIONS", "FirstComeFirstServed", "HEURISTICS", "Packer", "RandomAction", "ShortestJobFirst",
            "TetrisStar", "alignment", "get_grid_policy"]
