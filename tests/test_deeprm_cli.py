@@ -42,7 +42,7 @@ def test_the_sweep_prints_flat_json_rows_and_draws_a_plot(capsys, tmp_path):
                              "--loads", "0.3,1.1", "--jobsets", "4", "--plot", str(plot), "--json")
     assert code == 0, err
     rows = json.loads(out)
-    assert len(rows) == 8 and {r["policy"] for r in rows} == {"sjf", "packer", "tetris", "random"}
+    assert len(rows) == 8 and {r["policy"] for r in rows} == {"sjf", "packer", "tetris:0.1", "random"}
     assert {r["load"] for r in rows} == {0.3, 1.1}
     assert plot.exists()
     assert np.all([r["offered_load"] > 0 for r in rows])
