@@ -121,3 +121,15 @@ def test_jobs_that_can_never_fit_are_refused_with_their_place():
     jobs = GridJobs.from_lists([(np.array([1]), np.array([25]), np.array([[1, 1]]))])
     with pytest.raises(ValueError, match="jobset 0, job 0 .*can never fit"):
         DiscreteBatch().reset(jobs)
+
+
+def test_void_is_masked_only_on_an_idle_cluster_with_a_job_that_fits():
+    jobs = GridJobs.from_lists([(np.array([0, 0]), np.array([2, 2]), np.array([[9, 1], [9, 1]]))])
+    b = DiscreteBatch(ResourceGrid(2, 10, 5), slots=2, backlog=5)
+    b.reset(jobs)
+    # nothing runs: holding would leave the state as it is for ever
+    assert b.action_mask()[0].tolist() == [True, True, False]
+    b.step(np.array([0]))
+    # job 0 runs; job 1 can only be reserved behind it (offset 2): holding is allowed again
+    assert b.offset[0].tolist() == [-1, 2]
+    assert b.action_mask()[0].tolist() == [False, True, True]

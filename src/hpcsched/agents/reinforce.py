@@ -321,7 +321,10 @@ class DeepRM:
                 row[k] = float(np.sum(vals)) if k in ("decisions", "unfinished", "rollout_s",
                                                        "update_s") else float(np.mean(vals))
             if c.validate_jobsets:
-                row["val_slowdown"] = self.evaluate(self.validation_jobs()).metrics()["slowdown"]
+                m = self.evaluate(self.validation_jobs()).metrics()
+                # a policy that leaves jobs unfinished cannot be the best: its mean hides them
+                row["val_slowdown"] = m["slowdown"] if m["unfinished"] == 0 else float("inf")
+                row["val_unfinished"] = m["unfinished"]
             row["epoch_s"] = time.perf_counter() - t0
             self.history.append(row)
             if callback is not None:

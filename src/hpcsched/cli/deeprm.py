@@ -114,6 +114,13 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _keys(rows) -> list[str]:
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    return keys
+
+
 def cmd_sweep(args) -> int:
     from hpcsched.experiments import deeprm as exp
 
@@ -162,12 +169,12 @@ def cmd_sweep(args) -> int:
         print(f"mean job slowdown, pooled over {args.jobsets} unseen jobsets (seed 314159) per "
               f"load; DeepRM {'sampled' if args.sample else 'greedy'}, the model trained at the "
               f"nearest load (model_load)\n")
-    print(format_rows(table, args.fmt or "table"))
+    print(format_rows(table, args.fmt or "table", columns=_keys(table)))
     if analysis:
         print(f"\nwhat DeepRM learned (paper Fig. 7, load {args.analysis_load:g}): share of time "
               f"steps ended while a shown job would have fit now, the share of those held-back "
               f"job-steps that were long jobs, and slowdown by job length\n")
-        print(format_rows(analysis, args.fmt or "table"))
+        print(format_rows(analysis, args.fmt or "table", columns=_keys(analysis)))
     if args.plot:
         print(f"\nplot: {path}")
     return 0

@@ -34,7 +34,7 @@ HEURISTICS = ("sjf", "packer", "tetris", "random")
 TUNED_KNOB = 0.1
 #: the sweep's loads: 10% to the highest one arrival per step can offer (p = 1, about 185%)
 SWEEP_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.845)
-LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "completion", "mean_return", "max_return",
+LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_unfinished", "completion", "mean_return", "max_return",
                "entropy", "withheld_share", "decisions", "unfinished", "updates", "rollout_s",
                "update_s", "epoch_s"]
 

@@ -146,6 +146,7 @@ class DiscreteBatch:
         self.offset[idx] = earliest_start(self.used[idx], demand, length, self.grid.units)
         self.valid = self.offset >= 0  # (B, M): picks that place a job
         self.fit_now = self.offset == 0
+        self.idle = ~np.any(self.used > 0, axis=(1, 2))  # nothing running or reserved
 
     def _cost(self, k: np.ndarray) -> np.ndarray:
         """Cost of the next k[b] steps if nothing is placed meanwhile: every job's weight times the
@@ -237,8 +238,13 @@ class DiscreteBatch:
 
     # -- what a policy sees -------------------------------------------------------------------------
     def action_mask(self) -> np.ndarray:
-        """(B, M+1) bool: picks that place a job, and void (always allowed)."""
-        return np.concatenate([self.valid, np.ones((self.B, 1), dtype=bool)], axis=1)
+        """(B, M+1) bool: picks that place a job, and void, except on an idle cluster (nothing
+        running or reserved) where a job could be placed. There void would leave the state as it
+        is (only arrivals change it), so a deterministic policy that holds there once holds for
+        ever: the episode never ends. Masking it keeps every masked policy live; everything else
+        a policy may do, holding back a job while others run included, stays open."""
+        void_ok = ~(self.idle & self.valid.any(axis=1))
+        return np.concatenate([self.valid, void_ok[:, None]], axis=1)
 
     def backlog_count(self) -> np.ndarray:
         return self.arrived - self.head
