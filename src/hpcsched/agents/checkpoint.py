@@ -78,8 +78,7 @@ def load_checkpoint(path: str | os.PathLike, fmt: str = FORMAT) -> dict[str, Any
     except Exception as e:  # not a torch file, or one holding more than plain values
         raise ValueError(f"{path} is not an hpcsched model checkpoint ({e})") from e
     if not isinstance(ck, dict) or ck.get("format") != fmt:
-        raise ValueError(f"{path} is not an hpcsched model checkpoint of format {fmt!r} "
-                         f"(it holds {ck.get('format') if isinstance(ck, dict) else None!r})")
+        raise ValueError(f"{path} is not an hpcsched model checkpoint (expected format {fmt!r})")
     if ck.get("version") != hpcsched.__version__:
         warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
                       f"{hpcsched.__version__}", stacklevel=2)
