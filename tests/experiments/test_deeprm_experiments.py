@@ -83,3 +83,18 @@ def test_what_it_learned_counts_held_back_steps_only_for_a_policy_that_holds_bac
     # both are work-conserving: no step ends while a shown job fits now
     assert [r["withheld_share"] for r in rows] == [0.0, 0.0]
     assert all(r["slowdown_long"] >= 1 and r["slowdown_short"] >= 1 for r in rows)
+
+
+@pytest.mark.slow
+def test_the_shipped_models_meet_the_papers_claims_on_the_unseen_jobsets():
+    """Fig. 4: no worse than Tetris* at 70% load, better than SJF and Packer (and Tetris*) at
+    110%; Fig. 7: at 110% it holds back jobs that fit, mostly long ones."""
+    rows = exp.load_sweep((0.7, 1.1))
+    s = {(r["load"], r["policy"]): r["slowdown"] for r in rows}
+    tetris = f"tetris:{exp.TUNED_KNOB:g}"
+    assert s[0.7, "deeprm"] <= s[0.7, tetris]
+    assert s[1.1, "deeprm"] < min(s[1.1, "sjf"], s[1.1, "packer"], s[1.1, tetris])
+    from hpcsched.agents.reinforce import load_deeprm_policy
+
+    deeprm, _ = exp.what_it_learned(load_deeprm_policy(exp.model_loads()[1.1]), 1.1)
+    assert deeprm["withheld_share"] > 0.1 and deeprm["withheld_long_share"] > 0.5
