@@ -90,7 +90,7 @@ DESCRIPTIONS = {
     "fcfs": "the oldest job that fits now (ours; not among the paper's baselines)",
     "sjf": "shortest fitting job first",
     "packer": "largest alignment of demand with the free units (Tetris packing)",
-    "tetris": "Tetris*: knob * normalised alignment + (1 - knob) / length; tetris:K sets the knob",
+    "tetris": "Tetris*: knob * normalised alignment + (1 - knob) / length (knob 0.5; tetris:K)",
     "random": "uniform over the M+1 actions (empty slots and void included)",
 }
 

@@ -197,9 +197,9 @@ class DiscreteBatch:
             stuck = ~self.done & ~self.valid.any(axis=1)
             if not stuck.any():
                 return
-            idle = stuck & np.all(self.slot < 0, axis=1) & (self.head >= self.arrived)
+            nothing_waits = stuck & np.all(self.slot < 0, axis=1) & (self.head >= self.arrived)
             k = np.ones(self.B, dtype=np.int64)
-            if idle.any():
+            if nothing_waits.any():
                 nxt = np.take_along_axis(self.jobs.arrival,
                                          np.minimum(self.arrived, self.jobs.arrival.shape[1] - 1)
                                          [:, None], axis=1)[:, 0]
@@ -207,7 +207,7 @@ class DiscreteBatch:
                 real = np.arange(self.jobs.arrival.shape[1])[None, :] < self.jobs.count[:, None]
                 last = np.where(real & (self.start >= 0), self.finish, 0).max(axis=1)
                 target = np.where(nxt < NEVER, nxt, last)
-                k = np.where(idle, np.maximum(target - self.now, 1), 1)
+                k = np.where(nothing_waits, np.maximum(target - self.now, 1), 1)
             self._advance(stuck, reward, k)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
