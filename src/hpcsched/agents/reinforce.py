@@ -58,7 +58,7 @@ class ReinforceConfig:
     reward: str = "slowdown"  # or "completion" (reward -|J| per step)
     mask_invalid: bool = True
     max_decisions: int = 1000  # per episode: a cap for policies that never place anything
-    validate_jobsets: int = 50  # greedy validation each epoch (0: off)
+    validate_jobsets: int = 50  # greedy validation each epoch (0: off), on the reward's metric
     init: str = "none"  # or a heuristic to imitate first (the authors' code's pg_su warm start)
     init_passes: int = 30  # supervised passes over the imitation states
     seed: int = 0
@@ -323,7 +323,9 @@ class DeepRM:
             if c.validate_jobsets:
                 m = self.evaluate(self.validation_jobs()).metrics()
                 # a policy that leaves jobs unfinished cannot be the best: its mean hides them
-                row["val_slowdown"] = m["slowdown"] if m["unfinished"] == 0 else float("inf")
+                ok = m["unfinished"] == 0
+                row["val_slowdown"] = m["slowdown"] if ok else float("inf")
+                row["val_completion"] = m["completion"] if ok else float("inf")
                 row["val_unfinished"] = m["unfinished"]
             row["epoch_s"] = time.perf_counter() - t0
             self.history.append(row)

@@ -72,6 +72,9 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--models", help="folder of DeepRM models (deeprm-*.pt or run folders) instead "
                                     "of the shipped ones")
     p.add_argument("--heuristics-only", action="store_true", help="leave DeepRM out")
+    p.add_argument("--reward", default="slowdown", choices=["slowdown", "completion"],
+                   help="use the DeepRM models trained for this reward (Fig. 5: completion, "
+                        "compared on the completion column)")
     p.add_argument("--loads", help="comma-separated loads (default: 0.1,0.3,...,1.7,1.845)")
     p.add_argument("--jobsets", type=int, default=100, help="unseen jobsets per load")
     p.add_argument("--tetris-knob", type=float, default=TUNED_KNOB,
@@ -131,7 +134,7 @@ def cmd_sweep(args) -> int:
         except ValueError:
             raise ValueError(f"--loads {args.loads!r}: expected comma-separated numbers") from None
     with_model = not args.heuristics_only
-    trained = exp.model_loads(args.models) if with_model else {}
+    trained = exp.model_loads(args.models, args.reward) if with_model else {}
     if with_model and not trained:
         raise ValueError(f"no DeepRM model in {args.models or exp.PRETRAINED}; train one "
                          f"(hpcsched train deeprm) or pass --heuristics-only")
@@ -139,7 +142,7 @@ def cmd_sweep(args) -> int:
     with Progress(len(loads) * per_load, "deeprm-load-sweep") as bar:
         rows = exp.load_sweep(loads, models=args.models, jobsets=args.jobsets,
                               with_model=with_model, tetris_knob=args.tetris_knob,
-                              sample=args.sample, progress=bar.update)
+                              sample=args.sample, progress=bar.update, reward=args.reward)
     analysis = []
     if trained and args.analysis_load:
         near = min(trained, key=lambda x: abs(x - args.analysis_load))

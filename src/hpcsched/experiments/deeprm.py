@@ -34,9 +34,9 @@ HEURISTICS = ("sjf", "packer", "tetris", "random")
 TUNED_KNOB = 0.1
 #: the sweep's loads: 10% to the highest one arrival per step can offer (p = 1, about 185%)
 SWEEP_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.845)
-LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_unfinished", "completion", "mean_return", "max_return",
-               "entropy", "withheld_share", "decisions", "unfinished", "updates", "rollout_s",
-               "update_s", "epoch_s"]
+LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfinished",
+               "completion", "mean_return", "max_return", "entropy", "withheld_share",
+               "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
 
 #: spec deeprm.md section 9 (a re-implementation of the authors' rules; sanity ranges, not the
 #: paper's numbers): arrival probability -> mean slowdown per heuristic, 100 jobsets of 50 steps
@@ -105,7 +105,8 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
     if levels:
         say("heuristics on the validation jobsets: " +
             ", ".join(f"{k} {v:.3f}" for k, v in levels.items()))
-    best = min((h["val_slowdown"] for h in model.history if "val_slowdown" in h), default=None)
+    key = f"val_{config.reward}"  # best.pt: the best greedy validation score of the reward
+    best = min((h[key] for h in model.history if key in h), default=None)
 
     def curve() -> None:
         rows = [h for h in model.history if "slowdown" in h or "val_slowdown" in h]
@@ -120,17 +121,18 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
         stats = model.warm_start(config.init)
         row = {"epoch": 0, **stats}
         if config.validate_jobsets:
-            row["val_slowdown"] = model.evaluate(model.validation_jobs()).metrics()["slowdown"]
-            best = row["val_slowdown"]
+            m = model.evaluate(model.validation_jobs()).metrics()
+            row["val_slowdown"], row["val_completion"] = m["slowdown"], m["completion"]
+            best = row[key]
             model.save(out / "best.pt")
         model.history.append(row)
         say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
             f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
-            f"{row.get('val_slowdown', float('nan')):.3f} (greedy)")
+            f"{key} {row.get(key, float('nan')):.3f} (greedy)")
     with Progress(todo, f"training deeprm load {config.load:g}", enabled=progress) as bar:
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best
-            v = stats.get("val_slowdown")
+            v = stats.get(key)
             if v is not None and (best is None or v < best):
                 best = v
                 model.save(out / "best.pt")
@@ -138,11 +140,12 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
             _write_log(out / "log.csv", model.history)
             if stats["epoch"] % 5 == 0:
                 curve()
-            bar.note(f"slowdown {stats['slowdown']:.3f} val {v if v is not None else float('nan'):.3f}")
+            bar.note(f"slowdown {stats['slowdown']:.3f} {key} "
+                     f"{v if v is not None else float('nan'):.3f}")
             bar.update(1)
             if not bar.enabled:
                 say(f"epoch {stats['epoch']}: slowdown {stats['slowdown']:.3f} (sampled), "
-                    f"validation {v if v is not None else float('nan'):.3f} (greedy), "
+                    f"{key} {v if v is not None else float('nan'):.3f} (greedy), "
                     f"{stats['epoch_s']:.1f} s")
 
         model.learn(todo, callback=after_epoch)
@@ -181,9 +184,9 @@ def shipped_models() -> list[str]:
     return sorted(p.stem for p in PRETRAINED.glob("deeprm-*.pt"))
 
 
-def model_loads(models: str | Path | None = None) -> dict[float, Path]:
-    """Training load -> model file, from a folder of deeprm-load-NN.pt (or run folders) or the
-    shipped ones."""
+def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
+    """Training load -> model file of the models trained for `reward`, from a folder of
+    deeprm-load-NN*.pt (or run folders) or the shipped ones."""
     import torch
 
     folder = Path(models) if models else PRETRAINED
@@ -191,7 +194,8 @@ def model_loads(models: str | Path | None = None) -> dict[float, Path]:
     candidates = sorted(folder.glob("deeprm-*.pt")) + sorted(folder.glob("*/best.pt"))
     for path in candidates:
         ck = torch.load(path, map_location="cpu", weights_only=True)
-        if isinstance(ck, dict) and ck.get("format") == "hpcsched.deeprm/1":
+        if (isinstance(ck, dict) and ck.get("format") == "hpcsched.deeprm/1"
+                and ck["config"].get("reward", "slowdown") == reward):
             found.setdefault(float(ck["config"]["load"]), path)
     return found
 
@@ -205,10 +209,12 @@ def evaluate(policy, load: float, *, jobsets: int = 100, steps: int = 50, seed: 
 
 def load_sweep(loads=SWEEP_LOADS, *, models: str | Path | None = None, jobsets: int = 100,
                with_model: bool = True, tetris_knob: float = TUNED_KNOB, sample: bool = False,
-               progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+               progress: Callable[[int], None] | None = None,
+               reward: str = "slowdown") -> list[dict[str, Any]]:
     """Fig. 4: mean slowdown (pooled over jobs) per load and policy. DeepRM at each load is the
-    model trained at the nearest load (its training load is in `model_load`)."""
-    trained = model_loads(models) if with_model else {}
+    model trained for `reward` at the nearest load (its training load is in `model_load`);
+    Fig. 5 compares the completion-time models (`reward="completion"`) on `completion`."""
+    trained = model_loads(models, reward) if with_model else {}
     rows = []
     for load in loads:
         p = rate_for_load(load)
