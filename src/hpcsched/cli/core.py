@@ -206,6 +206,14 @@ def cmd_policies(args) -> int:
     print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
     for name in pretrained_models():
         print(f"  rl:pretrained/{name}")
+    from hpcsched.experiments.deeprm import shipped_models
+    from hpcsched.policies.deeprm import DESCRIPTIONS as GRID
+
+    print("\nunder --profile deeprm (discrete time, several resources):")
+    for name, text in GRID.items():
+        print(f"  {name:<10}{text}")
+    print("  deeprm:PATH, or a shipped model: " +
+          ", ".join(f"deeprm:pretrained/{n}" for n in shipped_models()))
     return 0
 
 

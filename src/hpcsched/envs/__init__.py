@@ -15,8 +15,11 @@ from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
 
 PICK_JOB = "hpcsched/PickJob-v0"
+DEEPRM = "hpcsched/DeepRM-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
+if DEEPRM not in gymnasium.registry:
+    gymnasium.register(id=DEEPRM, entry_point="hpcsched.envs.deeprm:DeepRMEnv")
 
-__all__ = ["PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
+__all__ = ["DEEPRM", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]

@@ -11,8 +11,9 @@ PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
 
 
 def pretrained_models() -> list[str]:
-    """Names of the shipped models (``rl:pretrained/NAME``)."""
-    return sorted(p.stem for p in PRETRAINED.glob("*.pt"))
+    """Names of the shipped RLScheduler models (``rl:pretrained/NAME``); DeepRM's (deeprm-*.pt)
+    are listed by `hpcsched.experiments.deeprm.shipped_models`."""
+    return sorted(p.stem for p in PRETRAINED.glob("*.pt") if not p.stem.startswith("deeprm-"))
 
 
 def model_path(spec: str) -> Path:
@@ -35,7 +36,13 @@ def model_path(spec: str) -> Path:
 def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0,
                    sample: bool = False):
     """The `Policy` a name stands for. A trained model observes with the constants of the trace it
-    schedules (`prepared`), like the authors' test script; `sample=True` samples its actions."""
+    schedules (`prepared`), like the authors' test script; `sample=True` samples its actions.
+    Under the discrete `deeprm` profile (or for `deeprm:PATH`) the names are DeepRM's: sjf, packer,
+    tetris[:KNOB], random, deeprm:PATH or deeprm:pretrained/NAME."""
+    if spec.startswith("deeprm:") or (prepared is not None and prepared.profile.discrete):
+        from hpcsched.experiments.deeprm import resolve_grid_policy
+
+        return resolve_grid_policy(spec, seed=seed, sample=sample)
     if spec.startswith("rl:"):
         from hpcsched.agents.checkpoint import load_policy
 

@@ -253,6 +253,13 @@ def make_engine(
     """An engine for `jobs` (already cleaned under the profile's rules) on `cluster`."""
     prof = get_profile(profile)
     check_backfill(backfill)
+    if prof.discrete:
+        from hpcsched.sim.discrete import engine_for_trace
+
+        if backfill != "none":
+            raise ValueError(f"the {prof.name} profile has no backfilling (got --backfill "
+                             f"{backfill}): its scheduler may reserve into the future itself")
+        return engine_for_trace(jobs, cluster)
     if prof.commit:
         from hpcsched.sim.commit import CommitEngine
 

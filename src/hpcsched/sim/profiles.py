@@ -29,6 +29,9 @@ class Profile:
     #: "makespan": executed area / ((last finish - first submit) * total procs).
     utilization: str
     description: str = ""
+    #: True: discrete time steps and a pool of several resource types (DeepRM, `sim/discrete.py`);
+    #: a trace is mapped into the grid before it is simulated
+    discrete: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -51,6 +54,17 @@ PROFILES: dict[str, Profile] = {
         utilization="last_start",
         description="SchedGym (RLScheduler, SC'20) exactly: the chosen job blocks later decisions "
         "until it starts, no kill at the request, the episode ends at the last start",
+    ),
+    "deeprm": Profile(
+        name="deeprm",
+        cleaning="standard",
+        commit=False,
+        kill_at_request=False,
+        end="last_finish",
+        utilization="makespan",
+        description="DeepRM (HotNets'16): discrete time steps, d resources of R units planned T "
+        "steps ahead, M job slots and a backlog; a trace is scaled into the grid",
+        discrete=True,
     ),
 }
 

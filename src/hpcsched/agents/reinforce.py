@@ -1,0 +1,400 @@
+"""DeepRM's learner: REINFORCE with a time-dependent baseline over N rollouts of one jobset
+(HotNets'16 section 3.3, Fig. 3; the authors' `pg_re.py` settles the details, spec deeprm.md 4).
+
+Read top to bottom: the hyperparameters, the network, a batched rollout, the update, the learner.
+
+* Policy network: the flattened state image (20 x 223 = 4460 inputs at the paper's sizes) -> 20
+  ReLU -> M+1 logits (89,451 parameters); weights N(0, 0.01^2), biases 0 (the code's init).
+* One update: `jobsets_per_update` training jobsets, each rolled out `rollouts` (N = 20) times with
+  sampled actions, all stepped together in one `DiscreteBatch` with the network run once per step
+  for the whole batch. Returns-to-go with gamma = 1; the baseline at decision index t is the mean
+  return-to-go at index t over the N rollouts of the same jobset (rollouts that ended are counted
+  as 0, the paper's zero padding); the loss is -mean(log pi(a_t | s_t) * (v_t - b_t)) over every
+  step of the group, and RMSProp (lr 1e-3, rho 0.9, eps 1e-9) takes one step.
+* An epoch is one pass over the training jobsets (100 by default, shuffled), i.e. 10 updates of 10
+  jobsets each: the code's groups of `batch_size` 10, but with an optimiser step per group (the code
+  sums the groups' gradients into one step per pass; we take more, smaller steps to learn within
+  our budget, spec 10.9).
+* `mask_invalid` (ours, on by default): picks that place nothing (an empty slot, a job that fits
+  nowhere in the window) get probability 0. In the paper such a pick ends the time step exactly as
+  void does, so masking them removes only duplicate ways of saying "void": the set of policies is
+  the same, and training does not waste samples on them. `--no-mask` trains as the paper did.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from hpcsched.cluster.grid import ResourceGrid
+from hpcsched.sim.discrete import DiscreteBatch
+from hpcsched.workload.deeprm import TRAIN_SEED, GridJobs, generate, rate_for_load
+
+FORMAT = "hpcsched.deeprm/1"
+VALIDATION_SEED = 27_182  # validation jobsets: neither the training (42) nor the test (314159) draw
+
+
+@dataclass
+class ReinforceConfig:
+    load: float = 0.7  # offered load the jobsets are drawn for (1.0 = 100%)
+    steps: int = 50  # arrival steps per jobset ("each experiment lasts for 50t")
+    jobsets: int = 100  # training jobsets
+    rollouts: int = 20  # N: rollouts per jobset (the baseline's sample)
+    jobsets_per_update: int = 10
+    lr: float = 1e-3
+    rho: float = 0.9
+    eps: float = 1e-9
+    hidden: int = 20
+    resources: int = 2
+    units: int = 10
+    horizon: int = 20
+    slots: int = 10
+    backlog: int = 60
+    reward: str = "slowdown"  # or "completion" (reward -|J| per step)
+    mask_invalid: bool = True
+    max_decisions: int = 1000  # per episode: a cap for policies that never place anything
+    validate_jobsets: int = 50  # greedy validation each epoch (0: off), on the reward's metric
+    init: str = "none"  # or a heuristic to imitate first (the authors' code's pg_su warm start)
+    init_passes: int = 30  # supervised passes over the imitation states
+    seed: int = 0
+    train_seed: int = TRAIN_SEED
+    threads: int | None = 1
+
+    @property
+    def rate(self) -> float:
+        return rate_for_load(self.load, self.resources)
+
+    @property
+    def grid(self) -> ResourceGrid:
+        return ResourceGrid(self.resources, self.units, self.horizon)
+
+    def batch(self) -> DiscreteBatch:
+        return DiscreteBatch(self.grid, self.slots, self.backlog, self.reward)
+
+
+def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:
+    """inputs -> hidden ReLU -> actions logits, initialised as the authors' Lasagne net."""
+    net = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, actions))
+    for layer in (net[0], net[2]):
+        nn.init.normal_(layer.weight, std=0.01)
+        nn.init.zeros_(layer.bias)
+    return net
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+class NumpyPolicy:
+    """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch)."""
+
+    def __init__(self, net: nn.Sequential) -> None:
+        self.w1 = net[0].weight.detach().numpy().T.copy()
+        self.b1 = net[0].bias.detach().numpy().copy()
+        self.w2 = net[2].weight.detach().numpy().T.copy()
+        self.b2 = net[2].bias.detach().numpy().copy()
+
+    def logits(self, images: np.ndarray) -> np.ndarray:
+        h = np.maximum(images @ self.w1 + self.b1, 0)
+        return h @ self.w2 + self.b2
+
+
+def _choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator | None,
+            greedy: bool) -> np.ndarray:
+    if mask is not None:
+        logits = np.where(mask, logits, -np.inf)
+    if greedy:
+        return np.argmax(logits, axis=1)
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    u = rng.random((len(p), 1))
+    return np.minimum((np.cumsum(p, axis=1) < u).sum(axis=1), p.shape[1] - 1)
+
+
+@dataclass
+class Rollout:
+    """One batch of episodes: per decision the image, action and mask (flat over environments and
+    steps), the environment and decision index of each, and the per-environment rewards (B, K)."""
+
+    images: np.ndarray
+    actions: np.ndarray
+    masks: np.ndarray
+    env: np.ndarray
+    index: np.ndarray
+    rewards: np.ndarray
+    batch: DiscreteBatch = field(repr=False)
+
+
+def rollout(policy: NumpyPolicy, batch: DiscreteBatch, jobs: GridJobs, *, mask_invalid: bool,
+            rng: np.random.Generator | None = None, greedy: bool = False,
+            max_decisions: int = 1000, record: bool = True) -> Rollout:
+    """Run every jobset of `jobs` to its end (or `max_decisions`), stepping them together."""
+    batch.reset(jobs)
+    B = batch.B
+    images, actions, masks, envs, index, rewards = [], [], [], [], [], []
+    k = 0
+    while not batch.done.all() and k < max_decisions:
+        live = np.flatnonzero(~batch.done)
+        img = batch.images(live, np.float32).reshape(len(live), -1)
+        mask = batch.action_mask()[live]
+        a = _choose(policy.logits(img), mask if mask_invalid else None, rng, greedy)
+        full = np.full(B, batch.void)
+        full[live] = a
+        r, _ = batch.step(full)
+        if record:
+            images.append(img)
+            actions.append(a)
+            masks.append(mask)
+            envs.append(live)
+            index.append(np.full(len(live), k))
+        rewards.append(r)
+        k += 1
+    R = np.stack(rewards, axis=1) if rewards else np.zeros((B, 0))
+    if not record:
+        empty = np.zeros(0, dtype=np.int64)
+        return Rollout(np.zeros((0, 0), np.float32), empty, np.zeros((0, batch.actions), bool),
+                       empty, empty, R, batch)
+    return Rollout(np.concatenate(images), np.concatenate(actions), np.concatenate(masks),
+                   np.concatenate(envs), np.concatenate(index), R, batch)
+
+
+def advantages(rewards: np.ndarray, group: np.ndarray, env: np.ndarray,
+               index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Returns-to-go (gamma 1) minus the time-dependent baseline of each decision.
+
+    `rewards` (B, K), zero after an episode's end; `group[b]` the jobset of environment b. The
+    baseline at index t is the mean return-to-go at t over the environments of the same jobset.
+    Returns (advantage per decision listed by env/index, return-to-go (B, K))."""
+    togo = np.flip(np.cumsum(np.flip(rewards, axis=1), axis=1), axis=1)
+    groups, inverse = np.unique(group, return_inverse=True)
+    sums = np.zeros((len(groups), rewards.shape[1]))
+    np.add.at(sums, inverse, togo)
+    counts = np.bincount(inverse, minlength=len(groups))[:, None]
+    baseline = sums / counts
+    return togo[env, index] - baseline[inverse[env], index], togo
+
+
+class DeepRM:
+    """The learner: `learn(epochs)`, `save(path)`, `DeepRM.load(path)`, `policy()`."""
+
+    def __init__(self, config: ReinforceConfig) -> None:
+        self.config = c = config
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        torch.manual_seed(c.seed)
+        self.rng = np.random.default_rng(c.seed)
+        T, width = c.batch().image_shape
+        self.net = policy_network(T * width, c.hidden, c.slots + 1)
+        self.optimizer = torch.optim.RMSprop(self.net.parameters(), lr=c.lr, alpha=c.rho,
+                                             eps=c.eps)
+        self.epoch = 0
+        self.history: list[dict[str, Any]] = []
+        self.train_jobs = generate(c.jobsets, c.rate, c.steps, seed=c.train_seed,
+                                   resources=c.resources)
+        self._validation: GridJobs | None = None
+
+    # -- one update ---------------------------------------------------------------------------------
+    def update(self, jobset_ids: np.ndarray) -> dict[str, float]:
+        c = self.config
+        t0 = time.perf_counter()
+        jobs = self.train_jobs.take(jobset_ids).repeat(c.rollouts)
+        group = np.repeat(np.arange(len(jobset_ids)), c.rollouts)
+        batch = c.batch()
+        ro = rollout(NumpyPolicy(self.net), batch, jobs, mask_invalid=c.mask_invalid,
+                     rng=self.rng, max_decisions=c.max_decisions)
+        t1 = time.perf_counter()
+        adv, togo = advantages(ro.rewards, group, ro.env, ro.index)
+        n = len(adv)
+        self.optimizer.zero_grad()
+        entropy = 0.0
+        chunk = 8192
+        for s in range(0, n, chunk):
+            x = torch.from_numpy(ro.images[s:s + chunk])
+            logits = self.net(x)
+            if c.mask_invalid:
+                logits = logits.masked_fill(~torch.from_numpy(ro.masks[s:s + chunk]), -1e9)
+            logp = torch.log_softmax(logits, dim=1)
+            a = torch.from_numpy(ro.actions[s:s + chunk])
+            chosen = logp.gather(1, a[:, None])[:, 0]
+            loss = -(chosen * torch.from_numpy(adv[s:s + chunk]).float()).sum() / n
+            loss.backward()
+            with torch.no_grad():
+                p = logp.exp()
+                entropy += float(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum())
+        self.optimizer.step()
+        t2 = time.perf_counter()
+        m = batch.metrics()
+        per_env = togo[:, 0] if togo.shape[1] else np.zeros(batch.B)
+        best = per_env.reshape(len(jobset_ids), c.rollouts).max(axis=1)
+        return {"slowdown": m["slowdown"], "completion": m["completion"],
+                "mean_return": float(per_env.mean()), "max_return": float(best.mean()),
+                "entropy": entropy / max(n, 1), "decisions": n,
+                "withheld_share": m["withheld_share"], "unfinished": m["unfinished"],
+                "rollout_s": t1 - t0, "update_s": t2 - t1}
+
+    # -- the code's supervised warm start (pg_su), not the paper's protocol --------------------------
+    def warm_start(self, heuristic: str, *, repeats: int = 5, explore: float = 0.2,
+                   minibatch: int = 256) -> dict[str, float]:
+        """Imitate a heuristic before REINFORCE: states come from rollouts on the training jobsets
+        that follow the heuristic but take a random valid action with probability `explore` (so
+        that states off the heuristic's own path are labelled too); the label is always the
+        heuristic's choice. Cross-entropy (masked as in training), Adam, `init_passes` passes.
+        Returns the share of states where the trained network's greedy choice is the label."""
+        from hpcsched.policies.deeprm import get_grid_policy
+
+        c = self.config
+        teacher = get_grid_policy(heuristic)
+        batch = c.batch()
+        batch.reset(self.train_jobs.repeat(repeats))
+        images, labels, masks = [], [], []
+        while not batch.done.all():
+            live = np.flatnonzero(~batch.done)
+            label = teacher.act(batch)
+            mask = batch.action_mask()
+            images.append(batch.images(live, np.float32).reshape(len(live), -1))
+            labels.append(label[live])
+            masks.append(mask[live])
+            act = label.copy()
+            wander = self.rng.random(batch.B) < explore
+            if wander.any():
+                p = mask[wander] / mask[wander].sum(axis=1, keepdims=True)
+                u = self.rng.random((int(wander.sum()), 1))
+                act[wander] = (np.cumsum(p, axis=1) < u).sum(axis=1)
+            batch.step(act)
+        x = torch.from_numpy(np.concatenate(images))
+        y = torch.from_numpy(np.concatenate(labels))
+        m = torch.from_numpy(np.concatenate(masks))
+        opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)
+        gen = torch.Generator().manual_seed(c.seed)
+        for _ in range(c.init_passes):
+            order = torch.randperm(len(y), generator=gen)
+            for s in range(0, len(y), minibatch):
+                i = order[s:s + minibatch]
+                logits = self.net(x[i])
+                if c.mask_invalid:
+                    logits = logits.masked_fill(~m[i], -1e9)
+                loss = nn.functional.cross_entropy(logits, y[i])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            logits = self.net(x)
+            if c.mask_invalid:
+                logits = logits.masked_fill(~m, -1e9)
+            agree = float((logits.argmax(dim=1) == y).float().mean())
+        return {"imitation_states": len(y), "imitation_agreement": agree}
+
+    # -- training -----------------------------------------------------------------------------------
+    def validation_jobs(self) -> GridJobs:
+        c = self.config
+        if self._validation is None:
+            self._validation = generate(c.validate_jobsets, c.rate, c.steps,
+                                        seed=VALIDATION_SEED, resources=c.resources)
+        return self._validation
+
+    def evaluate(self, jobs: GridJobs, *, greedy: bool = True, seed: int = 0) -> DiscreteBatch:
+        """Run the current policy on `jobs` (greedy by default) and return the finished batch."""
+        c = self.config
+        ro = rollout(NumpyPolicy(self.net), c.batch(), jobs, mask_invalid=c.mask_invalid,
+                     rng=np.random.default_rng(seed), greedy=greedy,
+                     max_decisions=c.max_decisions * 4, record=False)
+        return ro.batch
+
+    def learn(self, epochs: int, callback: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Train `epochs` more epochs (passes over the training jobsets)."""
+        c = self.config
+        for _ in range(epochs):
+            t0 = time.perf_counter()
+            order = self.rng.permutation(c.jobsets)
+            stats = [self.update(order[s:s + c.jobsets_per_update])
+                     for s in range(0, c.jobsets, c.jobsets_per_update)]
+            self.epoch += 1
+            row: dict[str, Any] = {"epoch": self.epoch, "updates": len(stats)}
+            for k in stats[0]:
+                vals = [s[k] for s in stats]
+                row[k] = float(np.sum(vals)) if k in ("decisions", "unfinished", "rollout_s",
+                                                       "update_s") else float(np.mean(vals))
+            if c.validate_jobsets:
+                m = self.evaluate(self.validation_jobs()).metrics()
+                # a policy that leaves jobs unfinished cannot be the best: its mean hides them
+                ok = m["unfinished"] == 0
+                row["val_slowdown"] = m["slowdown"] if ok else float("inf")
+                row["val_completion"] = m["completion"] if ok else float("inf")
+                row["val_unfinished"] = m["unfinished"]
+            row["epoch_s"] = time.perf_counter() - t0
+            self.history.append(row)
+            if callback is not None:
+                callback(row)
+
+    # -- files --------------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {"config": asdict(self.config), "epoch": self.epoch,
+                "policy": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "history": self.history, "np_rng": self.rng.bit_generator.state}
+
+    def save(self, path) -> None:
+        from hpcsched.agents.checkpoint import save_checkpoint
+
+        save_checkpoint(path, self.state(), fmt=FORMAT)
+
+    @classmethod
+    def load(cls, path) -> "DeepRM":
+        from hpcsched.agents.checkpoint import load_checkpoint, restore_rng_states
+
+        ck = load_checkpoint(path, fmt=FORMAT)
+        model = cls(ReinforceConfig(**ck["config"]))
+        model.net.load_state_dict(ck["policy"])
+        model.optimizer.load_state_dict(ck["optimizer"])
+        model.epoch = int(ck["epoch"])
+        model.history = list(ck["history"])
+        model.rng.bit_generator.state = ck["np_rng"]
+        restore_rng_states(ck.get("rng"))
+        return model
+
+    def policy(self, *, sample: bool = False, seed: int = 0, name: str = "deeprm") -> "GridNetPolicy":
+        return GridNetPolicy(self.net, self.config, sample=sample, seed=seed, name=name)
+
+
+class GridNetPolicy:
+    """A trained DeepRM network as a deeprm-profile policy (`act(batch)`): greedy by default."""
+
+    def __init__(self, net: nn.Sequential, config: ReinforceConfig, *, sample: bool = False,
+                 seed: int = 0, name: str = "deeprm") -> None:
+        self.forward = NumpyPolicy(net)
+        self.config = config
+        self.sample = sample
+        self.rng = np.random.default_rng(seed)
+        self.name = name
+
+    def act(self, batch: DiscreteBatch) -> np.ndarray:
+        c = self.config
+        if (batch.grid.resources, batch.grid.units, batch.grid.horizon, batch.slots,
+                batch.backlog) != (c.resources, c.units, c.horizon, c.slots, c.backlog):
+            raise ValueError(f"model {self.name} was trained on a {c.resources}x{c.units} grid, "
+                             f"horizon {c.horizon}, {c.slots} slots, backlog {c.backlog}; the "
+                             f"simulation has {batch.grid.describe()}, {batch.slots} slots, "
+                             f"backlog {batch.backlog}")
+        out = np.full(batch.B, batch.void)
+        live = np.flatnonzero(~batch.done)
+        if live.size:
+            img = batch.images(live, np.float32).reshape(len(live), -1)
+            mask = batch.action_mask()[live] if c.mask_invalid else None
+            out[live] = _choose(self.forward.logits(img), mask, self.rng, not self.sample)
+        return out
+
+
+def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
+                       name: str | None = None) -> GridNetPolicy:
+    """A shipped or trained DeepRM model file as a policy."""
+    model = DeepRM.load(path)
+    return model.policy(sample=sample, seed=seed, name=name or f"deeprm:{path}")
+
+
+__all__ = ["FORMAT", "DeepRM", "GridNetPolicy", "NumpyPolicy", "ReinforceConfig", "advantages",
+           "count_parameters", "load_deeprm_policy", "policy_network", "rollout"]

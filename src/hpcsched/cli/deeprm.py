@@ -1,0 +1,183 @@
+"""DeepRM's commands: `train deeprm` and `experiment deeprm-load-sweep` (HotNets'16 Figs. 4, 7)."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+
+TUNED_KNOB = 0.1  # hpcsched.experiments.deeprm.TUNED_KNOB (kept here so --help imports little)
+
+EPILOG_TRAIN = """examples:
+  hpcsched train deeprm --load 0.7 --out runs/deeprm-70
+  hpcsched train deeprm --load 0.7 --out runs/deeprm-70 --epochs 150 --resume   # continue it
+  hpcsched train deeprm --load 1.3 --reward completion --out runs/deeprm-130-ct
+
+An epoch is one pass over the training jobsets (100, drawn with the authors' seed 42), in updates
+of 10 jobsets x 20 rollouts each. The run folder gets model.pt (every epoch), best.pt (best greedy
+slowdown on 50 validation jobsets), log.csv, curve.png and config.json.
+"""
+
+EPILOG_SWEEP = """examples:
+  hpcsched experiment deeprm-load-sweep
+  hpcsched experiment deeprm-load-sweep --json > sweep.json
+  hpcsched experiment deeprm-load-sweep --models runs/ --plot sweep.png --analysis-load 1.1
+
+Rows: load (the level asked for), rate (Bernoulli arrival probability), offered_load (measured on
+the jobsets), policy, slowdown and completion (pooled over the jobs of 100 unseen jobsets, seed
+314159), withheld_share (share of time steps ended while a shown job would have fit now),
+model_load (the training load of the DeepRM model used at that load: the nearest one shipped).
+"""
+
+
+def register(train, experiment, fmt) -> None:
+    RAW = argparse.RawDescriptionHelpFormatter
+    p = train.add_parser("deeprm", help="DeepRM (HotNets'16): REINFORCE on cluster images, "
+                                        "multi-resource packing", epilog=EPILOG_TRAIN,
+                         formatter_class=RAW)
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--load", type=float, default=0.7,
+                   help="offered load of the training jobsets (0.7 = 70%%; at most 1.845)")
+    p.add_argument("--epochs", type=int, default=100, help="train until this many epochs in all")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("the paper's settings (defaults: the paper's)")
+    g.add_argument("--jobsets", type=int, default=100, help="training jobsets")
+    g.add_argument("--rollouts", type=int, default=20, help="rollouts per jobset (N)")
+    g.add_argument("--jobsets-per-update", type=int, default=10)
+    g.add_argument("--steps", type=int, default=50, help="arrival steps per jobset")
+    g.add_argument("--lr", type=float, default=1e-3, help="RMSProp learning rate")
+    g.add_argument("--reward", default="slowdown", choices=["slowdown", "completion"])
+    g.add_argument("--slots", type=int, default=10, help="M, job slots shown")
+    g.add_argument("--horizon", type=int, default=20, help="T, steps shown ahead")
+    g.add_argument("--units", type=int, default=10, help="units of each resource")
+    g.add_argument("--backlog", type=int, default=60, help="backlog cells shown")
+    g.add_argument("--no-mask", action="store_true",
+                   help="let the policy pick empty slots and jobs that fit nowhere (they act as "
+                        "void), as the paper; by default they are masked out")
+    g.add_argument("--init", default="none",
+                   help="none (random weights: the paper) or a heuristic to imitate first (sjf, "
+                        "tetris, ...: the authors' code's supervised warm start, pg_su)")
+    g.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    g.add_argument("--validate-jobsets", type=int, default=50,
+                   help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
+    p.set_defaults(func=cmd_train)
+
+    p = experiment.add_parser("deeprm-load-sweep", parents=[fmt],
+                              help="slowdown vs load for SJF, Packer, Tetris*, Random and DeepRM "
+                                   "(paper Fig. 4), and what DeepRM learned (Fig. 7)",
+                              description="DeepRM's Fig. 4 and Fig. 7 on unseen synthetic jobsets",
+                              epilog=EPILOG_SWEEP, formatter_class=RAW)
+    p.add_argument("--models", help="folder of DeepRM models (deeprm-*.pt or run folders) instead "
+                                    "of the shipped ones")
+    p.add_argument("--heuristics-only", action="store_true", help="leave DeepRM out")
+    p.add_argument("--reward", default="slowdown", choices=["slowdown", "completion"],
+                   help="use the DeepRM models trained for this reward (Fig. 5: completion, "
+                        "compared on the completion column)")
+    p.add_argument("--loads", help="comma-separated loads (default: 0.1,0.3,...,1.7,1.845)")
+    p.add_argument("--jobsets", type=int, default=100, help="unseen jobsets per load")
+    p.add_argument("--tetris-knob", type=float, default=TUNED_KNOB,
+                   help=f"Tetris*'s weight of packing against 1/length (default {TUNED_KNOB}: "
+                        f"the best on the training jobsets at 70%%, 110%% and 150%% load)")
+    p.add_argument("--sample", action="store_true", help="sample DeepRM's actions (the "
+                                                         "authors' test) instead of greedy")
+    p.add_argument("--plot", default="deeprm-load-sweep.png", help="PNG file of the curves")
+    p.add_argument("--analysis-load", type=float, default=1.1,
+                   help="load of the Fig. 7 analysis (0: skip)")
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_train(args) -> int:
+    from hpcsched.agents.reinforce import ReinforceConfig
+    from hpcsched.experiments.deeprm import train
+    from hpcsched.workload.deeprm import rate_for_load
+
+    rate_for_load(args.load)  # a clear error for an impossible load, before anything is written
+    if args.init != "none":
+        from hpcsched.policies.deeprm import get_grid_policy
+
+        try:
+            get_grid_policy(args.init)
+        except ValueError as e:
+            raise ValueError(f"--init: {e}") from None
+    config = ReinforceConfig(
+        load=args.load, steps=args.steps, jobsets=args.jobsets, rollouts=args.rollouts,
+        jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
+        slots=args.slots, horizon=args.horizon, units=args.units, backlog=args.backlog,
+        mask_invalid=not args.no_mask, validate_jobsets=args.validate_jobsets, seed=args.seed,
+        threads=args.threads, init=args.init)
+    model = train(config, args.out, args.epochs, resume=args.resume)
+    last = model.history[-1] if model.history else None
+    print(f"{model.epoch} epochs; model: {args.out}/model.pt; best: {args.out}/best.pt; "
+          f"log: {args.out}/log.csv; curve: {args.out}/curve.png")
+    if last is not None:
+        print(f"last epoch: slowdown {last['slowdown']:.4g} (sampled), validation "
+              f"{last.get('val_slowdown', float('nan')):.4g} (greedy), {last['epoch_s']:.1f} s")
+    return 0
+
+
+def _keys(rows) -> list[str]:
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    return keys
+
+
+def cmd_sweep(args) -> int:
+    from hpcsched.experiments import deeprm as exp
+
+    loads = exp.SWEEP_LOADS
+    if args.loads:
+        try:
+            loads = tuple(float(x) for x in args.loads.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"--loads {args.loads!r}: expected comma-separated numbers") from None
+    with_model = not args.heuristics_only
+    trained = exp.model_loads(args.models, args.reward) if with_model else {}
+    if with_model and not trained:
+        raise ValueError(f"no DeepRM model in {args.models or exp.PRETRAINED}; train one "
+                         f"(hpcsched train deeprm) or pass --heuristics-only")
+    per_load = 4 + (1 if trained else 0)
+    with Progress(len(loads) * per_load, "deeprm-load-sweep") as bar:
+        rows = exp.load_sweep(loads, models=args.models, jobsets=args.jobsets,
+                              with_model=with_model, tetris_knob=args.tetris_knob,
+                              sample=args.sample, progress=bar.update, reward=args.reward)
+    analysis = []
+    if trained and args.analysis_load:
+        near = min(trained, key=lambda x: abs(x - args.analysis_load))
+        from hpcsched.agents.reinforce import load_deeprm_policy
+
+        analysis = exp.what_it_learned(load_deeprm_policy(trained[near], sample=args.sample),
+                                       args.analysis_load, jobsets=args.jobsets,
+                                       against=f"tetris:{args.tetris_knob:g}")
+        for r in analysis:
+            r["model_load"] = near if r["policy"] == "deeprm" else ""
+    if args.plot:
+        path = exp.sweep_plot(rows, args.plot)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    table = []
+    for load in dict.fromkeys(r["load"] for r in rows):
+        sub = {r["policy"]: r for r in rows if r["load"] == load}
+        first = next(iter(sub.values()))
+        row = {"load": load, "rate": first["rate"], "offered_load": first["offered_load"]}
+        row.update({name: r["slowdown"] for name, r in sub.items()})
+        if "deeprm" in sub:
+            row["model_load"] = sub["deeprm"]["model_load"]
+            row["deeprm_withheld"] = sub["deeprm"]["withheld_share"]
+        table.append(row)
+    if args.fmt is None:
+        print(f"mean job slowdown, pooled over {args.jobsets} unseen jobsets (seed 314159) per "
+              f"load; DeepRM {'sampled' if args.sample else 'greedy'}, the model trained at the "
+              f"nearest load (model_load)\n")
+    print(format_rows(table, args.fmt or "table", columns=_keys(table)))
+    if analysis:
+        print(f"\nwhat DeepRM learned (paper Fig. 7, load {args.analysis_load:g}): share of time "
+              f"steps ended while a shown job would have fit now, the share of those held-back "
+              f"job-steps that were long jobs, and slowdown by job length\n")
+        print(format_rows(analysis, args.fmt or "table", columns=_keys(analysis)))
+    if args.plot:
+        print(f"\nplot: {path}")
+    return 0

@@ -1,0 +1,57 @@
+"""DeepRM's learner: the network's size, the time-dependent baseline, a run on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hpcsched.agents.reinforce import (DeepRM, ReinforceConfig, advantages, count_parameters,
+                                       policy_network)
+
+
+def test_the_paper_network_has_89451_parameters():
+    # the paper's count: 20 x 223 inputs -> 20 -> 11 = 4460*20 + 20 + 20*11 + 11
+    assert count_parameters(policy_network(20 * 223, 20, 11)) == 89_451
+    model = DeepRM(ReinforceConfig(jobsets=2, validate_jobsets=0))
+    assert count_parameters(model.net) == 89_451
+
+
+def test_the_baseline_is_the_mean_return_to_go_at_each_decision_index_over_the_rollouts():
+    # one jobset, two rollouts of lengths 2 and 3 (zero-padded)
+    rewards = np.array([[-1.0, -3.0, 0.0], [-2.0, -1.0, -1.0]])
+    env = np.array([0, 0, 1, 1, 1])
+    index = np.array([0, 1, 0, 1, 2])
+    adv, togo = advantages(rewards, np.array([0, 0]), env, index)
+    np.testing.assert_allclose(togo, [[-4, -3, 0], [-4, -2, -1]])
+    # baseline: [-4, -2.5, -0.5]
+    np.testing.assert_allclose(adv, [0, -0.5, 0, 0.5, -0.5])
+
+
+def test_two_jobsets_have_their_own_baselines():
+    rewards = np.array([[-1.0], [-3.0], [-10.0], [-20.0]])
+    adv, _ = advantages(rewards, np.array([0, 0, 1, 1]), np.arange(4), np.zeros(4, int))
+    np.testing.assert_allclose(adv, [1, -1, 5, -5])
+
+
+def small_config(**kw) -> ReinforceConfig:
+    return ReinforceConfig(load=0.5, steps=10, jobsets=4, rollouts=3, jobsets_per_update=2,
+                           validate_jobsets=3, **kw)
+
+
+def test_train_writes_every_epoch_and_resumes(tmp_path):
+    from hpcsched.experiments.deeprm import train
+
+    out = tmp_path / "run"
+    model = train(small_config(), out, 1, progress=False, log=lambda t: None)
+    assert model.epoch == 1
+    for name in ("model.pt", "best.pt", "log.csv", "curve.png", "config.json"):
+        assert (out / name).exists(), name
+    with pytest.raises(FileExistsError):
+        train(small_config(), out, 2, progress=False, log=lambda t: None)
+    first = DeepRM.load(out / "model.pt")
+    model = train(small_config(), out, 2, resume=True, progress=False, log=lambda t: None)
+    assert model.epoch == 2 and [h["epoch"] for h in model.history] == [1, 2]
+    assert len((out / "log.csv").read_text().strip().splitlines()) == 3
+    # the update changed the weights it resumed from
+    assert not np.allclose(first.net[0].weight.detach().numpy(),
+                           model.net[0].weight.detach().numpy())

@@ -1,0 +1,100 @@
+"""DeepRM's protocols: the heuristics against the spec's reference values (deeprm.md section 9),
+the synthetic workload's load, the sweep's rows and the shipped models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hpcsched.experiments import deeprm as exp
+from hpcsched.policies.deeprm import get_grid_policy
+from hpcsched.sim.discrete import DiscreteBatch, run_batch
+from hpcsched.workload.deeprm import TEST_SEED, expected_load_per_arrival, generate, rate_for_load
+
+
+def heuristic_slowdowns(p: float, jobsets: int = 300) -> dict[str, float]:
+    jobs = generate(jobsets, p, 50, seed=TEST_SEED)
+    return {name: run_batch(DiscreteBatch(), jobs, get_grid_policy(name)).metrics()["slowdown"]
+            for name in ("sjf", "packer", "tetris", "random")}
+
+
+@pytest.mark.parametrize("p", [0.3, 0.6])
+def test_heuristics_agree_with_the_reference_slowdowns_within_10_percent(p):
+    ours = heuristic_slowdowns(p)
+    for name, ref in exp.REFERENCE_SLOWDOWN[p].items():
+        assert ours[name] == pytest.approx(ref, rel=0.10), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", [0.2, 0.4, 0.5, 0.7, 0.8, 0.9, 1.0])
+def test_heuristics_agree_with_every_reference_row_from_p_0_2(p):
+    ours = heuristic_slowdowns(p)
+    for name, ref in exp.REFERENCE_SLOWDOWN[p].items():
+        assert ours[name] == pytest.approx(ref, rel=0.10), name
+
+
+def test_the_load_parameter_is_the_offered_load_measured_on_the_jobsets():
+    assert expected_load_per_arrival() == pytest.approx(0.8 * 2 * 4.5 / 10 + 0.2 * 12.5 * 4.5 / 10)
+    jobs = generate(400, rate_for_load(0.7), 50, seed=1)
+    # arrivals fall on steps 1..49 of 50: the offered load over the 50 steps is 49/50 of it
+    assert jobs.load(steps=50).mean() == pytest.approx(0.7 * 49 / 50, rel=0.05)
+    with pytest.raises(ValueError, match="at most 1.845"):
+        rate_for_load(1.9)
+
+
+def test_the_generator_follows_the_papers_distribution():
+    jobs = generate(300, 0.5, 50, seed=2)
+    real = np.arange(jobs.arrival.shape[1])[None, :] < jobs.count[:, None]
+    length = jobs.length[real]
+    demand = jobs.demand[real]
+    short = length <= 3
+    assert set(np.unique(length)) <= set(range(1, 4)) | set(range(10, 16))
+    assert short.mean() == pytest.approx(0.8, abs=0.03)
+    dominant = demand.max(axis=1)
+    other = demand.min(axis=1)
+    assert dominant.min() >= 5 and dominant.max() <= 10 and other.min() >= 1 and other.max() <= 2
+    assert jobs.arrival[real].min() >= 1 and jobs.arrival[real].max() <= 49
+    assert jobs.count.mean() == pytest.approx(0.5 * 49, rel=0.05)
+
+
+def test_sweep_rows_are_flat_and_cover_every_heuristic():
+    rows = exp.load_sweep((0.3,), jobsets=5, with_model=False)
+    assert [r["policy"] for r in rows] == ["sjf", "packer", "tetris:0.1", "random"]
+    for r in rows:
+        assert {"load", "rate", "offered_load", "policy", "slowdown", "completion"} <= set(r)
+        assert all(not isinstance(v, (list, dict)) for v in r.values())
+        assert r["slowdown"] >= 1 and r["unfinished"] == 0
+
+
+def test_every_shipped_model_has_a_row_and_was_trained_at_its_load():
+    import torch
+
+    listed = (exp.PRETRAINED / "MODELS.md").read_text()
+    for name in exp.shipped_models():
+        assert f"| {name} |" in listed, f"{name} has no row (and training command) in MODELS.md"
+        ck = torch.load(exp.PRETRAINED / f"{name}.pt", weights_only=True)
+        load = ck["config"]["load"]
+        assert name == f"deeprm-load-{round(100 * load)}" or name.startswith(
+            f"deeprm-load-{round(100 * load)}-"), name
+
+
+def test_what_it_learned_counts_held_back_steps_only_for_a_policy_that_holds_back():
+    rows = exp.what_it_learned(get_grid_policy("sjf"), 1.1, against="tetris", jobsets=10)
+    # both are work-conserving: no step ends while a shown job fits now
+    assert [r["withheld_share"] for r in rows] == [0.0, 0.0]
+    assert all(r["slowdown_long"] >= 1 and r["slowdown_short"] >= 1 for r in rows)
+
+
+@pytest.mark.slow
+def test_the_shipped_models_meet_the_papers_claims_on_the_unseen_jobsets():
+    """Fig. 4: no worse than Tetris* at 70% load, better than SJF and Packer (and Tetris*) at
+    110%; Fig. 7: at 110% it holds back jobs that fit, mostly long ones."""
+    rows = exp.load_sweep((0.7, 1.1))
+    s = {(r["load"], r["policy"]): r["slowdown"] for r in rows}
+    tetris = f"tetris:{exp.TUNED_KNOB:g}"
+    assert s[0.7, "deeprm"] <= s[0.7, tetris]
+    assert s[1.1, "deeprm"] < min(s[1.1, "sjf"], s[1.1, "packer"], s[1.1, tetris])
+    from hpcsched.agents.reinforce import load_deeprm_policy
+
+    deeprm, _ = exp.what_it_learned(load_deeprm_policy(exp.model_loads()[1.1]), 1.1)
+    assert deeprm["withheld_share"] > 0.1 and deeprm["withheld_long_share"] > 0.5

@@ -1,0 +1,62 @@
+"""DeepRM on the command line: a trace under the deeprm profile, the sweep's rows, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from hpcsched.cluster.grid import ResourceGrid
+from hpcsched.workload.deeprm import map_trace
+from hpcsched.workload.swf import read_swf
+from tests.test_cli import assert_one_line_error, run_cli, small_swf  # noqa: F401
+
+
+def test_a_trace_is_mapped_into_the_grid_by_hand(small_swf):  # noqa: F811
+    jobs = read_swf(small_swf)
+    # 4 processors -> 10 units (0.4 per unit); quantum 5 s; submits 0, 1, 2 -> step 1
+    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=5)
+    assert mapped.length[0].tolist() == [2, 2, 4]
+    assert mapped.demand[0, :, 0].tolist() == [8, 8, 3]  # ceil(3 / 0.4), ceil(1 / 0.4)
+    assert mapped.arrival[0].tolist() == [1, 1, 1]
+    assert not report.memory and report.never_fit == 0
+    # with a 0.5 s quantum the 10 s jobs are 20 steps (they just fit a 20-step window), the
+    # 20 s job 40 steps: it can never fit, and is counted
+    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=0.5)
+    assert report.never_fit == 1 and report.jobs == 2 and mapped.length[0].tolist() == [20, 20]
+
+
+def test_simulate_a_trace_under_the_deeprm_profile(capsys, small_swf):  # noqa: F811
+    code, out, err = run_cli(capsys, "simulate", str(small_swf), "--profile", "deeprm",
+                             "--policy", "packer", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert row["profile"] == "deeprm" and row["policy"] == "packer"
+    assert row["mapped_jobs"] + row["never_fit"] == 3  # nothing dropped without a count
+    assert row["slowdown"] >= 1 and row["unfinished"] == 0
+
+
+def test_the_sweep_prints_flat_json_rows_and_draws_a_plot(capsys, tmp_path):
+    plot = tmp_path / "sweep.png"
+    code, out, err = run_cli(capsys, "experiment", "deeprm-load-sweep", "--heuristics-only",
+                             "--loads", "0.3,1.1", "--jobsets", "4", "--plot", str(plot), "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 8 and {r["policy"] for r in rows} == {"sjf", "packer", "tetris:0.1", "random"}
+    assert {r["load"] for r in rows} == {0.3, 1.1}
+    assert plot.exists()
+    assert np.all([r["offered_load"] > 0 for r in rows])
+
+
+def test_bad_deeprm_input_gives_one_clear_line(capsys, tmp_path, small_swf):  # noqa: F811
+    code, _, err = run_cli(capsys, "train", "deeprm", "--load", "2", "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "load 2", "at most")
+    code, _, err = run_cli(capsys, "simulate", str(small_swf), "--profile", "deeprm",
+                           "--backfill", "easy")
+    assert_one_line_error(code, err, "deeprm profile has no backfilling")
+    code, _, err = run_cli(capsys, "simulate", str(small_swf), "--profile", "deeprm",
+                           "--policy", "wfp3")
+    assert_one_line_error(code, err, "unknown policy 'wfp3' for the deeprm profile")
+    code, _, err = run_cli(capsys, "train", "deeprm", "--init", "nonsense",
+                           "--out", str(tmp_path / "r2"))
+    assert_one_line_error(code, err, "nonsense")
