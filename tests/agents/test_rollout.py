@@ -142,3 +142,9 @@ def test_collect_is_reproducible_and_gives_up_on_endless_episodes():
     assert a.env_steps >= a.lengths.reshape(2, 2).sum(1).max()
     with pytest.raises(RuntimeError, match="did not finish within 3 steps"):
         collect(FakeVecPickJob(n_envs=2, episode_jobs=8), act_first, 2, seed=0, max_steps=3)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5])
+def test_collect_refuses_a_number_of_episodes_that_is_not_positive(n):
+    with pytest.raises(ValueError, match=r"number of episodes must be a positive integer, got"):
+        collect(FakeVecPickJob(n_envs=2), random_actor(0), n, seed=0)

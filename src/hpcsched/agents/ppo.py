@@ -33,6 +33,7 @@ import torch
 
 from hpcsched.agents import rollout
 from hpcsched.agents.nets import KernelValue, make_policy, make_value, pack_rows
+from hpcsched.agents.packed import ActionPacking, action_log_probs, entropy
 
 
 @dataclass
@@ -171,6 +172,12 @@ class _Batch:
         # the packed value path needs every padding row to be the same vector
         self.pad_row = (torch.from_numpy(pad[0].copy())
                         if len(pad) and (pad == pad[0]).all() else None)
+        # where the real slots and the actions are, for the log-softmax over real slots only
+        # (None if some action is a padding slot, which a rollout never samples)
+        try:
+            self.packing = ActionPacking(self.slot_index, self.mask, self.actions)
+        except ValueError:
+            self.packing = None
         self.adv = torch.empty(0)
         self.ret = torch.empty(0)
         self.chunks = [(s, min(s + self.CHUNK_SAMPLES, self.size))
@@ -185,6 +192,7 @@ class _Batch:
         part.actions, part.logp_old = self.actions[s0:s1], self.logp_old[s0:s1]
         part.adv = self.adv[s0:s1] if len(self.adv) else self.adv
         part.ret = self.ret[s0:s1] if len(self.ret) else self.ret
+        part.packing = None
         return part
 
 
@@ -311,9 +319,14 @@ class PPO:
         for the flat networks), and the approximate KL to the rollout policy."""
         c = self.config
         out = {"loss_pi": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0}
+        packed = self._packed_policy() and b.packing is not None
         for part in self._parts(b, self._packed_policy()):
-            logp_all = self._log_probs(part)
-            logp = logp_all.gather(1, part.actions[:, None]).squeeze(1)
+            if packed:  # the taken actions' log-probabilities straight from the distinct rows
+                scores = self.policy.packed_scores(b.unique_rows)
+                logp = action_log_probs(scores, b.packing)
+            else:
+                logp_all = self._log_probs(part)
+                logp = logp_all.gather(1, part.actions[:, None]).squeeze(1)
             ratio = torch.exp(logp - part.logp_old)
             clipped = torch.clamp(ratio, 1 - c.clip_ratio, 1 + c.clip_ratio) * part.adv
             loss = -torch.min(ratio * part.adv, clipped).sum() / b.size
@@ -322,7 +335,9 @@ class PPO:
                 out["loss_pi"] += float(loss)
                 out["kl"] += float((part.logp_old - logp).sum()) / b.size
                 out["clip_fraction"] += float(((ratio - 1).abs() > c.clip_ratio).sum()) / b.size
-                if first:
+                if first and packed:
+                    out["entropy"] += float(entropy(scores, b.packing).sum()) / b.size
+                elif first:
                     p = logp_all.exp()
                     out["entropy"] -= float(torch.where(p > 0, p * logp_all, 0.0).sum()) / b.size
         return out

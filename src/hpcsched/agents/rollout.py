@@ -63,6 +63,8 @@ def quotas(n: int, n_envs: int) -> np.ndarray:
 def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
             max_steps: int = 10_000_000) -> Trajectories:
     """Step `env` with `act` until n episodes (as `quotas` assigns them) have finished."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"collect: the number of episodes must be a positive integer, got {n!r}")
     n_envs = int(getattr(env, "n_envs", 0)) or None
     obs, mask = env.reset(seed=seed)
     if n_envs is None:
