@@ -10,10 +10,12 @@ import torch
 from hpcsched.agents.nets import MASK_PENALTY, KernelValue, mlp, pack_rows
 from hpcsched.agents.packed import (
     ActionPacking,
+    PrefixLayout,
     action_log_probs,
     entropy,
     linear_layers,
     mlp_gathered,
+    mlp_prefix,
     mlp_rows,
 )
 from hpcsched.envs.observation import padding_row
@@ -182,3 +184,54 @@ def test_kernel_value_packed_reads_padding_from_any_padding_index():
     torch.testing.assert_close(a, net(torch.from_numpy(obs)), rtol=1e-5, atol=1e-5)
     for x, y in zip(ga, grads(net)):
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [4, 1000])
+def test_mlp_prefix_equals_the_module_on_padded_rows(chunk):
+    # 30 decisions of 20 slots, real slots first; groups of `chunk` decisions read only up to their
+    # widest, the padding beyond folded into the first layer's bias
+    slots, u = 20, 9
+    rng = np.random.default_rng(0)
+    counts = rng.integers(1, slots + 1, size=30)
+    counts[:3] = [slots, 1, 8]
+    index = np.empty((30, slots), dtype=np.int64)
+    index[:] = u + np.arange(slots)
+    for d, k in enumerate(counts):
+        index[d, :k] = rng.integers(0, u, size=k)
+    index_t = torch.from_numpy(index)
+    layout = PrefixLayout(index_t, counts, chunk=chunk)
+    assert sorted(torch.cat([rows for rows, _ in layout.groups]).tolist()) == list(range(30))
+    if chunk == 4:
+        assert layout.mean_width < slots  # some groups really are cut short
+
+    torch.manual_seed(1)
+    head = mlp([slots, 12, 6, 1])  # 20 -> 12: the first layer's gradient is kept transposed
+    real = torch.randn(u, requires_grad=True)
+    pad = torch.tensor(0.7, requires_grad=True)
+
+    def src():
+        return torch.cat([real, pad.expand(slots)])
+
+    weights = torch.randn(30, 1)
+    ours = mlp_prefix(head, src(), pad, layout)
+    (ours * weights).sum().backward()
+    fast = grads(head) + [real.grad.clone(), pad.grad.clone()]
+    head.zero_grad()
+    real.grad = pad.grad = None
+    plain = head(src()[index_t])
+    (plain * weights).sum().backward()
+    torch.testing.assert_close(ours, plain, rtol=1e-5, atol=1e-6)
+    for a, b in zip(fast, grads(head) + [real.grad, pad.grad]):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_prefix_layout_widths_cover_every_real_slot():
+    counts = np.array([3, 17, 9, 128, 1, 64, 65, 33])
+    index = torch.zeros((8, 128), dtype=torch.int64)
+    layout = PrefixLayout(index, counts, chunk=3)
+    for rows, part in layout.groups:
+        width = part.shape[1]
+        assert width % 8 == 0 and width >= counts[rows.numpy()].max()
+        assert width < counts[rows.numpy()].max() + 8  # no wider than it needs
+    # sorted by count: [1, 3, 9], [17, 33, 64], [65, 128]
+    assert [part.shape[1] for _, part in layout.groups] == [16, 64, 128]

@@ -200,15 +200,20 @@ class KernelValue(nn.Module):
         return self.head(self.kernel(obs).squeeze(-1)).squeeze(-1)
 
     def forward_packed(self, unique_rows: torch.Tensor, slot_index: torch.Tensor,
-                       pad_row: torch.Tensor) -> torch.Tensor:
+                       pad_row: torch.Tensor, layout=None) -> torch.Tensor:
         """`forward(obs)` for a batch given as its distinct real rows and, for every slot, the index
         of its row among them (``len(unique_rows)`` and up for a padding slot, whose row is
-        `pad_row`; see `pack_rows`): the kernel runs once per distinct row."""
-        from hpcsched.agents.packed import mlp_gathered, mlp_rows
+        `pad_row`; see `pack_rows`): the kernel runs once per distinct row. With a
+        `packed.PrefixLayout` of the batch (real slots first in every decision), the head reads each
+        group of decisions only as far as its real slots go."""
+        from hpcsched.agents.packed import mlp_gathered, mlp_prefix, mlp_rows
 
         u = len(unique_rows)
         scores = mlp_rows(self.kernel, torch.cat([unique_rows, pad_row[None]])).squeeze(-1)
-        scores = torch.cat([scores[:u], scores[u:].expand(slot_index.shape[-1])])
+        pad = scores[u]
+        scores = torch.cat([scores[:u], pad.expand(slot_index.shape[-1])])
+        if layout is not None:
+            return mlp_prefix(self.head, scores, pad, layout).squeeze(-1)
         return mlp_gathered(self.head, scores, slot_index).squeeze(-1)
 
 

@@ -33,7 +33,7 @@ import torch
 
 from hpcsched.agents import rollout
 from hpcsched.agents.nets import KernelValue, make_policy, make_value, pack_rows
-from hpcsched.agents.packed import ActionPacking, action_log_probs, entropy
+from hpcsched.agents.packed import ActionPacking, PrefixLayout, action_log_probs, entropy
 
 
 @dataclass
@@ -178,6 +178,10 @@ class _Batch:
             self.packing = ActionPacking(self.slot_index, self.mask, self.actions)
         except ValueError:
             self.packing = None
+        # decisions grouped by their number of real slots, for the value head (real slots first)
+        counts = traj.mask.sum(1)
+        prefix = np.array_equal(traj.mask, np.arange(traj.mask.shape[1])[None, :] < counts[:, None])
+        self.layout = PrefixLayout(self.slot_index, counts) if prefix and self.size else None
         self.adv = torch.empty(0)
         self.ret = torch.empty(0)
         self.chunks = [(s, min(s + self.CHUNK_SAMPLES, self.size))
@@ -192,7 +196,7 @@ class _Batch:
         part.actions, part.logp_old = self.actions[s0:s1], self.logp_old[s0:s1]
         part.adv = self.adv[s0:s1] if len(self.adv) else self.adv
         part.ret = self.ret[s0:s1] if len(self.ret) else self.ret
-        part.packing = None
+        part.packing = part.layout = None
         return part
 
 
@@ -308,7 +312,7 @@ class PPO:
 
     def _values(self, b: _Batch) -> torch.Tensor:
         if self._packed_value(b):
-            return self.value.forward_packed(b.unique_rows, b.slot_index, b.pad_row)
+            return self.value.forward_packed(b.unique_rows, b.slot_index, b.pad_row, b.layout)
         return self.value(b.obs)
 
     def _parts(self, b: _Batch, packed: bool) -> list[_Batch]:
