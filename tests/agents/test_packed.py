@@ -235,3 +235,24 @@ def test_prefix_layout_widths_cover_every_real_slot():
         assert width < counts[rows.numpy()].max() + 8  # no wider than it needs
     # sorted by count: [1, 3, 9], [17, 33, 64], [65, 128]
     assert [part.shape[1] for _, part in layout.groups] == [16, 64, 128]
+
+
+@pytest.mark.parametrize("features", [8, 9])  # 9: rows are not whole 64-bit words
+def test_distinct_rows_finds_the_first_occurrence_of_every_distinct_row(features, monkeypatch):
+    from hpcsched.agents import nets
+
+    rng = np.random.default_rng(features)
+    pool = rng.random((7, features), dtype=np.float32)
+    pool[3] = pool[2]
+    pool[3, -1] = -pool[2, -1]  # differs from row 2 in one bit-pattern only at the end
+    rows = pool[rng.integers(0, 7, size=200)]
+    first, inverse = nets.distinct_rows(rows)
+    np.testing.assert_array_equal(rows[first][inverse], rows)
+    expected_first = sorted(np.unique(rows, axis=0, return_index=True)[1])
+    assert sorted(first.tolist()) == expected_first  # each distinct row once, its first occurrence
+    # a hash collision (simulated: every key equal) is caught and whole rows are compared instead
+    monkeypatch.setattr(nets, "_first_and_inverse",
+                        lambda key: (np.zeros(1, np.int64), np.zeros(len(key), np.int64)))
+    first, inverse = nets.distinct_rows(rows)
+    np.testing.assert_array_equal(rows[first][inverse], rows)
+    assert sorted(first.tolist()) == expected_first

@@ -79,19 +79,35 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
     1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
     collision, should one ever occur, falls back to comparing whole rows."""
-    bits = np.ascontiguousarray(rows).view(np.uint32).astype(np.uint64)
-    key = np.zeros(len(rows), dtype=np.uint64)
-    for j in range(bits.shape[1]):
-        key = (key ^ bits[:, j]) * np.uint64(0x100000001B3)  # FNV-1a style mixing, per column
+    rows = np.ascontiguousarray(rows)
+    if rows.dtype.itemsize * rows.shape[1] % 8 == 0:  # whole rows as 64-bit words (F = 8: 4)
+        words = rows.view(np.uint64)
+    else:
+        words = rows.view(np.uint32).astype(np.uint64)
+    key = words[:, 0] * np.uint64(0x9E3779B97F4A7C15)
+    for j in range(1, words.shape[1]):
         key ^= key >> np.uint64(29)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+        key += words[:, j]
+        key *= np.uint64(0x9E3779B97F4A7C15)
+    first, inverse = _first_and_inverse(key)
     if not np.array_equal(rows[first][inverse], rows):
         whole = np.ascontiguousarray(rows).view(
             np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
         _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
     return first, inverse
+
+
+def _first_and_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_index=True, return_inverse=True)[1:], from one stable sort."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.empty(len(key), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(key), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def pack_rows(obs: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
