@@ -1,19 +1,22 @@
 """Fast training paths for the kernel networks over an epoch packed to its distinct job rows
-(`nets.pack_rows`). Same formulas as the plain autograd forward, computed in a cheaper order.
+(`nets.pack_rows`). Same formulas as the plain autograd forward, computed in a cheaper order; the
+tests check values and gradients against autograd on the plain expression.
 
 Why they are faster on CPU (measured on a Lublin-1 epoch: 151k distinct rows, 25,600 decisions,
-1.27M real slots):
+1.27M real slots; one policy + one value iteration took 2.3x less CPU than plain autograd):
 
-- `mlp_rows` / `mlp_gathered`: an MLP (Linear/ReLU stack) over many rows, chunk by chunk. The
-  forward keeps no activations; the backward recomputes each chunk's activations and accumulates the
-  parameter gradients. A chunk's activations stay in the core's cache, where autograd's whole-batch
-  activations (19 MB per 32-wide layer) go through memory several times per pass. The weight
-  gradient of a narrow-to-wide layer (8 -> 32) is also taken as ``(x^T g)^T``: BLAS computes
-  ``g^T x`` with a 151k-long inner dimension about 8x slower in that shape.
+- `mlp_rows` / `mlp_gathered`: an MLP (Linear/ReLU stack) over many rows, with a hand-written
+  backward, chunk by chunk: each chunk's activations are made while the chunk is in cache (kept
+  for the backward, or, with `recompute`, made again there). The weight gradient of a
+  narrow-to-wide layer (8 -> 32) is taken as ``(x^T g)^T``: the ``g^T x`` that autograd asks
+  BLAS for, with a 151k-long inner dimension, is about 8x slower in that shape.
 - `ActionPacking` / `action_log_probs`: PPO needs the log-probability of the taken action only. It is
   ``score[action] - logsumexp(scores of the decision's real slots)``; computed over the real slots
   (1.27M) instead of a (decisions x 128) matrix of logits (3.3M, mostly padding whose probability is
   exactly 0) it needs no gather to the slot grid and no log-softmax over padding.
+- `PrefixLayout` / `mlp_prefix`: the value head reads each group of decisions only as far as its
+  real slots go (59 of 128 slots on average on Lublin-1); the padding slots beyond, all the same
+  score, enter the first layer as a bias term.
 """
 
 from __future__ import annotations
