@@ -210,12 +210,14 @@ class _MLPPrefix(torch.autograd.Function):
     def forward(ctx, src, pad, layout, *params):
         ws, bs = params[0::2], params[1::2]
         out = src.new_empty((layout.size, ws[-1].shape[0]))
+        keep = any(ctx.needs_input_grad)
         ctx.kept = []
         for rows, part in layout.groups:
             ws_g, bs_g, _ = _prefix_layers(ws, bs, pad, part.shape[1])
-            hs = _forward(ws_g, bs_g, _take(src, part), keep=True)
+            hs = _forward(ws_g, bs_g, _take(src, part), keep=keep)
             out.index_copy_(0, rows, hs[-1])
-            ctx.kept.append(hs)
+            if keep:
+                ctx.kept.append(hs)
         ctx.save_for_backward(src, pad, *params)
         ctx.layout = layout
         return out
