@@ -3,7 +3,7 @@
 tests check values and gradients against autograd on the plain expression.
 
 Why they are faster on CPU (measured on a Lublin-1 epoch: 151k distinct rows, 25,600 decisions,
-1.27M real slots; one policy + one value iteration took 2.4-2.7x less CPU than plain autograd):
+1.27M real slots; one policy + one value iteration took 2.5-2.8x less CPU than plain autograd):
 
 - `mlp_rows` / `mlp_gathered`: an MLP (Linear/ReLU stack) over many rows, with a hand-written
   backward, chunk by chunk: each chunk's activations are made while the chunk is in cache (kept
