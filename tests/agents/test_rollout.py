@@ -142,3 +142,37 @@ def test_collect_is_reproducible_and_gives_up_on_endless_episodes():
     assert a.env_steps >= a.lengths.reshape(2, 2).sum(1).max()
     with pytest.raises(RuntimeError, match="did not finish within 3 steps"):
         collect(FakeVecPickJob(n_envs=2, episode_jobs=8), act_first, 2, seed=0, max_steps=3)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5])
+def test_collect_refuses_a_number_of_episodes_that_is_not_positive(n):
+    with pytest.raises(ValueError, match=r"number of episodes must be a positive integer, got"):
+        collect(FakeVecPickJob(n_envs=2), random_actor(0), n, seed=0)
+
+
+def test_sample_categorical_draws_each_slot_with_its_probability():
+    import torch
+
+    from hpcsched.agents.rollout import sample_categorical
+
+    probs = torch.tensor([[0.5, 0.25, 0.0, 0.25, 0.0]] * 20000)
+    a = sample_categorical(probs, torch.Generator().manual_seed(0))
+    freq = np.bincount(a.numpy(), minlength=5) / len(a)
+    # binomial standard error at p = 0.5 over 20,000 draws: 0.0035; allow 4 of them
+    np.testing.assert_allclose(freq, [0.5, 0.25, 0.0, 0.25, 0.0], atol=0.014)
+
+
+def test_sample_categorical_never_draws_a_slot_of_probability_zero(monkeypatch):
+    import torch
+
+    from hpcsched.agents.rollout import sample_categorical
+
+    # rows whose cumulative sum ends below 1 (float rounding), a single real slot last, zero
+    # probability in front; uniform numbers at both ends, the top one as u * total rounds up to
+    # the total itself
+    probs = torch.tensor([[0.0, 0.0, 1.0 - 2**-20, 0.0], [0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    drawn = []
+    for u in (1.0, 0.0):
+        monkeypatch.setattr(torch, "rand", lambda shape, u=u, **kw: torch.full(shape, u))
+        drawn.append(sample_categorical(probs, None).tolist())
+    assert drawn == [[2, 3, 0], [2, 3, 0]]

@@ -32,7 +32,8 @@ import numpy as np
 import torch
 
 from hpcsched.agents import rollout
-from hpcsched.agents.nets import KernelValue, make_policy, make_value, pack_rows
+from hpcsched.agents.nets import MASK_PENALTY, KernelValue, make_policy, make_value, pack_rows
+from hpcsched.agents.packed import ActionPacking, PrefixLayout, action_log_probs, entropy
 
 
 @dataclass
@@ -171,6 +172,16 @@ class _Batch:
         # the packed value path needs every padding row to be the same vector
         self.pad_row = (torch.from_numpy(pad[0].copy())
                         if len(pad) and (pad == pad[0]).all() else None)
+        # where the real slots and the actions are, for the log-softmax over real slots only
+        # (None if some action is a padding slot, which a rollout never samples)
+        try:
+            self.packing = ActionPacking(self.slot_index, self.mask, self.actions)
+        except ValueError:
+            self.packing = None
+        # decisions grouped by their number of real slots, for the value head (real slots first)
+        counts = traj.mask.sum(1)
+        prefix = np.array_equal(traj.mask, np.arange(traj.mask.shape[1])[None, :] < counts[:, None])
+        self.layout = PrefixLayout(self.slot_index, counts) if prefix and self.size else None
         self.adv = torch.empty(0)
         self.ret = torch.empty(0)
         self.chunks = [(s, min(s + self.CHUNK_SAMPLES, self.size))
@@ -185,6 +196,7 @@ class _Batch:
         part.actions, part.logp_old = self.actions[s0:s1], self.logp_old[s0:s1]
         part.adv = self.adv[s0:s1] if len(self.adv) else self.adv
         part.ret = self.ret[s0:s1] if len(self.ret) else self.ret
+        part.packing = part.layout = None
         return part
 
 
@@ -256,11 +268,20 @@ class PPO:
     # -- acting -------------------------------------------------------------------------------------
     def _act_fn(self, generator: torch.Generator) -> rollout.ActFn:
         policy = self.policy
+        kernel = hasattr(policy, "row_scores")  # a kernel policy: score the real rows only
 
         def act(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             with torch.no_grad():
-                logp_all = torch.log_softmax(policy(torch.from_numpy(obs), torch.from_numpy(mask)), -1)
-                a = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
+                if kernel:
+                    # a padding slot's logit is -1e6 here, score - 1e6 in forward(): either way
+                    # its probability is exactly 0 and the real slots' log-probabilities are equal
+                    logits = torch.full(mask.shape, -MASK_PENALTY)
+                    logits.view(-1).index_copy_(0, torch.from_numpy(np.flatnonzero(mask)),
+                                                policy.row_scores(torch.from_numpy(obs[mask])))
+                else:
+                    logits = policy(torch.from_numpy(obs), torch.from_numpy(mask))
+                logp_all = torch.log_softmax(logits, -1)
+                a = rollout.sample_categorical(torch.softmax(logits, -1), generator)
                 return a.numpy(), logp_all.gather(1, a[:, None]).squeeze(1).numpy()
 
         return act
@@ -300,7 +321,7 @@ class PPO:
 
     def _values(self, b: _Batch) -> torch.Tensor:
         if self._packed_value(b):
-            return self.value.forward_packed(b.unique_rows, b.slot_index, b.pad_row)
+            return self.value.forward_packed(b.unique_rows, b.slot_index, b.pad_row, b.layout)
         return self.value(b.obs)
 
     def _parts(self, b: _Batch, packed: bool) -> list[_Batch]:
@@ -311,9 +332,14 @@ class PPO:
         for the flat networks), and the approximate KL to the rollout policy."""
         c = self.config
         out = {"loss_pi": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0}
+        packed = self._packed_policy() and b.packing is not None
         for part in self._parts(b, self._packed_policy()):
-            logp_all = self._log_probs(part)
-            logp = logp_all.gather(1, part.actions[:, None]).squeeze(1)
+            if packed:  # the taken actions' log-probabilities straight from the distinct rows
+                scores = self.policy.packed_scores(b.unique_rows)
+                logp = action_log_probs(scores, b.packing)
+            else:
+                logp_all = self._log_probs(part)
+                logp = logp_all.gather(1, part.actions[:, None]).squeeze(1)
             ratio = torch.exp(logp - part.logp_old)
             clipped = torch.clamp(ratio, 1 - c.clip_ratio, 1 + c.clip_ratio) * part.adv
             loss = -torch.min(ratio * part.adv, clipped).sum() / b.size
@@ -322,7 +348,9 @@ class PPO:
                 out["loss_pi"] += float(loss)
                 out["kl"] += float((part.logp_old - logp).sum()) / b.size
                 out["clip_fraction"] += float(((ratio - 1).abs() > c.clip_ratio).sum()) / b.size
-                if first:
+                if first and packed:
+                    out["entropy"] += float(entropy(scores, b.packing).sum()) / b.size
+                elif first:
                     p = logp_all.exp()
                     out["entropy"] -= float(torch.where(p > 0, p * logp_all, 0.0).sum()) / b.size
         return out
@@ -445,8 +473,16 @@ class PPO:
         t0 = time.perf_counter()
         env = self.env()
         generator = torch.Generator().manual_seed(derived_seed(c.seed, self.epoch, 1))
-        traj = rollout.collect(env, self._act_fn(generator), c.trajectories_per_epoch,
-                               seed=derived_seed(c.seed, self.epoch, 0))
+        # one torch thread for the rollout: its network calls are small (<= 12,800 rows), and a
+        # second thread adds a barrier per op that costs a scheduler slice whenever the cores are
+        # shared (a 0.1 ms call took 2.5 ms on a loaded 2-core machine)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            traj = rollout.collect(env, self._act_fn(generator), c.trajectories_per_epoch,
+                                   seed=derived_seed(c.seed, self.epoch, 0))
+        finally:
+            torch.set_num_threads(threads)
         if c.reward_baseline != "none":
             traj.rewards = self._relative_rewards(traj)
         t1 = time.perf_counter()

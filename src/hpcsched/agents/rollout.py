@@ -60,9 +60,25 @@ def quotas(n: int, n_envs: int) -> np.ndarray:
     return q
 
 
+def sample_categorical(probs, generator):
+    """One slot per row of `probs` (a torch tensor (N, slots), rows summing to about 1), drawn by
+    inverting the cumulative distribution with one uniform number per row: a tenth of
+    torch.multinomial's time for 100 x 128. A slot of probability 0 is never drawn: the search
+    takes the first slot whose cumulative sum exceeds u, and u stays below the row's total."""
+    import torch
+
+    cdf = probs.cumsum(-1)
+    total = cdf[:, -1:]
+    u = torch.rand(total.shape, generator=generator, dtype=probs.dtype) * total
+    u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, u, right=True).squeeze(1)
+
+
 def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
             max_steps: int = 10_000_000) -> Trajectories:
     """Step `env` with `act` until n episodes (as `quotas` assigns them) have finished."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"collect: the number of episodes must be a positive integer, got {n!r}")
     n_envs = int(getattr(env, "n_envs", 0)) or None
     obs, mask = env.reset(seed=seed)
     if n_envs is None:
@@ -104,11 +120,23 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     ends_key = np.array([e[0] * (int(quota.max()) + 1) + e[1] for e in ends], dtype=np.int64)
     lengths = np.searchsorted(key[order], ends_key, side="right") - np.searchsorted(
         key[order], ends_key, side="left")
+    # each block's rows straight to their place (one pass over the observations, not a
+    # concatenation and then a reordering: 100 MB each on a Lublin-1 epoch)
+    dest = np.empty(len(order), dtype=np.int64)
+    dest[order] = np.arange(len(order))
+    first = blocks[0]
+    out = [np.empty((len(order), *first[k].shape[1:]), dtype=first[k].dtype) for k in (2, 3, 4, 5)]
+    at = 0
+    for block in blocks:
+        rows = dest[at:at + len(block[0])]
+        at += len(block[0])
+        for array, k in zip(out, (2, 3, 4, 5)):
+            array[rows] = block[k]
     return Trajectories(
-        obs=np.concatenate([b[2] for b in blocks])[order],
-        mask=np.concatenate([b[3] for b in blocks])[order],
-        actions=np.concatenate([b[4] for b in blocks])[order],
-        logp=np.concatenate([b[5] for b in blocks])[order],
+        obs=out[0],
+        mask=out[1],
+        actions=out[2],
+        logp=out[3],
         lengths=lengths.astype(np.int64),
         rewards=np.array([e[2] for e in ends], dtype=np.float64),
         metrics=[e[3] for e in ends],
@@ -117,4 +145,4 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     )
 
 
-__all__ = ["ActFn", "Trajectories", "VecEnv", "collect", "quotas"]
+__all__ = ["ActFn", "Trajectories", "VecEnv", "collect", "quotas", "sample_categorical"]

@@ -1,0 +1,370 @@
+"""Fast training paths for the kernel networks over an epoch packed to its distinct job rows
+(`nets.pack_rows`). Same formulas as the plain autograd forward, computed in a cheaper order; the
+tests check values and gradients against autograd on the plain expression.
+
+Why they are faster on CPU (measured on a Lublin-1 epoch: 151k distinct rows, 25,600 decisions,
+1.27M real slots; one policy + one value iteration took 2.5-2.8x less CPU than plain autograd):
+
+- `mlp_rows` / `mlp_gathered`: an MLP (Linear/ReLU stack) over many rows, with a hand-written
+  backward, chunk by chunk: each chunk's activations are made while the chunk is in cache (kept
+  for the backward, or, with `recompute`, made again there). The weight gradient of a
+  narrow-to-wide layer (8 -> 32) is taken as ``(x^T g)^T``: the ``g^T x`` that autograd asks
+  BLAS for, with a 151k-long inner dimension, is about 8x slower in that shape.
+- `ActionPacking` / `action_log_probs`: PPO needs the log-probability of the taken action only. It is
+  ``score[action] - logsumexp(scores of the decision's real slots)``; computed over the real slots
+  (1.27M) instead of a (decisions x 128) matrix of logits (3.3M, mostly padding whose probability is
+  exactly 0) it needs no gather to the slot grid and no log-softmax over padding.
+- `PrefixLayout` / `mlp_prefix`: the value head reads each group of decisions only as far as its
+  real slots go (59 of 128 slots on average on Lublin-1); the padding slots beyond, all the same
+  score, enter the first layer as a bias term.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+#: rows per chunk of `mlp_rows` (8192 x 32 floats = 1 MB: one core's L2 holds a chunk's activations)
+ROW_CHUNK = 8192
+#: decisions per chunk of `mlp_gathered` (2048 x 128 floats = 1 MB)
+GATHER_CHUNK = 2048
+
+
+def linear_layers(seq: nn.Sequential) -> list[nn.Linear]:
+    """The Linear layers of an `nets.mlp` stack (Linear, ReLU, Linear, ..., Linear), or a
+    ValueError for anything else (the fast paths know only that shape)."""
+    mods = list(seq)
+    ok = len(mods) % 2 == 1 and all(
+        isinstance(m, nn.Linear) if i % 2 == 0 else isinstance(m, nn.ReLU) for i, m in enumerate(mods))
+    if not ok:
+        raise ValueError("the packed MLP paths need a Linear/ReLU/.../Linear stack")
+    return [m for m in mods if isinstance(m, nn.Linear)]
+
+
+def _forward(ws: Sequence[torch.Tensor], bs: Sequence[torch.Tensor], x: torch.Tensor,
+             keep: bool) -> list[torch.Tensor]:
+    """Activations of a chunk: [input, layer 1 (after ReLU), ..., output] (only the output unless
+    `keep`)."""
+    hs = [x]
+    h = x
+    last = len(ws) - 1
+    for k, (w, b) in enumerate(zip(ws, bs)):
+        h = torch.addmm(b, h, w.t())
+        if k < last:
+            h.clamp_(min=0)
+        if keep:
+            hs.append(h)
+    return hs if keep else [h]
+
+
+def _backward(ws, hs, g, gw, gb, input_grad: bool) -> torch.Tensor | None:
+    """Accumulate one chunk's parameter gradients into gw / gb (gw[k] is stored transposed, (in,
+    out), for the layers `_transposed_grad` picks) and return the gradient of the chunk's input."""
+    for k in range(len(ws) - 1, -1, -1):
+        inp = hs[k]
+        if _transposed_grad(ws[k]):
+            gw[k].addmm_(inp.t(), g)
+        else:
+            gw[k].addmm_(g.t(), inp)
+        gb[k].add_(g.sum(0))
+        if k > 0 or input_grad:
+            g = g @ ws[k]
+            if k > 0:  # ReLU's gradient: zero where the (post-ReLU) activation is 0
+                g = torch.ops.aten.threshold_backward(g, hs[k], 0.0)
+    return g if input_grad else None
+
+
+def _transposed_grad(w: torch.Tensor) -> bool:
+    """Accumulate this layer's weight gradient as (in, out): faster when in < out (see the module)."""
+    return w.shape[1] < w.shape[0]
+
+
+def _grad_buffers(ws, bs):
+    gw = [w.new_zeros(w.shape[::-1]) if _transposed_grad(w) else torch.zeros_like(w) for w in ws]
+    return gw, [torch.zeros_like(b) for b in bs]
+
+
+def _param_grads(ws, gw, gb) -> list[torch.Tensor]:
+    out = []
+    for w, a, b in zip(ws, gw, gb):
+        out += [a.t().contiguous() if _transposed_grad(w) else a, b]
+    return out
+
+
+class _MLPRows(torch.autograd.Function):
+    """The MLP over the rows of x, chunk by chunk; no gradient for x (the observation is data).
+    With `recompute` the forward keeps nothing and the backward recomputes each chunk's
+    activations; otherwise it keeps them."""
+
+    @staticmethod
+    def forward(ctx, x, chunk, recompute, *params):
+        ws, bs = params[0::2], params[1::2]
+        keep = not recompute and any(ctx.needs_input_grad[3:])
+        out = x.new_empty((len(x), ws[-1].shape[0]))
+        ctx.kept = []
+        for s in range(0, len(x), chunk):
+            hs = _forward(ws, bs, x[s:s + chunk], keep=keep)
+            out[s:s + chunk] = hs[-1]
+            if keep:
+                ctx.kept.append(hs)
+        ctx.save_for_backward(x, *params)
+        ctx.chunk = chunk
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, *params = ctx.saved_tensors
+        ws, bs = params[0::2], params[1::2]
+        gw, gb = _grad_buffers(ws, bs)
+        grad_out = grad_out.contiguous()
+        for i, s in enumerate(range(0, len(x), ctx.chunk)):
+            hs = ctx.kept[i] if ctx.kept else _forward(ws, bs, x[s:s + ctx.chunk], keep=True)
+            _backward(ws, hs, grad_out[s:s + ctx.chunk], gw, gb, input_grad=False)
+        ctx.kept = []
+        return (None, None, None, *_param_grads(ws, gw, gb))
+
+
+def _take(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """src[index] for a 1-D src (index_select: several times faster than indexing on CPU)."""
+    return src.index_select(0, index.reshape(-1)).view(index.shape)
+
+
+class _MLPGathered(torch.autograd.Function):
+    """The MLP over the rows ``src[index]`` (src 1-D, index (N, width)), chunk by chunk, with the
+    gradient of src (summed over the repeats of each entry). `recompute` as in `_MLPRows`."""
+
+    @staticmethod
+    def forward(ctx, src, index, chunk, recompute, *params):
+        ws, bs = params[0::2], params[1::2]
+        keep = not recompute and any(ctx.needs_input_grad)
+        out = src.new_empty((len(index), ws[-1].shape[0]))
+        ctx.kept = []
+        for s in range(0, len(index), chunk):
+            hs = _forward(ws, bs, _take(src, index[s:s + chunk]), keep=keep)
+            out[s:s + chunk] = hs[-1]
+            if keep:
+                ctx.kept.append(hs)
+        ctx.save_for_backward(src, index, *params)
+        ctx.chunk = chunk
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        src, index, *params = ctx.saved_tensors
+        ws, bs = params[0::2], params[1::2]
+        gw, gb = _grad_buffers(ws, bs)
+        grad_src = torch.zeros_like(src)
+        grad_out = grad_out.contiguous()
+        for i, s in enumerate(range(0, len(index), ctx.chunk)):
+            part = index[s:s + ctx.chunk]
+            hs = ctx.kept[i] if ctx.kept else _forward(ws, bs, _take(src, part), keep=True)
+            g = _backward(ws, hs, grad_out[s:s + ctx.chunk], gw, gb, input_grad=True)
+            grad_src.scatter_add_(0, part.reshape(-1), g.reshape(-1))
+        ctx.kept = []
+        return (grad_src, None, None, None, *_param_grads(ws, gw, gb))
+
+
+class PrefixLayout:
+    """The decisions of a batch whose real slots come first (as the envs fill them), grouped for
+    `mlp_prefix`: sorted by their number of real slots and cut into groups of `chunk`; a group is
+    read only up to its widest decision (rounded up to a multiple of 8), and the rest of its slots,
+    all padding, is folded into the first layer's bias (pad * the sum of those weight columns).
+    On Lublin-1 the groups average 45% of the 128 slots: the value head's first layer, most of its
+    work, shrinks accordingly.
+
+    slot_index (M, slots) as `nets.pack_rows` gives it; counts (M,) real slots per decision."""
+
+    def __init__(self, slot_index: torch.Tensor, counts: np.ndarray, chunk: int = GATHER_CHUNK):
+        counts = np.asarray(counts, dtype=np.int64)
+        slots = slot_index.shape[1]
+        order = np.argsort(counts, kind="stable")
+        self.slots = slots
+        self.size = len(counts)
+        self.groups: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for s in range(0, len(order), chunk):
+            rows = order[s:s + chunk]
+            width = min(slots, max(8, -(-int(counts[rows].max()) // 8) * 8))
+            rows_t = torch.from_numpy(rows.copy())
+            self.groups.append((rows_t, slot_index[:, :width].index_select(0, rows_t).contiguous()))
+
+    @property
+    def mean_width(self) -> float:
+        return sum(len(r) * part.shape[1] for r, part in self.groups) / max(self.size, 1)
+
+
+def _prefix_layers(ws, bs, pad, width):
+    """The first layer cut to `width` inputs, the padding beyond folded into its bias."""
+    tail = ws[0][:, width:].sum(1)
+    return [ws[0][:, :width], *ws[1:]], [bs[0] + pad * tail, *bs[1:]], tail
+
+
+class _MLPPrefix(torch.autograd.Function):
+    """The MLP over rows ``x_d = src[index[d]]`` whose slots from `counts[d]` on all hold `pad`
+    (src's padding entries equal pad), group by group (`PrefixLayout`), with the gradients of src
+    and of pad."""
+
+    @staticmethod
+    def forward(ctx, src, pad, layout, *params):
+        ws, bs = params[0::2], params[1::2]
+        out = src.new_empty((layout.size, ws[-1].shape[0]))
+        keep = any(ctx.needs_input_grad)
+        ctx.kept = []
+        for rows, part in layout.groups:
+            ws_g, bs_g, _ = _prefix_layers(ws, bs, pad, part.shape[1])
+            hs = _forward(ws_g, bs_g, _take(src, part), keep=keep)
+            out.index_copy_(0, rows, hs[-1])
+            if keep:
+                ctx.kept.append(hs)
+        ctx.save_for_backward(src, pad, *params)
+        ctx.layout = layout
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        src, pad, *params = ctx.saved_tensors
+        ws, bs = params[0::2], params[1::2]
+        gw, gb = _grad_buffers(ws, bs)
+        grad_src = torch.zeros_like(src)
+        grad_pad = torch.zeros_like(pad)
+        for (rows, part), hs in zip(ctx.layout.groups, ctx.kept):
+            width = part.shape[1]
+            ws_g, _, tail = _prefix_layers(ws, bs, pad, width)
+            gw_g, gb_g = _grad_buffers(ws_g[:1], bs[:1])
+            g = _backward(ws_g, hs, grad_out.index_select(0, rows), gw_g + gw[1:], gb_g + gb[1:],
+                          input_grad=True)
+            grad_src.scatter_add_(0, part.reshape(-1), g.reshape(-1))
+            first = gw_g[0].t() if _transposed_grad(ws_g[0]) else gw_g[0]
+            _add_first_layer(gw, ws, width, first)
+            g1 = gb_g[0]  # the first layer's summed output gradient over the group
+            gb[0].add_(g1)
+            # the folded padding: bias + pad * tail
+            _add_first_layer(gw, ws, slice(width, None), torch.outer(g1, pad.reshape(1)))
+            grad_pad += (g1 * tail).sum()
+        ctx.kept = []
+        return (grad_src, grad_pad, None, *_param_grads(ws, gw, gb))
+
+
+def _add_first_layer(gw, ws, columns, value) -> None:
+    """gw[0][:, columns] += value, in gw[0]'s storage layout (see `_grad_buffers`)."""
+    cols = slice(None, columns) if isinstance(columns, int) else columns
+    if _transposed_grad(ws[0]):
+        gw[0][cols, :] += value.t()
+    else:
+        gw[0][:, cols] += value
+
+
+def mlp_prefix(seq: nn.Sequential, src: torch.Tensor, pad: torch.Tensor,
+               layout: PrefixLayout) -> torch.Tensor:
+    """``seq(src[index])`` for the decisions of `layout` (rows padded with `pad` after their real
+    slots; src's padding entries must equal pad), group by group, with the gradients of src and
+    pad. (M, out), in the decisions' order."""
+    return _MLPPrefix.apply(src, pad.reshape(()), layout, *_params(seq))
+
+
+def _params(seq: nn.Sequential) -> list[torch.Tensor]:
+    out = []
+    for m in linear_layers(seq):
+        out += [m.weight, m.bias]
+    return out
+
+
+def mlp_rows(seq: nn.Sequential, x: torch.Tensor, chunk: int = ROW_CHUNK,
+             recompute: bool = False) -> torch.Tensor:
+    """``seq(x)`` for x (N, in) -> (N, out), with the chunked backward (no gradient for x)."""
+    if x.requires_grad:
+        raise ValueError("mlp_rows gives no gradient for its input; use the module itself")
+    return _MLPRows.apply(x.contiguous(), int(chunk), bool(recompute), *_params(seq))
+
+
+def mlp_gathered(seq: nn.Sequential, src: torch.Tensor, index: torch.Tensor,
+                 chunk: int = GATHER_CHUNK, recompute: bool = False) -> torch.Tensor:
+    """``seq(src[index])`` for a 1-D src and index (N, width) -> (N, out), chunked, with the
+    gradient of src."""
+    return _MLPGathered.apply(src, index, int(chunk), bool(recompute), *_params(seq))
+
+
+class ActionPacking:
+    """Where the real slots and the taken actions of a packed batch are, for `action_log_probs`.
+
+    slot_index (M, slots): each slot's row among the distinct rows (`nets.pack_rows`; padding slots
+    hold any index, they are not read); mask (M, slots): the real slots; actions (M,): the slot taken.
+    Every decision must have a real slot and every action must be a real slot (a rollout never
+    samples a padding slot: its probability is exactly 0)."""
+
+    def __init__(self, slot_index: torch.Tensor, mask: torch.Tensor, actions: torch.Tensor):
+        mask_np = mask.numpy()
+        counts = mask_np.sum(1)
+        m = len(counts)
+        if m == 0 or (counts == 0).any():
+            raise ValueError("ActionPacking: every decision needs at least one real slot")
+        acts = actions.numpy()
+        if not mask_np[np.arange(m), acts].all():
+            raise ValueError("ActionPacking: an action points at a padding slot")
+        self.size = m
+        self.counts = counts.astype(np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+        self.real_index = torch.from_numpy(slot_index.numpy()[mask_np])  # (R,) decision by decision
+        self.action_index = torch.from_numpy(slot_index.numpy()[np.arange(m), acts])
+
+    def spread(self, per_decision: np.ndarray) -> np.ndarray:
+        """A value per decision repeated over the decision's real slots, (M,) -> (R,)."""
+        return np.repeat(per_decision, self.counts)
+
+    def segment_sum(self, per_slot: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(per_slot, self.starts)
+
+    def shifted(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(z - max, max): the real slots' scores less their decision's largest, and that largest."""
+        z = scores[self.real_index.numpy()]
+        top = np.maximum.reduceat(z, self.starts)
+        z -= self.spread(top)
+        return z, top
+
+
+class _ActionLogProb(torch.autograd.Function):
+    """log p(action) = score[action] - max - log sum_j exp(score_j - max) over the real slots j."""
+
+    @staticmethod
+    def forward(ctx, scores, packing: ActionPacking):
+        s = scores.detach().numpy()
+        z, top = packing.shifted(s)
+        e = np.exp(z)
+        total = packing.segment_sum(e)
+        logp = s[packing.action_index.numpy()] - top - np.log(total)
+        ctx.packing = packing
+        ctx.e, ctx.total = e, total
+        ctx.n = len(s)
+        return torch.from_numpy(logp.astype(np.float32, copy=False))
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d logp_d / d score_j = [j is the action] - p_j, p_j = e_j / total_d
+        packing = ctx.packing
+        g = grad.detach().numpy().astype(np.float32, copy=False)
+        weight = torch.from_numpy(packing.spread(g / ctx.total) * ctx.e)
+        out = torch.zeros(ctx.n, dtype=grad.dtype)
+        out.scatter_add_(0, packing.action_index, grad.to(out.dtype))
+        out.scatter_add_(0, packing.real_index, -weight)
+        return out, None
+
+
+def action_log_probs(scores: torch.Tensor, packing: ActionPacking) -> torch.Tensor:
+    """The log-probability of each decision's action (M,) under the masked softmax of the row
+    scores (U,) (`nets.KernelPolicy.row_scores` of the distinct rows)."""
+    return _ActionLogProb.apply(scores, packing)
+
+
+def entropy(scores: torch.Tensor, packing: ActionPacking) -> torch.Tensor:
+    """Each decision's entropy (M,), over its real slots (no gradient)."""
+    z, _ = packing.shifted(scores.detach().numpy())
+    e = np.exp(z)
+    total = packing.segment_sum(e)
+    # H = -sum p (z - log total) = log total - sum(e z) / total
+    return torch.from_numpy(np.log(total) - packing.segment_sum(e * z) / total)
+
+
+__all__ = ["ActionPacking", "GATHER_CHUNK", "PrefixLayout", "ROW_CHUNK", "action_log_probs",
+           "entropy", "linear_layers", "mlp_gathered", "mlp_prefix", "mlp_rows"]
