@@ -257,6 +257,10 @@ def make_engine(
         from hpcsched.sim.commit import CommitEngine
 
         return CommitEngine(jobs, cluster, prof, backfill)
+    if prof.loop == "cqsim":
+        from hpcsched.sim.cqsim import CqsimEngine
+
+        return CqsimEngine(jobs, cluster, prof, backfill)
     from hpcsched.sim.passes import PassEngine
 
     return PassEngine(jobs, cluster, prof, backfill)
