@@ -11,12 +11,17 @@ Importing this package registers them with Gymnasium::
 
 import gymnasium
 
+from hpcsched.envs.dras import DrasEnv
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
 
 PICK_JOB = "hpcsched/PickJob-v0"
+DRAS = "hpcsched/DRAS-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
 
-__all__ = ["PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
+if DRAS not in gymnasium.registry:
+    gymnasium.register(id=DRAS, entry_point="hpcsched.envs.dras:DrasEnv")
+
+__all__ = ["DRAS", "DrasEnv", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]

@@ -242,7 +242,7 @@ def mode_shares(jobs, mode: np.ndarray, executed: np.ndarray, need: np.ndarray) 
     out = {}
     for m, name in MODE_NAMES.items():
         sel = mode == m
-        out[f"{name}_jobs_pct"] = 100.0 * np.count_nonzero(sel) / total_jobs
+        out[f"{name}_jobs_pct"] = 100.0 * int(np.count_nonzero(sel)) / total_jobs
         out[f"{name}_nodeh_pct"] = 100.0 * float(np.sum(area[sel])) / total_area
     return out
 
