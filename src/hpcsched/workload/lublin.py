@@ -121,10 +121,10 @@ def run_times(rng: np.random.Generator, size: np.ndarray, max_run_time: float,
 
 def arrival_times(rng: np.random.Generator, n: int, params: LublinParams = PUBLISHED,
                   daily_cycle: bool = True, start_hour: float = 0.0) -> np.ndarray:
-    """Arrival times (s from 0) of n jobs."""
+    """Arrival times of n jobs, in seconds from midnight of the first day."""
     gaps = np.exp(rng.gamma(params.a_arr * params.arar, params.b_arr, n))
     if not daily_cycle:
-        return np.cumsum(gaps) - gaps[0]
+        return np.cumsum(gaps)
     weights = daily_weights(params)
     width = DAY / BUCKETS
     out = np.empty(n)
@@ -141,7 +141,7 @@ def arrival_times(rng: np.random.Generator, n: int, params: LublinParams = PUBLI
             cost -= pay
             t += left
         out[i] = t
-    return out - out[0]
+    return out
 
 
 def generate(n: int, nodes: int, *, seed: int = 0, max_run_time: float = 2 * DAY,
