@@ -48,11 +48,13 @@ def restore_rng_states(states: dict[str, Any] | None) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
-    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added."""
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
+                    format: str = FORMAT) -> Path:
+    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added.
+    Other algorithms pass their own `format` tag."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(state, format=FORMAT, version=hpcsched.__version__, rng=rng_states())
+    payload = dict(state, format=format, version=hpcsched.__version__, rng=rng_states())
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -67,7 +69,7 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike, *, format: str = FORMAT) -> dict[str, Any]:
     """The checkpoint at `path` as a dict (keys: format, version, config, epoch, policy, value,
     pi_optimizer, v_optimizer, norm, history, filter, rng)."""
     path = Path(path)
@@ -77,8 +79,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # not a torch file, or one holding more than plain values
         raise ValueError(f"{path} is not an hpcsched model checkpoint ({e})") from e
-    if not isinstance(ck, dict) or ck.get("format") != FORMAT:
-        raise ValueError(f"{path} is not an hpcsched model checkpoint (expected format {FORMAT!r})")
+    if not isinstance(ck, dict) or ck.get("format") != format:
+        raise ValueError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
+                         f"format {format!r}, found {ck.get('format') if isinstance(ck, dict) else None!r})")
     if ck.get("version") != hpcsched.__version__:
         warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
                       f"{hpcsched.__version__}", stacklevel=2)

@@ -109,8 +109,8 @@ class DrasPG:
         self.optimizer.step()
         self.updates += 1
         probs = logp.exp().clamp_min(1e-12)
-        entropy = -(probs * logp.masked_fill(~mask, 0.0)).sum(-1).mean()
-        return {"loss": float(loss), "entropy": float(entropy), "batch": len(mem)}
+        entropy = -(probs * logp.masked_fill(~mask, 0.0)).sum(-1).mean().detach()
+        return {"loss": float(loss.detach()), "entropy": float(entropy), "batch": len(mem)}
 
     def forget(self) -> None:
         self._memory = []

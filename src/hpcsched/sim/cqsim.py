@@ -230,6 +230,7 @@ class CqsimEngine(Engine):
         res = super().result(policy)
         res.metrics.update(mode_shares(self.jobs, self.mode, self.executed, self.need))
         res.counts["instances"] = self.instances
+        res.modes = self.mode.copy()
         return res
 
 

@@ -104,6 +104,8 @@ class Result:
     backfill: str
     policy: str = ""
     counts: dict[str, int] = field(default_factory=dict)  # e.g. jobs killed at their request
+    #: execution mode of every row where the loop records one (cqsim: ready, reserved, backfilled)
+    modes: np.ndarray | None = None
 
     def records(self) -> dict[str, np.ndarray]:
         """Per-job records as columns (job_id, submit, start, end, wait, run, procs, bsld, ...)."""

@@ -17,13 +17,16 @@ Each job:
   pays out its weight times its length (a busy hour passes more arrivals).
 
 `generate(n, nodes, seed=...)` draws a JobTable; `fitted(jobs, nodes, n)` draws one fitted to a real
-period the way DRAS's synthetic jobsets are (spec dras.md 7.4): the arrival rate scaled to the
-period's mean inter-arrival, run times capped at its longest request, and requests drawn as run time
-x an over-estimation factor resampled from the period's own request / run-time ratios.
+period the way DRAS's synthetic jobsets are (spec dras.md 7.4, "to match the system's size
+distribution, arrival pattern and estimate accuracy"): sizes by `fit_sizes`, the arrival rate scaled
+to the period's mean inter-arrival (the daily cycle kept), run times capped at its longest request,
+and requests drawn as run time x an over-estimation factor resampled from the period's own
+request / run-time ratios.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -41,7 +44,10 @@ class LublinParams:
     serial_prob: float = 0.244
     pow2_prob: float = 0.576
     u_low: float = 0.8
-    u_med: float = 4.5
+    #: None: u_hi - 2.5, which is the published 4.5 on the model's 128 nodes
+    u_med: float | None = None
+    #: None: log2 of the machine's nodes
+    u_hi: float | None = None
     u_prob: float = 0.86
     a1: float = 4.2
     b1: float = 0.94
@@ -90,9 +96,8 @@ def daily_weights(params: LublinParams = PUBLISHED) -> np.ndarray:
 
 def sizes(rng: np.random.Generator, n: int, nodes: int,
           params: LublinParams = PUBLISHED) -> np.ndarray:
-    u_hi = math.log2(nodes)
-    # the published u_med (4.5) is for 128 nodes (u_hi = 7): keep its distance below u_hi
-    u_med = params.u_med + (u_hi - 7.0)
+    u_hi = params.u_hi if params.u_hi is not None else math.log2(nodes)
+    u_med = params.u_med if params.u_med is not None else u_hi - 2.5
     u = rng.random(n)
     low_stage = rng.random(n) < params.u_prob
     x = np.where(low_stage, rng.uniform(params.u_low, u_med, n), rng.uniform(u_med, u_hi, n))
@@ -164,6 +169,7 @@ def fitted(real: JobTable, nodes: int, n: int, *, seed: int = 0, procs_per_node:
     processors of `procs_per_node` per node, like the real table's."""
     rng = np.random.default_rng(seed)
     max_req = float(np.max(real.req_time))
+    params = fit_sizes(real, nodes, procs_per_node, params)
     jobs = generate(n, nodes, seed=int(rng.integers(2**31)), max_run_time=max_req, params=params)
     gap_real = float(np.mean(np.diff(real.submit))) if len(real) > 1 else 1.0
     gap_model = float(np.mean(np.diff(jobs.submit))) if n > 1 else 1.0
@@ -181,5 +187,18 @@ def fitted(real: JobTable, nodes: int, n: int, *, seed: int = 0, procs_per_node:
                                  alloc_procs=procs, user=np.ones(n), status=np.ones(n))
 
 
-__all__ = ["LublinParams", "PUBLISHED", "arrival_times", "daily_weights", "fitted", "generate",
+def fit_sizes(real: JobTable, nodes: int, procs_per_node: int = 1,
+              params: LublinParams = PUBLISHED) -> LublinParams:
+    """The size parameters fitted to a real period: the share of 1-node jobs, and the two-stage
+    uniform's low / middle / high points at the smallest, median and largest log2 size of its
+    parallel jobs (the power-of-two share and u_prob stay published)."""
+    size = np.ceil(real.procs / procs_per_node)
+    parallel = np.log2(size[size > 1]) if np.any(size > 1) else np.array([1.0])
+    u_hi = min(float(parallel.max()), math.log2(nodes))
+    u_med = min(float(np.median(parallel)), u_hi)
+    return dataclasses.replace(params, serial_prob=float(np.mean(size <= 1)),
+                               u_low=min(params.u_low, u_med), u_med=u_med, u_hi=u_hi)
+
+
+__all__ = ["LublinParams", "fit_sizes", "PUBLISHED", "arrival_times", "daily_weights", "fitted", "generate",
            "run_times", "sizes"]

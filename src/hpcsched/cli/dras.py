@@ -1,0 +1,149 @@
+"""DRAS's commands: `train dras` (DRAS-PG, DRAS-DQL, Decima-PG) and `experiment dras`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+
+EPILOG_TRAIN = """examples:
+  hpcsched train dras --algo pg --trace ricc --reward capability --out runs/dras-pg-ricc
+  hpcsched train dras --algo dql --trace ricc --out runs/dras-dql-ricc
+  hpcsched train dras --algo decima --trace ricc --out runs/decima-pg-ricc
+  hpcsched train dras --algo pg --curriculum real:20 --out runs/real-only   # the ablation
+  hpcsched train dras --out runs/dras-pg-ricc --resume                      # continue a run
+
+One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty
+machine; updates every 10 scheduling instances; after each episode the greedy agent is scored on the
+validation period. The run folder gets model.pt (every episode), best.pt (best validation reward),
+log.csv, curve.png and config.json.
+"""
+
+EPILOG_EXPERIMENT = """examples:
+  hpcsched experiment dras --trace ricc
+  hpcsched experiment dras --trace ricc --json > dras.json
+  hpcsched experiment dras --trace ricc --models runs --plots figs/   # your own trained models
+  hpcsched experiment dras --trace ricc --methods fcfs-easy,binpacking,random,optimization
+"""
+
+
+def register(train, experiment, fmt) -> None:
+    from hpcsched.envs.dras import REWARDS
+    from hpcsched.experiments.dras import METHODS
+    from hpcsched.experiments.dras_training import ALGOS, DrasRunConfig
+
+    RAW = argparse.RawDescriptionHelpFormatter
+    d = DrasRunConfig()
+    p = train.add_parser("dras", help="DRAS (IPDPS'21): reserve then backfill, picked by a "
+                                      "PG or DQL agent", epilog=EPILOG_TRAIN, formatter_class=RAW)
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--algo", default="pg", choices=ALGOS,
+                   help="pg = DRAS-PG, dql = DRAS-DQL, decima = Decima-PG (one level)")
+    p.add_argument("--trace", default=d.trace, help="bundled trace name or SWF file")
+    p.add_argument("--reward", default=d.reward, choices=REWARDS)
+    p.add_argument("--curriculum", default=d.curriculum,
+                   help=f"phases and episodes, in order (default {d.curriculum})")
+    p.add_argument("--jobset-jobs", type=int, default=d.jobset_jobs, help="jobs per jobset")
+    p.add_argument("--train-days", type=float, default=d.train_days)
+    p.add_argument("--validate-days", type=float, default=d.validate_days)
+    p.add_argument("--validate-first-days", type=float, default=d.validate_first_days,
+                   help="days of the validation period scored after each episode")
+    p.add_argument("--test-days", type=float, default=d.test_days)
+    p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
+                   help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
+    p.add_argument("--persist", action="store_true",
+                   help="keep the reservation across instances (the released code)")
+    p.add_argument("--backfill-runtime", default=d.backfill_runtime,
+                   choices=["estimate", "actual"])
+    p.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
+    p.add_argument("--gamma", type=float, help="discount (default 0.6)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.set_defaults(func=cmd_train)
+
+    p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
+                              "test period, Kiviat plot and tables", epilog=EPILOG_EXPERIMENT,
+                              formatter_class=RAW,
+                              description="FCFS+EASY, BinPacking, Random, Optimization, Decima-PG, "
+                                          "DRAS-PG and DRAS-DQL on the test period of a "
+                                          "chronological split, cqsim profile")
+    p.add_argument("--trace", default="ricc")
+    p.add_argument("--reward", default="capability", choices=REWARDS)
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
+    p.add_argument("--models", help="take trained models from this folder (NAME.pt or "
+                                    "NAME/best.pt, NAME like dras-pg-ricc) instead of the shipped")
+    p.add_argument("--online", action="store_true",
+                   help="learned agents keep updating during the test (the paper)")
+    p.add_argument("--test-days", type=float, default=21.0)
+    p.add_argument("--plots", help="folder for kiviat.png, wait_by_size.png, wait_by_mode.png")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_experiment)
+
+
+def cmd_train(args) -> int:
+    from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
+
+    parse_curriculum(args.curriculum)
+    agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma)) if v is not None}
+    config = DrasRunConfig(
+        algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
+        jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
+        validate_first_days=args.validate_first_days, test_days=args.test_days,
+        reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
+        seed=args.seed, threads=args.threads, agent=agent)
+    history = train(config, args.out, resume=args.resume)
+    last = history[-1] if history else {}
+    print(f"{len(history)} episodes; model: {args.out}/model.pt (best: {args.out}/best.pt); "
+          f"log: {args.out}/log.csv; curve: {args.out}/curve.png")
+    if last:
+        print(f"last episode: {last['phase']}, reward/pick {last['mean_reward']:.4g}, validation "
+              f"wait {last['val_wait']:.0f} s, max wait {last['val_max_wait']:.0f} s")
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    from hpcsched.experiments import dras
+    from hpcsched.sim.run import prepare
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in dras.METHODS]
+    if unknown:
+        raise ValueError(f"--methods: unknown {', '.join(unknown)}; choose among "
+                         f"{', '.join(dras.METHODS)}")
+    with Progress(len(methods), "dras") as bar:
+        rows, results = dras.evaluate(args.trace, reward=args.reward, methods=methods,
+                                      models=args.models, online=args.online,
+                                      test_days=args.test_days, seed=args.seed,
+                                      progress=bar.update)
+    if args.plots:
+        from pathlib import Path
+
+        folder = Path(args.plots)
+        folder.mkdir(parents=True, exist_ok=True)
+        title = f"{args.trace}, test period, {args.reward} reward"
+        dras.kiviat(rows, folder / "kiviat.png", title)
+        cluster = prepare(args.trace, "cqsim").cluster
+        dras.wait_by_size(results, lambda jobs: cluster.nodes_needed(jobs.procs),
+                          folder / "wait_by_size.png", title)
+        dras.wait_by_mode(results, folder / "wait_by_mode.png", title)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    cols = ["policy", "backfill", "jobs", "wait", "max_wait", "slowdown", "turnaround",
+            "utilization", "ready_jobs_pct", "reserved_jobs_pct", "backfilled_jobs_pct",
+            "ready_nodeh_pct", "reserved_nodeh_pct", "backfilled_nodeh_pct"]
+    if args.fmt is None:
+        print(f"DRAS experiment on {args.trace} (test period: {args.test_days:g} days after 28 "
+              f"training + 7 validation days; cqsim profile; times in seconds)\n")
+    print(format_rows(rows, args.fmt or "table", columns=cols))
+    checks = dras.verdicts(rows)
+    if checks and args.fmt is None:
+        print("\nagainst FCFS+EASY (ratios; the paper: DRAS < 1 on wait and slowdown, max wait "
+              "< 2; packing methods' max wait several times FCFS's):")
+        print(format_rows(checks, "table", columns=["policy", "wait_vs_fcfs", "slowdown_vs_fcfs",
+                                                    "max_wait_vs_fcfs"]))
+        if args.plots:
+            print(f"\nplots in {args.plots}: kiviat.png, wait_by_size.png, wait_by_mode.png")
+    return 0
