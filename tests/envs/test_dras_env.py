@@ -85,16 +85,20 @@ def test_observation_layout_by_hand():
                                  user=[1, 1])
     env = DrasEnv(prepare(jobs, "cqsim"), window=2)
     obs, info = env.reset(options={"jobs": prepare(jobs, "cqsim").jobs})
-    # at t=0 A alone: slot 0 = A
-    np.testing.assert_allclose(obs[0], [0.75, 1.0])
+    # at t=0 A alone: slot 0 = A; size(3) = log2(4) / log2(5), time(100) = 1 (T = 100)
+    np.testing.assert_allclose(obs[0], [2 / np.log2(5), 1.0], rtol=1e-6)
     np.testing.assert_allclose(obs[1], [1.0, 0.0])  # 3 nodes >= 802/4360 of 4: priority bit
     obs, _, _, _, info = env.step(0)
     assert info["level"] == 1 and info["action_mask"].tolist() == [True, False]
-    np.testing.assert_allclose(obs[0], [1.0, 0.5])
+    def time(t):
+        return np.log1p(t / 60) / np.log1p(100 / 60)
+
+    np.testing.assert_allclose(obs[0], [1.0, time(50)], rtol=1e-6)
     np.testing.assert_allclose(obs[1], [1.0, 0.0])  # priority bit; waited 0 s
     np.testing.assert_allclose(obs[2:4], 0.0)  # empty slot
     # nodes: one free, three busy until 100 (90 s from now)
-    np.testing.assert_allclose(obs[4:], [[1, 0], [0, 0.9], [0, 0.9], [0, 0.9]])
+    r = time(90)
+    np.testing.assert_allclose(obs[4:], [[1, 0], [0, r], [0, r], [0, r]], rtol=1e-6)
 
 
 def test_capability_reward_by_hand():

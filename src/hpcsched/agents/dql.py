@@ -113,7 +113,7 @@ class DrasDQL:
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         self.updates += 1
         if self.updates % c.target_every == 0:
             self.target.load_state_dict(self.net.state_dict())

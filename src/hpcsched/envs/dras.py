@@ -22,11 +22,14 @@ else a random run of `episode_jobs` consecutive jobs of the trace, starting from
 
 Observation (the paper's [2W + N, 2] layout, normalised; spec section 16 item 4 leaves the scaling
 open, ours is):
-- job slot i takes rows 2i and 2i+1: [nodes / N, request / T] and [priority bit, min(wait / T, 4)],
-  where T is the trace's longest request (`time_scale`) and the priority bit marks jobs of at least
-  802/4360 of the machine (Theta's capability threshold, the code's commented-out rule); empty slots
-  are zeros;
-- N node rows: a free node is [1, 0], a busy one [0, time to its estimated release / T]. The nodes
+- sizes and times on log scales, because real traces span 1 to N nodes and seconds to days (on RICC
+  most jobs take 1 of 1024 nodes and nearly all ask for 3 days, so linear scaling leaves every
+  feature near 0 or 1): size(n) = log2(1 + n) / log2(1 + N), time(t) = log(1 + t / 60) /
+  log(1 + T / 60), where T is the trace's longest request (`time_scale`);
+- job slot i takes rows 2i and 2i+1: [size(nodes), time(request)] and [priority bit,
+  min(time(wait), 4)]; the priority bit marks jobs of at least 802/4360 of the machine (Theta's
+  capability threshold, the code's commented-out rule); empty slots are zeros;
+- N node rows: a free node is [1, 0], a busy one [0, time(time to its estimated release)]. The nodes
   are identical, so instead of CQSim's node-id order (an accident of allocation history) we list
   them in a canonical order: free ones first, then busy ones by release time.
 
@@ -57,7 +60,7 @@ from hpcsched.workload.jobs import JobTable
 WINDOW = 50
 REWARDS = ("capability", "capacity")
 WAIT_FLOOR = 6 * 3600.0  # the code's floor on the largest wait in Eq. (1)
-WAIT_CAP = 4.0  # waits beyond 4 x the longest request look alike to the network
+WAIT_CAP = 4.0  # a bound for the observation space (log-scaled waits stay far below it)
 PRIORITY_FRACTION = 802 / 4360
 
 
@@ -184,21 +187,23 @@ class DrasEnv(gym.Env):
         obs[:] = 0.0
         rows = self.rows
         k = rows.size
-        T = self.time_scale
         jobs = e.jobs
         w = 2 * self.window
-        obs[0:2 * k:2, 0] = e.need[rows] / self.nodes
-        obs[0:2 * k:2, 1] = jobs.req_time[rows] / T
+        obs[0:2 * k:2, 0] = np.log2(1.0 + e.need[rows]) / np.log2(1.0 + self.nodes)
+        obs[0:2 * k:2, 1] = self._time(jobs.req_time[rows])
         obs[1:2 * k:2, 0] = self._priority[rows]
-        obs[1:2 * k:2, 1] = np.minimum((e.now - jobs.submit[rows]) / T, WAIT_CAP)
+        obs[1:2 * k:2, 1] = np.minimum(self._time(e.now - jobs.submit[rows]), WAIT_CAP)
         free = e.free_nodes
         obs[w:w + free, 0] = 1.0
         if e.running:
             run = np.fromiter(e.running, dtype=np.int64, count=len(e.running))
             est = np.asarray([e._est[r] for r in run.tolist()])
             order = np.argsort(est, kind="stable")
-            remaining = np.repeat((est[order] - e.now) / T, e.need[run[order]])
+            remaining = np.repeat(self._time(est[order] - e.now), e.need[run[order]])
             obs[w + free:w + free + remaining.size, 1] = remaining
+
+    def _time(self, seconds: np.ndarray) -> np.ndarray:
+        return np.log1p(np.maximum(seconds, 0.0) / 60.0) / np.log1p(self.time_scale / 60.0)
 
     def _waits(self) -> np.ndarray:
         e = self.engine

@@ -154,7 +154,7 @@ def generate(n: int, nodes: int, *, seed: int = 0, max_run_time: float = 2 * DAY
     """n jobs of the model on a machine of `nodes` nodes (requests unknown: -1, as the model's own
     SWF output has them)."""
     rng = np.random.default_rng(seed)
-    submit = arrival_times(rng, n, params, daily_cycle)
+    submit = np.round(arrival_times(rng, n, params, daily_cycle))  # SWF holds whole seconds
     size = sizes(rng, n, nodes, params)
     run = np.maximum(np.round(run_times(rng, size, max_run_time, params)), 1.0)
     header = TraceHeader(name=f"lublin-model-{nodes}", max_nodes=nodes, max_procs=nodes)
@@ -173,7 +173,7 @@ def fitted(real: JobTable, nodes: int, n: int, *, seed: int = 0, procs_per_node:
     jobs = generate(n, nodes, seed=int(rng.integers(2**31)), max_run_time=max_req, params=params)
     gap_real = float(np.mean(np.diff(real.submit))) if len(real) > 1 else 1.0
     gap_model = float(np.mean(np.diff(jobs.submit))) if n > 1 else 1.0
-    submit = jobs.submit * (gap_real / gap_model)
+    submit = np.round(jobs.submit * (gap_real / gap_model))
     ratio = real.req_time / np.maximum(real.run_time, 1.0)
     ratio = ratio[np.isfinite(ratio) & (ratio >= 1.0)]
     factor = rng.choice(ratio, n) if ratio.size else np.ones(n)
