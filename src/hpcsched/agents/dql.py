@@ -35,6 +35,7 @@ class DQLConfig:
     target_every: int = 20  # updates between target-network copies
     epsilon_decay: float = 0.995
     epsilon_min: float = 0.01
+    max_grad_norm: float = 10.0
     fc1: int = 0
     fc2: int = 0
     activation: str = "leaky_relu"
@@ -112,6 +113,7 @@ class DrasDQL:
             loss = torch.nn.functional.smooth_l1_loss(q, y)
             self.optimizer.zero_grad()
             loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.net.parameters(), c.max_grad_norm)
             self.optimizer.step()
             losses.append(float(loss.detach()))
         self.updates += 1
