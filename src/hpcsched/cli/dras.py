@@ -81,6 +81,18 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_experiment)
 
+    p = experiment.add_parser("dras-curriculum", help="DRAS's curriculum ablation: validation "
+                              "curves of training runs (paper Fig. 4)",
+                              epilog="examples:\n  hpcsched experiment dras-curriculum --runs "
+                                     "curriculum=runs/dras-pg-ricc,real-only=runs/real-only "
+                                     "--out curriculum.png\n", formatter_class=RAW)
+    p.add_argument("--runs", required=True,
+                   help="LABEL=RUN_FOLDER,... (folders written by `hpcsched train dras`)")
+    p.add_argument("--out", required=True, help="the PNG file to write")
+    p.add_argument("--key", default="val_reward",
+                   help="log.csv column to draw (val_reward, val_wait, val_max_wait, ...)")
+    p.set_defaults(func=cmd_curriculum)
+
 
 def cmd_train(args) -> int:
     from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
@@ -146,4 +158,25 @@ def cmd_experiment(args) -> int:
                                                     "max_wait_vs_fcfs"]))
         if args.plots:
             print(f"\nplots in {args.plots}: kiviat.png, wait_by_size.png, wait_by_mode.png")
+    return 0
+
+
+def cmd_curriculum(args) -> int:
+    from pathlib import Path
+
+    from hpcsched.experiments.dras import curriculum_plot, read_log
+
+    runs = {}
+    for part in args.runs.split(","):
+        label, _, folder = part.partition("=")
+        if not folder or not (Path(folder) / "log.csv").exists():
+            raise ValueError(f"--runs: {part!r} is not LABEL=FOLDER with a log.csv in FOLDER")
+        runs[label] = folder
+    curriculum_plot(runs, args.out, args.key)
+    for label, folder in runs.items():
+        log = read_log(Path(folder) / "log.csv")
+        best = max(log, key=lambda r: r["val_reward"])
+        print(f"{label}: {len(log)} episodes, best validation reward {best['val_reward']:.1f} at "
+              f"episode {int(best['episode'])} (wait {best['val_wait']:.0f} s)")
+    print(f"plot: {args.out}")
     return 0

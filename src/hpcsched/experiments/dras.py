@@ -225,5 +225,37 @@ def wait_by_mode(results: dict, path: str | Path, title: str = "") -> Path:
     return path
 
 
-__all__ = ["HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "evaluate", "kiviat",
+def read_log(path: str | Path) -> list[dict]:
+    import csv
+
+    with open(path) as f:
+        return [{k: (float(v) if k not in ("phase",) and v not in ("", None) else v)
+                 for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def curriculum_plot(runs: dict[str, str | Path], path: str | Path, key: str = "val_reward",
+                    title: str = "") -> Path:
+    """Validation curves of training runs against the episode (the paper's Fig. 4): `runs` maps
+    a label to a run folder (its log.csv)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    for label, folder in runs.items():
+        log = read_log(Path(folder) / "log.csv")
+        ax.plot([r["episode"] for r in log], [r[key] for r in log], "o-", ms=3, lw=1.2,
+                label=label)
+    ax.set_xlabel("episode (one jobset each)")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["curriculum_plot", "read_log", "HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "evaluate", "kiviat",
            "kiviat_scores", "model_file", "model_name", "verdicts", "wait_by_mode", "wait_by_size"]

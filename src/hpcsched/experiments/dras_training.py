@@ -49,7 +49,7 @@ class DrasRunConfig:
     validate_days: float = 7.0
     test_days: float = 21.0
     #: validation during training uses only the first days of the validation period (speed)
-    validate_first_days: float = 2.0
+    validate_first_days: float = 4.0
     reserve: str = "agent_pick"
     persist: bool = False
     backfill_runtime: str = "estimate"
