@@ -77,5 +77,6 @@ def test_fitted_matches_the_period():
                                  req_time=np.full(n, 7200.0), req_procs=np.ones(n),
                                  alloc_procs=np.ones(n))
     syn = lublin.fitted(real, 256, 3000, seed=1)
-    assert np.mean(np.diff(syn.submit)) == pytest.approx(np.mean(np.diff(real.submit)))
+    # arrival times are whole seconds: equal up to the rounding
+    assert np.mean(np.diff(syn.submit)) == pytest.approx(np.mean(np.diff(real.submit)), rel=1e-3)
     assert syn.req_time.max() <= 7200 and np.all(syn.req_time >= syn.run_time)
