@@ -50,6 +50,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--validate-days", type=float, default=d.validate_days)
     p.add_argument("--validate-first-days", type=float, default=d.validate_first_days,
                    help="days of the validation period scored after each episode")
+    p.add_argument("--validate-every", type=int, default=d.validate_every,
+                   help="validate after every k-th episode (and the last)")
     p.add_argument("--test-days", type=float, default=d.test_days)
     p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
                    help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
@@ -102,11 +104,12 @@ def cmd_train(args) -> int:
     config = DrasRunConfig(
         algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
         jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
-        validate_first_days=args.validate_first_days, test_days=args.test_days,
+        validate_first_days=args.validate_first_days, validate_every=args.validate_every,
+        test_days=args.test_days,
         reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
         seed=args.seed, threads=args.threads, agent=agent)
     history = train(config, args.out, resume=args.resume)
-    last = history[-1] if history else {}
+    last = next((h for h in reversed(history) if "val_wait" in h), {})
     print(f"{len(history)} episodes; model: {args.out}/model.pt (best: {args.out}/best.pt); "
           f"log: {args.out}/log.csv; curve: {args.out}/curve.png")
     if last:
@@ -174,7 +177,7 @@ def cmd_curriculum(args) -> int:
         runs[label] = folder
     curriculum_plot(runs, args.out, args.key)
     for label, folder in runs.items():
-        log = read_log(Path(folder) / "log.csv")
+        log = [r for r in read_log(Path(folder) / "log.csv") if r.get("val_reward") != ""]
         best = max(log, key=lambda r: r["val_reward"])
         print(f"{label}: {len(log)} episodes, best validation reward {best['val_reward']:.1f} at "
               f"episode {int(best['episode'])} (wait {best['val_wait']:.0f} s)")

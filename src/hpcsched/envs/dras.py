@@ -197,7 +197,7 @@ class DrasEnv(gym.Env):
         obs[w:w + free, 0] = 1.0
         if e.running:
             run = np.fromiter(e.running, dtype=np.int64, count=len(e.running))
-            est = np.asarray([e._est[r] for r in run.tolist()])
+            est = e._est_array[run]
             order = np.argsort(est, kind="stable")
             remaining = np.repeat(self._time(est[order] - e.now), e.need[run[order]])
             obs[w + free:w + free + remaining.size, 1] = remaining
@@ -207,8 +207,7 @@ class DrasEnv(gym.Env):
 
     def _waits(self) -> np.ndarray:
         e = self.engine
-        q = np.fromiter(e.queue, dtype=np.int64, count=len(e.queue))
-        return e.now - e.jobs.submit[q]
+        return e.now - e.jobs.submit[e.waiting_rows()]
 
     def _capability(self, row: int) -> float:
         e = self.engine

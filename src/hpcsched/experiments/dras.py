@@ -240,7 +240,7 @@ def curriculum_plot(runs: dict[str, str | Path], path: str | Path, key: str = "v
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     for label, folder in runs.items():
-        log = read_log(Path(folder) / "log.csv")
+        log = [r for r in read_log(Path(folder) / "log.csv") if r.get(key) not in ("", None)]
         ax.plot([r["episode"] for r in log], [r[key] for r in log], "o-", ms=3, lw=1.2,
                 label=label)
     ax.set_xlabel("episode (one jobset each)")
