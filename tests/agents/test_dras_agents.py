@@ -104,3 +104,24 @@ def test_state_round_trip():
     back = DrasDQL.from_state(dql.state())
     torch.testing.assert_close(dql.net(x), back.net(x))
     assert back.epsilon == dql.epsilon
+
+
+def test_per_job_pg_learns_the_paying_job():
+    # the per-job network follows a job's features whatever its slot (the paper's positional one
+    # cannot): the job with the largest first feature pays 1
+    w, nodes = 4, 3
+    agent = DrasPG(PGConfig(window=w, fc1=32, fc2=16, lr=3e-3, net="per_job", gamma=0.0),
+                   rows=2 * w + nodes, seed=0)
+    rng = np.random.default_rng(0)
+    mask = np.ones(w, dtype=bool)
+    for k in range(3000):
+        obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
+        a = agent.act(obs, mask, True)
+        agent.observe(obs, mask, a, float(a == int(np.argmax(obs[0:2 * w:2, 0]))), obs, mask, True)
+        if k % 20 == 19:
+            agent.update()
+    hits = 0
+    for _ in range(50):
+        obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
+        hits += agent.act(obs, mask, False) == int(np.argmax(obs[0:2 * w:2, 0]))
+    assert hits >= 35  # chance: 12.5 of 50

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from hpcsched.agents.dras_nets import PolicyNet, scaled_sizes
+from hpcsched.agents.dras_nets import PolicyNet, QNet, scaled_sizes
 
 
 @dataclass
@@ -40,6 +40,11 @@ class PGConfig:
     fc1: int = 0  # 0: scaled to the cluster (dras_nets.scaled_sizes)
     fc2: int = 0
     activation: str = "leaky_relu"
+    #: "paper": conv -> FC1 -> FC2 -> W logits over positions (Table III); "per_job": our
+    #: deviation, each slot's logit scored from its job block and the node rows by the DQL
+    #: network's form (`dras_nets.QNet`), so a preference learnt for a job follows the job to
+    #: whatever slot it is in
+    net: str = "paper"
     window: int = 50
     max_batch: int = 4096  # picks per update at most (the oldest are dropped, and counted)
 
@@ -52,9 +57,16 @@ class DrasPG:
             raise ValueError(f"baseline must be standardize or running, not {config.baseline!r}")
         self.config = config
         self.rows = rows
-        fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(rows)
         torch.manual_seed(seed)
-        self.net = PolicyNet(rows, fc1, fc2, config.window, config.activation)
+        if config.net == "paper":
+            fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(rows)
+            self.net = PolicyNet(rows, fc1, fc2, config.window, config.activation)
+        elif config.net == "per_job":
+            nodes = rows - 2 * config.window
+            fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(2 + nodes)
+            self.net = QNet(nodes, fc1, fc2, config.activation)
+        else:
+            raise ValueError(f"net must be paper or per_job, not {config.net!r}")
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
         self.rng = np.random.default_rng(seed)
         self.running_baseline = np.zeros(0)  # per step index, for baseline="running"

@@ -61,6 +61,9 @@ def register(train, experiment, fmt) -> None:
                    choices=["estimate", "actual"])
     p.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
     p.add_argument("--gamma", type=float, help="discount (default 0.6)")
+    p.add_argument("--net", choices=["paper", "per_job"],
+                   help="PG network: paper (positional outputs, Table III; default) or per_job "
+                        "(each job scored from its block and the nodes; our deviation)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.set_defaults(func=cmd_train)
@@ -100,7 +103,10 @@ def cmd_train(args) -> int:
     from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
 
     parse_curriculum(args.curriculum)
-    agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma)) if v is not None}
+    agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma), ("net", args.net))
+             if v is not None}
+    if args.net and args.algo == "dql":
+        raise ValueError("--net is for the PG agents (pg, decima); DQL scores each job already")
     config = DrasRunConfig(
         algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
         jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
