@@ -39,6 +39,15 @@ def test_qnet_window_equals_one_job_at_a_time():
             assert q[b, i].item() == pytest.approx(net.score_one(one).item(), abs=1e-5)
 
 
+def test_qnet_scores_one_slot_like_the_window():
+    torch.manual_seed(1)
+    net = QNet(7, 16, 8)
+    obs = torch.rand(4, 2 * 5 + 7, 2)
+    slots = torch.tensor([0, 3, 4, 1])
+    torch.testing.assert_close(net.score_slots(obs, slots),
+                               net(obs).gather(1, slots[:, None]).squeeze(1))
+
+
 def test_policy_masks_invalid_slots():
     net = PolicyNet(2 * 4 + 3, 8, 4, 4)
     mask = torch.tensor([[True, False, True, False]])
@@ -71,7 +80,8 @@ def test_dql_learns_the_paying_job():
     # with the largest first feature pays 1
     w, nodes = 4, 3
     agent = DrasDQL(DQLConfig(window=w, fc1=32, fc2=16, lr=3e-3, batch=32, replay=2000,
-                              epsilon_decay=0.97, gamma=0.0), rows=2 * w + nodes, seed=0)
+                              epsilon_decay=0.97, gamma=0.0, gradient_steps=2),
+                   rows=2 * w + nodes, seed=0)
     rng = np.random.default_rng(0)
     mask = np.ones(w, dtype=bool)
 

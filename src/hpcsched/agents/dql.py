@@ -29,8 +29,8 @@ class DQLConfig:
     lr: float = 1e-3
     gamma: float = 0.6
     update_every: int = 10  # scheduling instances between updates
-    batch: int = 64
-    gradient_steps: int = 2
+    batch: int = 32
+    gradient_steps: int = 1
     replay: int = 5000
     target_every: int = 20  # updates between target-network copies
     epsilon_decay: float = 0.995
@@ -109,7 +109,7 @@ class DrasDQL:
                 q2 = self.target(s2, m2)
                 best = torch.where(m2.any(1), q2.max(1).values, torch.zeros_like(r))
                 y = r + c.gamma * (1.0 - d) * best
-            q = self.net(s, m).gather(1, a[:, None]).squeeze(1)
+            q = self.net.score_slots(s, a)
             loss = torch.nn.functional.smooth_l1_loss(q, y)
             self.optimizer.zero_grad()
             loss.backward()

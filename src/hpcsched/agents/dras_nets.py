@@ -80,6 +80,16 @@ class QNet(nn.Module):
         return q
 
 
+    def score_slots(self, obs: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """Q [B] of one slot per observation (what a TD update needs, a W-th of `forward`)."""
+        c = self.conv(obs).squeeze(-1)
+        w = (c.shape[1] - self.nodes) // 2
+        idx = torch.stack([2 * slots, 2 * slots + 1], dim=1)  # [B, 2]
+        job = c.gather(1, idx)
+        x = torch.cat([job, c[:, 2 * w:]], dim=1)
+        return self.out(self.act(self.fc2(self.act(self.fc1(x))))).squeeze(-1)
+
+
 def parameter_count(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
