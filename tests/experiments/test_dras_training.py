@@ -84,9 +84,21 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
         dt.train(config, out, progress=False)
     agent, cfg = dt.load_agent(out / "model.pt")
     assert cfg.curriculum == "sampled:1,real:1" and agent.updates > 0
-    # a resumed run with a longer curriculum continues at episode 3
     ck = dt.load(out / "model.pt")
     assert ck["episode"] == 2
+    # the slim copy for shipping picks as the full model does (weights rounded to float16)
+    dt.export(out / "model.pt", tmp_path / "slim.pt")
+    slim, _ = dt.load_agent(tmp_path / "slim.pt")
+    assert (tmp_path / "slim.pt").stat().st_size < (out / "model.pt").stat().st_size / 2
+
+    env = dt.make_env(config, p)
+    obs, info = env.reset(options={"jobs": p.jobs.window(0, 60)})
+    for _ in range(20):
+        assert slim.act(obs, info["action_mask"], False) == agent.act(obs, info["action_mask"],
+                                                                      False)
+        obs, _, term, _, info = env.step(agent.act(obs, info["action_mask"], False))
+        if term:
+            break
 
 
 def test_every_shipped_dras_model_has_a_row_in_models_md():

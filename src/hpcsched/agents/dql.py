@@ -134,9 +134,10 @@ class DrasDQL:
     @classmethod
     def from_state(cls, state: dict) -> "DrasDQL":
         agent = cls(DQLConfig(**state["agent_config"]), state["rows"])
-        agent.net.load_state_dict(state["net"])
-        agent.target.load_state_dict(state["target"])
-        agent.optimizer.load_state_dict(state["optimizer"])
+        agent.net.load_state_dict(state["net"])  # float16 weights of a slim copy are widened
+        agent.target.load_state_dict(state.get("target", agent.net.state_dict()))
+        if "optimizer" in state:  # a shipped (slim) copy has none
+            agent.optimizer.load_state_dict(state["optimizer"])
         agent.epsilon = state["epsilon"]
         agent.updates = state["updates"]
         return agent

@@ -230,6 +230,21 @@ def load_agent(path: str | Path):
     return agent_from_state(ck["agent"]), DrasRunConfig.from_dict(ck["config"])
 
 
+def export(src: str | Path, dest: str | Path) -> Path:
+    """A slim copy of a checkpoint for shipping: the network's weights in float16 (a quarter of
+    the full file: no optimiser state, no target network), the run's config and history. It loads
+    like any checkpoint; training cannot resume from it."""
+    import torch
+
+    ck = load(src)
+    agent = {k: v for k, v in ck["agent"].items() if k not in ("optimizer", "target")}
+    agent["net"] = {k: v.to(torch.float16) for k, v in agent["net"].items()}
+    agent["slim"] = True
+    from hpcsched.agents.checkpoint import save_checkpoint
+
+    return save_checkpoint(dest, dict(ck, agent=agent), format=FORMAT)
+
+
 LOG_COLUMNS = ["episode", "phase", "jobs", "mean_reward", "reward", "picks", "updates", "loss",
                "wait", "max_wait", "val_reward", "val_mean_reward", "val_wait", "val_max_wait",
                "val_slowdown", "episode_s"]
@@ -319,6 +334,6 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
     return history
 
 
-__all__ = ["ALGOS", "DrasRunConfig", "FORMAT", "curriculum_jobsets", "first_days", "load",
+__all__ = ["ALGOS", "DrasRunConfig", "FORMAT", "curriculum_jobsets", "export", "first_days", "load",
            "load_agent", "make_agent", "make_env", "parse_curriculum", "prepared_for",
            "real_jobsets", "run_episode", "sampled_jobset", "split", "train"]
