@@ -64,6 +64,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--net", choices=["paper", "per_job"],
                    help="PG network: paper (positional outputs, Table III; default) or per_job "
                         "(each job scored from its block and the nodes; our deviation)")
+    p.add_argument("--hidden", help="FC1,FC2 sizes (default: scaled to the cluster as Theta's "
+                                    "4000,1000 are to its 4460 input rows)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.set_defaults(func=cmd_train)
@@ -105,6 +107,11 @@ def cmd_train(args) -> int:
     parse_curriculum(args.curriculum)
     agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma), ("net", args.net))
              if v is not None}
+    if args.hidden:
+        try:
+            agent["fc1"], agent["fc2"] = (int(x) for x in args.hidden.split(","))
+        except ValueError:
+            raise ValueError(f"--hidden {args.hidden!r}: give two sizes, FC1,FC2") from None
     if args.net and args.algo == "dql":
         raise ValueError("--net is for the PG agents (pg, decima); DQL scores each job already")
     config = DrasRunConfig(
