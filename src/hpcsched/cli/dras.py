@@ -192,7 +192,7 @@ def cmd_curriculum(args) -> int:
     for label, folder in runs.items():
         log = [r for r in read_log(Path(folder) / "log.csv") if r.get("val_reward") != ""]
         best = max(log, key=lambda r: r["val_reward"])
-        print(f"{label}: {len(log)} episodes, best validation reward {best['val_reward']:.1f} at "
+        print(f"{label}: {len(log)} validations, best validation reward {best['val_reward']:.1f} at "
               f"episode {int(best['episode'])} (wait {best['val_wait']:.0f} s)")
     print(f"plot: {args.out}")
     return 0
