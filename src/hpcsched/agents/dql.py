@@ -134,7 +134,7 @@ class DrasDQL:
     @classmethod
     def from_state(cls, state: dict) -> "DrasDQL":
         agent = cls(DQLConfig(**state["agent_config"]), state["rows"])
-        agent.net.load_state_dict(state["net"])  # float16 weights of a slim copy are widened
+        agent.net.load_state_dict(state["net"])
         agent.target.load_state_dict(state.get("target", agent.net.state_dict()))
         if "optimizer" in state:  # a shipped (slim) copy has none
             agent.optimizer.load_state_dict(state["optimizer"])

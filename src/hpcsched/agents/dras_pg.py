@@ -143,7 +143,7 @@ class DrasPG:
     @classmethod
     def from_state(cls, state: dict) -> "DrasPG":
         agent = cls(PGConfig(**state["agent_config"]), state["rows"])
-        agent.net.load_state_dict(state["net"])  # float16 weights of a slim copy are widened
+        agent.net.load_state_dict(state["net"])
         if "optimizer" in state:  # a shipped (slim) copy has none
             agent.optimizer.load_state_dict(state["optimizer"])
         agent.running_baseline = state["running_baseline"].numpy().copy()

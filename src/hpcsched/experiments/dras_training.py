@@ -231,14 +231,12 @@ def load_agent(path: str | Path):
 
 
 def export(src: str | Path, dest: str | Path) -> Path:
-    """A slim copy of a checkpoint for shipping: the network's weights in float16 (a quarter of
-    the full file: no optimiser state, no target network), the run's config and history. It loads
-    like any checkpoint; training cannot resume from it."""
-    import torch
-
+    """A slim copy of a checkpoint for shipping: the network's weights (float32, unchanged: over a
+    three-week test, float16 rounding changed enough picks to move the average wait by 10 %),
+    without optimiser state or target network, with the run's config and history. It loads like any
+    checkpoint and schedules exactly as the original; training cannot resume from it."""
     ck = load(src)
     agent = {k: v for k, v in ck["agent"].items() if k not in ("optimizer", "target")}
-    agent["net"] = {k: v.to(torch.float16) for k, v in agent["net"].items()}
     agent["slim"] = True
     from hpcsched.agents.checkpoint import save_checkpoint
 
