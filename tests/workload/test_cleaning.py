@@ -95,9 +95,13 @@ def test_procs_rule_counts_a_table_whose_procs_differ():
 
 def test_requests_shorter_than_the_run_are_kept():
     table = JobTable.from_columns(submit=[0], run_time=[100], req_time=[50], req_procs=[1])
-    for rules in RULES:
+    for rules in ("rlscheduler", "standard"):
         jobs, report = clean(table, rules)
         assert jobs.req_time.tolist() == [50] and not report.changed and not report.dropped
+    # CQSim's filter clamps the run time to the request instead, and counts it
+    jobs, report = clean(table, "cqsim")
+    assert jobs.run_time.tolist() == [50] and jobs.req_time.tolist() == [50]
+    assert report.changed == {"run time clamped to the request": 1}
 
 
 def test_input_table_is_left_alone(six):

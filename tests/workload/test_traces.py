@@ -10,14 +10,15 @@ from hpcsched.workload import traces
 from hpcsched.workload.swf import TraceError
 from hpcsched.workload.traces import describe_traces, load_trace, trace_names, trace_path
 
-BUNDLED = ["lublin-1", "lublin-2", "lublin-3", "hpc2n", "ctc-sp2", "kth-sp2", "nasa-ipsc"]
+BUNDLED = ["lublin-1", "lublin-2", "lublin-3", "hpc2n", "ctc-sp2", "kth-sp2", "nasa-ipsc", "ricc"]
 
 
 def test_names():
     assert trace_names() == BUNDLED
-    assert trace_names(include_unbundled=True) == BUNDLED + ["sdsc-blue", "ricc", "llnl-atlas"]
+    assert trace_names(include_unbundled=True) == BUNDLED[:-1] + ["sdsc-blue", "ricc",
+                                                                  "llnl-atlas"]
     assert list(describe_traces()) == trace_names(include_unbundled=True)
-    assert "not bundled" in describe_traces()["ricc"]
+    assert "not bundled" in describe_traces()["sdsc-blue"]
 
 
 @pytest.mark.parametrize("name", BUNDLED)
@@ -33,6 +34,7 @@ def test_every_bundled_file_is_there(name):
     ("lublin-3", 10000, 256, None),
     ("kth-sp2", 28476, 100, 100),
     ("nasa-ipsc", 18239, 128, 128),
+    ("ricc", 86643, 1024, 8192),  # its first 8 weeks (PROVENANCE.md)
 ])
 def test_load_by_name(raw_trace, name, jobs, nodes, procs):
     table = raw_trace(name)

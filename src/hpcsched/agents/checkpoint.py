@@ -48,8 +48,10 @@ def restore_rng_states(states: dict[str, Any] | None) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], fmt: str = FORMAT) -> Path:
-    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added."""
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
+                    fmt: str = FORMAT) -> Path:
+    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added.
+    Other algorithms pass their own `fmt` tag."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = dict(state, format=fmt, version=hpcsched.__version__, rng=rng_states())
@@ -67,7 +69,7 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], fmt: str = F
     return path
 
 
-def load_checkpoint(path: str | os.PathLike, fmt: str = FORMAT) -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, Any]:
     """The checkpoint at `path` as a dict (keys: format, version, config, epoch, policy, value,
     pi_optimizer, v_optimizer, norm, history, filter, rng)."""
     path = Path(path)
@@ -78,7 +80,8 @@ def load_checkpoint(path: str | os.PathLike, fmt: str = FORMAT) -> dict[str, Any
     except Exception as e:  # not a torch file, or one holding more than plain values
         raise ValueError(f"{path} is not an hpcsched model checkpoint ({e})") from e
     if not isinstance(ck, dict) or ck.get("format") != fmt:
-        raise ValueError(f"{path} is not an hpcsched model checkpoint (expected format {fmt!r})")
+        raise ValueError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
+                         f"format {fmt!r}, found {ck.get('format') if isinstance(ck, dict) else None!r})")
     if ck.get("version") != hpcsched.__version__:
         warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
                       f"{hpcsched.__version__}", stacklevel=2)

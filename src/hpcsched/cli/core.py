@@ -34,6 +34,8 @@ EPILOG_TRACE = """examples:
   hpcsched trace list
   hpcsched trace stats hpc2n
   hpcsched trace convert my.swf.gz out.swf --first 10000
+  hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
+  hpcsched trace generate lublin out.swf --jobs 5000 --fit ricc   # fitted to a real trace
 """
 
 
@@ -96,6 +98,19 @@ def register(sub, fmt) -> None:
     t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
+    t = tsub.add_parser("generate", help="write a synthetic trace from a workload model")
+    t.add_argument("model", choices=["lublin"],
+                   help="lublin: the Lublin-Feitelson (2003) model, its published parameters")
+    t.add_argument("dest", help="output SWF file (.gz to compress)")
+    t.add_argument("--jobs", type=int, default=10000)
+    t.add_argument("--nodes", type=int, default=128, help="machine size (default 128, the model's)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--max-run-time", type=float, default=2 * 86400.0,
+                   help="longest run time in seconds (default 2 days)")
+    t.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
+                                 "(its first --fit-days days, cqsim cleaning); --nodes is then "
+                                 "its own")
+    t.add_argument("--fit-days", type=float, default=28.0)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
                        ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
         sub.choices[name].set_defaults(func=func)
@@ -253,5 +268,29 @@ def cmd_trace(args) -> int:
         write_swf(part, args.dest)
         print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
         return 0
+    if args.trace_command == "generate":
+        return _generate(args)
     args.trace_parser.print_help()
     return 2
+
+
+def _generate(args) -> int:
+    from hpcsched.workload import lublin
+    from hpcsched.workload.swf import write_swf
+
+    if args.jobs <= 0 or args.nodes <= 0:
+        raise ValueError(f"--jobs and --nodes must be positive (got {args.jobs}, {args.nodes})")
+    if args.fit:
+        from hpcsched.sim.run import prepare
+
+        prepared = prepare(args.fit, "cqsim")
+        real = prepared.jobs
+        real = real.take((real.submit - real.submit[0]) < args.fit_days * 86400.0)
+        jobs = lublin.fitted(real, prepared.cluster.nodes, args.jobs, seed=args.seed,
+                             procs_per_node=prepared.cluster.procs_per_node)
+    else:
+        jobs = lublin.generate(args.jobs, args.nodes, seed=args.seed,
+                               max_run_time=args.max_run_time)
+    write_swf(jobs, args.dest)
+    print(f"wrote {len(jobs)} jobs to {args.dest}", file=sys.stderr)
+    return 0

@@ -11,15 +11,20 @@ Importing this package registers them with Gymnasium::
 
 import gymnasium
 
+from hpcsched.envs.dras import DrasEnv
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
 
 PICK_JOB = "hpcsched/PickJob-v0"
 DEEPRM = "hpcsched/DeepRM-v0"
+DRAS = "hpcsched/DRAS-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
 if DEEPRM not in gymnasium.registry:
     gymnasium.register(id=DEEPRM, entry_point="hpcsched.envs.deeprm:DeepRMEnv")
 
-__all__ = ["DEEPRM", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
+if DRAS not in gymnasium.registry:
+    gymnasium.register(id=DRAS, entry_point="hpcsched.envs.dras:DrasEnv")
+
+__all__ = ["DEEPRM", "DRAS", "DrasEnv", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]

@@ -104,6 +104,8 @@ class Result:
     backfill: str
     policy: str = ""
     counts: dict[str, int] = field(default_factory=dict)  # e.g. jobs killed at their request
+    #: execution mode of every row where the loop records one (cqsim: ready, reserved, backfilled)
+    modes: np.ndarray | None = None
 
     def records(self) -> dict[str, np.ndarray]:
         """Per-job records as columns (job_id, submit, start, end, wait, run, procs, bsld, ...)."""
@@ -264,6 +266,10 @@ def make_engine(
         from hpcsched.sim.commit import CommitEngine
 
         return CommitEngine(jobs, cluster, prof, backfill)
+    if prof.loop == "cqsim":
+        from hpcsched.sim.cqsim import CqsimEngine
+
+        return CqsimEngine(jobs, cluster, prof, backfill)
     from hpcsched.sim.passes import PassEngine
 
     return PassEngine(jobs, cluster, prof, backfill)

@@ -29,9 +29,34 @@ class Profile:
     #: "makespan": executed area / ((last finish - first submit) * total procs).
     utilization: str
     description: str = ""
-    #: True: discrete time steps and a pool of several resource types (DeepRM, `sim/discrete.py`);
-    #: a trace is mapped into the grid before it is simulated
-    discrete: bool = False
+    #: "pass": the textbook loop (`passes.py`); "cqsim": CQSim's scheduling instances with one
+    #: reservation and a backfill pass that a learned agent may order (`cqsim.py`, DRAS);
+    #: "discrete": discrete time steps and a pool of several resource types (DeepRM,
+    #: `discrete.py`), a trace being mapped into the grid before it is simulated
+    loop: str = "pass"
+    #: cqsim loop only (spec dras.md section 16, items 1-3; defaults are the paper's reading):
+    #: who gets the reservation, "agent_pick" (the first pick that does not fit) or "fcfs_head"
+    #: (the oldest waiting job, as the released code does)
+    reserve: str = "agent_pick"
+    #: whether the reservation persists across instances until its job starts (the code) or is
+    #: chosen anew at every instance (the paper)
+    persist: bool = False
+    #: the duration backfilling plans with for waiting jobs: "estimate" (the request, textbook
+    #: EASY) or "actual" (the logged run time, CQSim's oracle quirk)
+    backfill_runtime: str = "estimate"
+
+    def __post_init__(self) -> None:
+        if self.reserve not in ("agent_pick", "fcfs_head"):
+            raise ValueError(f"reserve must be agent_pick or fcfs_head, not {self.reserve!r}")
+        if self.backfill_runtime not in ("estimate", "actual"):
+            raise ValueError(f"backfill_runtime must be estimate or actual, not "
+                             f"{self.backfill_runtime!r}")
+        if self.loop not in ("pass", "cqsim", "discrete"):
+            raise ValueError(f"loop must be pass, cqsim or discrete, not {self.loop!r}")
+
+    @property
+    def discrete(self) -> bool:
+        return self.loop == "discrete"
 
 
 PROFILES: dict[str, Profile] = {
@@ -64,7 +89,18 @@ PROFILES: dict[str, Profile] = {
         utilization="makespan",
         description="DeepRM (HotNets'16): discrete time steps, d resources of R units planned T "
         "steps ahead, M job slots and a backlog; a trace is scaled into the grid",
-        discrete=True,
+        loop="discrete",
+    ),
+    "cqsim": Profile(
+        name="cqsim",
+        cleaning="cqsim",
+        commit=False,
+        kill_at_request=True,
+        end="last_finish",
+        utilization="makespan",
+        loop="cqsim",
+        description="CQSim as DRAS (IPDPS'21) used it: run times clamped to the request, one "
+        "scheduling instance per event time, one reservation, profile-based backfilling",
     ),
 }
 

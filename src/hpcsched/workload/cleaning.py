@@ -22,7 +22,16 @@ changes without a trace in the run's summary.
 3. a requested time that is unknown or not positive (<= 0) becomes the run time;
 4. the jobs are sorted by submit time (a stable sort, so ties keep the file's order).
 
-A request shorter than the run time is kept under both rules: under ``standard`` the engine kills
+``"cqsim"``: CQSim's SWF filter, as DRAS (IPDPS'21) ran it (spec dras.md section 2.2):
+
+1. procs = max(alloc_procs, req_procs);
+2. jobs are dropped when their id is not positive, their submit time is negative, their run time
+   is not positive, their requested time is not positive or their processor count is not
+   positive, counted under the first of these reasons that applies;
+3. a run time longer than the request is clamped to the request (CQSim kills the job there);
+4. the jobs are sorted by submit time (a stable sort).
+
+A request shorter than the run time is kept under the first two rules: under ``standard`` the engine kills
 such a job at its request and counts it itself; SchedGym lets it run to its logged run time.
 
 Both rules report the same normalisation constants (`CleaningReport.norm`), which RLScheduler's
@@ -41,7 +50,7 @@ import numpy as np
 
 from hpcsched.workload.jobs import PROCS, JobTable
 
-RULES: tuple[str, ...] = ("rlscheduler", "standard")
+RULES: tuple[str, ...] = ("rlscheduler", "standard", "cqsim")
 
 # what the report calls each rule
 PROCS_RULE = "procs = max(allocated, requested)"
@@ -52,6 +61,11 @@ SORT_BY_SUBMIT = "reordered by submit time"
 DROP_PROCS = "processors unknown"
 DROP_RUN_UNKNOWN = "run time unknown"
 DROP_RUN_ZERO = "run time 0"
+DROP_ID = "job id not positive"
+DROP_SUBMIT = "submit time negative"
+DROP_RUN_NOT_POSITIVE = "run time not positive"
+DROP_REQ = "requested time not positive"
+CLAMP_RULE = "run time clamped to the request"
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,26 @@ def _clean_standard(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
     return table, _report("standard", jobs, table, log)
 
 
+def _clean_cqsim(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
+    log = _Log()
+    procs = np.maximum(jobs.alloc_procs, jobs.req_procs)
+    dropped = np.zeros(len(jobs), dtype=bool)
+    # each dropped row is counted once, under the first reason that applies
+    for reason, bad in ((DROP_ID, jobs.job_id <= 0), (DROP_SUBMIT, jobs.submit < 0),
+                        (DROP_RUN_NOT_POSITIVE, jobs.run_time <= 0),
+                        (DROP_REQ, jobs.req_time <= 0), (DROP_PROCS, procs <= 0)):
+        log.drop(reason, bad & ~dropped)
+        dropped |= bad
+    keep = ~dropped
+    log.change(PROCS_RULE, keep & (procs != jobs.procs))
+    over = jobs.run_time > jobs.req_time
+    log.change(CLAMP_RULE, keep & over)
+    run_time = np.where(over, jobs.req_time, jobs.run_time)
+    table = jobs.with_columns(procs=procs, run_time=run_time).take(keep)
+    table = _sort(table, table.submit, SORT_BY_SUBMIT, log)
+    return table, _report("cqsim", jobs, table, log)
+
+
 def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningReport:
     return CleaningReport(
         rules=rules,
@@ -190,6 +224,7 @@ def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningRep
     )
 
 
-_CLEANERS = {"rlscheduler": _clean_rlscheduler, "standard": _clean_standard}
+_CLEANERS = {"rlscheduler": _clean_rlscheduler, "standard": _clean_standard,
+             "cqsim": _clean_cqsim}
 
 __all__ = ["CleaningReport", "RULES", "clean", "norm_constants"]

@@ -57,8 +57,9 @@ _KNOWN = [
               "NASA Ames iPSC/860 1993, 128 procs, 18,239 jobs"),
     TraceInfo("sdsc-blue", "SDSC-BLUE-2000-4.2-cln.swf.gz",
               "SDSC Blue Horizon 2000-2003, 1152 procs, 243,306 jobs", bundled=False),
-    TraceInfo("ricc", "RICC-2010-2.swf.gz",
-              "RIKEN RICC 2010, 8192 procs, 447,794 jobs", bundled=False),
+    TraceInfo("ricc", "RICC-2010-2-8weeks.swf.gz",
+              "RIKEN RICC 2010, 1024 nodes x 8 procs, its first 8 weeks: 86,643 of 447,794 jobs "
+              "(the DRAS experiment's period)"),
     TraceInfo("llnl-atlas", "LLNL-Atlas-2006-2.1-cln.swf.gz",
               "LLNL Atlas 2006-2007, 9216 procs, 43,778 jobs", bundled=False),
 ]

@@ -1,0 +1,198 @@
+"""DRAS's commands: `train dras` (DRAS-PG, DRAS-DQL, Decima-PG) and `experiment dras`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+
+EPILOG_TRAIN = """examples:
+  hpcsched train dras --algo pg --trace ricc --reward capability --out runs/dras-pg-ricc
+  hpcsched train dras --algo dql --trace ricc --out runs/dras-dql-ricc
+  hpcsched train dras --algo decima --trace ricc --out runs/decima-pg-ricc
+  hpcsched train dras --algo pg --curriculum real:20 --out runs/real-only   # the ablation
+  hpcsched train dras --out runs/dras-pg-ricc --resume                      # continue a run
+
+One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty
+machine; updates every 10 scheduling instances; after each episode the greedy agent is scored on the
+validation period. The run folder gets model.pt (every episode), best.pt (best validation reward),
+log.csv, curve.png and config.json.
+"""
+
+EPILOG_EXPERIMENT = """examples:
+  hpcsched experiment dras --trace ricc
+  hpcsched experiment dras --trace ricc --json > dras.json
+  hpcsched experiment dras --trace ricc --models runs --plots figs/   # your own trained models
+  hpcsched experiment dras --trace ricc --methods fcfs-easy,binpacking,random,optimization
+"""
+
+
+def register(train, experiment, fmt) -> None:
+    from hpcsched.envs.dras import REWARDS
+    from hpcsched.experiments.dras import METHODS
+    from hpcsched.experiments.dras_training import ALGOS, DrasRunConfig
+
+    RAW = argparse.RawDescriptionHelpFormatter
+    d = DrasRunConfig()
+    p = train.add_parser("dras", help="DRAS (IPDPS'21): reserve then backfill, picked by a "
+                                      "PG or DQL agent", epilog=EPILOG_TRAIN, formatter_class=RAW)
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--algo", default="pg", choices=ALGOS,
+                   help="pg = DRAS-PG, dql = DRAS-DQL, decima = Decima-PG (one level)")
+    p.add_argument("--trace", default=d.trace, help="bundled trace name or SWF file")
+    p.add_argument("--reward", default=d.reward, choices=REWARDS)
+    p.add_argument("--curriculum", default=d.curriculum,
+                   help=f"phases and episodes, in order (default {d.curriculum})")
+    p.add_argument("--jobset-jobs", type=int, default=d.jobset_jobs, help="jobs per jobset")
+    p.add_argument("--train-days", type=float, default=d.train_days)
+    p.add_argument("--validate-days", type=float, default=d.validate_days)
+    p.add_argument("--validate-first-days", type=float, default=d.validate_first_days,
+                   help="days of the validation period scored after each episode")
+    p.add_argument("--validate-every", type=int, default=d.validate_every,
+                   help="validate after every k-th episode (and the last)")
+    p.add_argument("--test-days", type=float, default=d.test_days)
+    p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
+                   help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
+    p.add_argument("--persist", action="store_true",
+                   help="keep the reservation across instances (the released code)")
+    p.add_argument("--backfill-runtime", default=d.backfill_runtime,
+                   choices=["estimate", "actual"])
+    p.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
+    p.add_argument("--gamma", type=float, help="discount (default 0.6)")
+    p.add_argument("--net", choices=["paper", "per_job"],
+                   help="PG network: paper (positional outputs, Table III; default) or per_job "
+                        "(each job scored from its block and the nodes; our deviation)")
+    p.add_argument("--hidden", help="FC1,FC2 sizes (default: scaled to the cluster as Theta's "
+                                    "4000,1000 are to its 4460 input rows)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.set_defaults(func=cmd_train)
+
+    p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
+                              "test period, Kiviat plot and tables", epilog=EPILOG_EXPERIMENT,
+                              formatter_class=RAW,
+                              description="FCFS+EASY, BinPacking, Random, Optimization, Decima-PG, "
+                                          "DRAS-PG and DRAS-DQL on the test period of a "
+                                          "chronological split, cqsim profile")
+    p.add_argument("--trace", default="ricc")
+    p.add_argument("--reward", default="capability", choices=REWARDS)
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
+    p.add_argument("--models", help="take trained models from this folder (NAME.pt or "
+                                    "NAME/best.pt, NAME like dras-pg-ricc) instead of the shipped")
+    p.add_argument("--online", action="store_true",
+                   help="learned agents keep updating during the test (the paper)")
+    p.add_argument("--test-days", type=float, default=21.0)
+    p.add_argument("--plots", help="folder for kiviat.png, wait_by_size.png, wait_by_mode.png")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_experiment)
+
+    p = experiment.add_parser("dras-curriculum", help="DRAS's curriculum ablation: validation "
+                              "curves of training runs (paper Fig. 4)",
+                              epilog="examples:\n  hpcsched experiment dras-curriculum --runs "
+                                     "curriculum=runs/dras-pg-ricc,real-only=runs/real-only "
+                                     "--out curriculum.png\n", formatter_class=RAW)
+    p.add_argument("--runs", required=True,
+                   help="LABEL=RUN_FOLDER,... (folders written by `hpcsched train dras`)")
+    p.add_argument("--out", required=True, help="the PNG file to write")
+    p.add_argument("--key", default="val_reward",
+                   help="log.csv column to draw (val_reward, val_wait, val_max_wait, ...)")
+    p.set_defaults(func=cmd_curriculum)
+
+
+def cmd_train(args) -> int:
+    from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
+
+    parse_curriculum(args.curriculum)
+    agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma), ("net", args.net))
+             if v is not None}
+    if args.hidden:
+        try:
+            agent["fc1"], agent["fc2"] = (int(x) for x in args.hidden.split(","))
+        except ValueError:
+            raise ValueError(f"--hidden {args.hidden!r}: give two sizes, FC1,FC2") from None
+    if args.net and args.algo == "dql":
+        raise ValueError("--net is for the PG agents (pg, decima); DQL scores each job already")
+    config = DrasRunConfig(
+        algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
+        jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
+        validate_first_days=args.validate_first_days, validate_every=args.validate_every,
+        test_days=args.test_days,
+        reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
+        seed=args.seed, threads=args.threads, agent=agent)
+    history = train(config, args.out, resume=args.resume)
+    last = next((h for h in reversed(history) if "val_wait" in h), {})
+    print(f"{len(history)} episodes; model: {args.out}/model.pt (best: {args.out}/best.pt); "
+          f"log: {args.out}/log.csv; curve: {args.out}/curve.png")
+    if last:
+        print(f"last episode: {last['phase']}, reward/pick {last['mean_reward']:.4g}, validation "
+              f"wait {last['val_wait']:.0f} s, max wait {last['val_max_wait']:.0f} s")
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    from hpcsched.experiments import dras
+    from hpcsched.sim.run import prepare
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in dras.METHODS]
+    if unknown:
+        raise ValueError(f"--methods: unknown {', '.join(unknown)}; choose among "
+                         f"{', '.join(dras.METHODS)}")
+    with Progress(len(methods), "dras") as bar:
+        rows, results = dras.evaluate(args.trace, reward=args.reward, methods=methods,
+                                      models=args.models, online=args.online,
+                                      test_days=args.test_days, seed=args.seed,
+                                      progress=bar.update)
+    if args.plots:
+        from pathlib import Path
+
+        folder = Path(args.plots)
+        folder.mkdir(parents=True, exist_ok=True)
+        title = f"{args.trace}, test period, {args.reward} reward"
+        dras.kiviat(rows, folder / "kiviat.png", title)
+        cluster = prepare(args.trace, "cqsim").cluster
+        dras.wait_by_size(results, lambda jobs: cluster.nodes_needed(jobs.procs),
+                          folder / "wait_by_size.png", title)
+        dras.wait_by_mode(results, folder / "wait_by_mode.png", title)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    cols = ["policy", "backfill", "jobs", "wait", "max_wait", "slowdown", "turnaround",
+            "utilization", "ready_jobs_pct", "reserved_jobs_pct", "backfilled_jobs_pct",
+            "ready_nodeh_pct", "reserved_nodeh_pct", "backfilled_nodeh_pct"]
+    if args.fmt is None:
+        print(f"DRAS experiment on {args.trace} (test period: {args.test_days:g} days after 28 "
+              f"training + 7 validation days; cqsim profile; times in seconds)\n")
+    print(format_rows(rows, args.fmt or "table", columns=cols))
+    checks = dras.verdicts(rows)
+    if checks and args.fmt is None:
+        print("\nagainst FCFS+EASY (ratios; the paper: DRAS < 1 on wait and slowdown, max wait "
+              "< 2; packing methods' max wait several times FCFS's):")
+        print(format_rows(checks, "table", columns=["policy", "wait_vs_fcfs", "slowdown_vs_fcfs",
+                                                    "max_wait_vs_fcfs"]))
+        if args.plots:
+            print(f"\nplots in {args.plots}: kiviat.png, wait_by_size.png, wait_by_mode.png")
+    return 0
+
+
+def cmd_curriculum(args) -> int:
+    from pathlib import Path
+
+    from hpcsched.experiments.dras import curriculum_plot, read_log
+
+    runs = {}
+    for part in args.runs.split(","):
+        label, _, folder = part.partition("=")
+        if not folder or not (Path(folder) / "log.csv").exists():
+            raise ValueError(f"--runs: {part!r} is not LABEL=FOLDER with a log.csv in FOLDER")
+        runs[label] = folder
+    curriculum_plot(runs, args.out, args.key)
+    for label, folder in runs.items():
+        log = [r for r in read_log(Path(folder) / "log.csv") if r.get("val_reward") != ""]
+        best = max(log, key=lambda r: r["val_reward"])
+        print(f"{label}: {len(log)} validations, best validation reward {best['val_reward']:.1f} at "
+              f"episode {int(best['episode'])} (wait {best['val_wait']:.0f} s)")
+    print(f"plot: {args.out}")
+    return 0

@@ -1,0 +1,110 @@
+"""DRAS's training data and loop: the chronological split, the curriculum's jobsets, a short
+training run with its files and resume, and the checkpoint round trip."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from hpcsched.experiments import dras_training as dt
+from hpcsched.sim.run import prepare
+from hpcsched.workload.jobs import JobTable, TraceHeader
+
+DAY = 86400.0
+
+
+def trace(days=10, per_day=60, nodes=16, seed=0):
+    rng = np.random.default_rng(seed)
+    n = days * per_day
+    run = rng.integers(30, 3000, n).astype(float)
+    procs = np.minimum(rng.geometric(0.3, n), nodes)
+    return JobTable.from_columns(
+        TraceHeader(name="toy", max_nodes=nodes, max_procs=nodes),
+        job_id=np.arange(1, n + 1), submit=np.sort(rng.uniform(0, days * DAY, n)), run_time=run,
+        req_time=run * rng.uniform(1, 4, n), req_procs=procs, alloc_procs=procs, user=np.ones(n))
+
+
+def test_split_is_chronological_and_complete():
+    p = prepare(trace(), "cqsim")
+    tr, va, te = dt.split(p, 5, 2, 3)
+    t0 = p.jobs.submit[0]
+    assert tr.submit.max() < t0 + 5 * DAY <= va.submit.min()
+    assert va.submit.max() < t0 + 7 * DAY <= te.submit.min()
+    assert len(tr) + len(va) + len(te) == len(p.jobs)
+
+
+def test_split_names_an_empty_period():
+    with pytest.raises(ValueError, match="test period has no job"):
+        dt.split(prepare(trace(days=3), "cqsim"), 2, 1, 5)
+
+
+def test_sampled_jobset_is_poisson_at_the_period_rate():
+    p = prepare(trace(days=20, per_day=200), "cqsim")
+    rng = np.random.default_rng(0)
+    js = dt.sampled_jobset(p.jobs, 3000, rng)
+    gaps = np.diff(js.submit)
+    mean_gap = (p.jobs.submit[-1] - p.jobs.submit[0]) / (len(p.jobs) - 1)
+    assert np.mean(gaps) == pytest.approx(mean_gap, rel=0.06)
+    # exponential gaps: the coefficient of variation is 1
+    assert np.std(gaps) / np.mean(gaps) == pytest.approx(1.0, abs=0.08)
+    assert len(np.unique(js.job_id)) == 3000  # drawn without replacement
+
+
+def test_real_jobsets_are_consecutive_runs_spread_over_the_period():
+    p = prepare(trace(), "cqsim")
+    sets = dt.real_jobsets(p.jobs, 100, 4)
+    assert [s.job_id[0] for s in sets][0] == p.jobs.job_id[0]
+    assert sets[-1].job_id[-1] == p.jobs.job_id[-1]
+    for s in sets:
+        assert len(s) == 100 and np.all(np.diff(s.submit) >= 0)
+
+
+def test_curriculum_order_and_errors():
+    assert dt.parse_curriculum("sampled:2,real:1,synthetic:3") == [
+        ("sampled", 2), ("real", 1), ("synthetic", 3)]
+    for bad in ("sampled", "sampled:0", "weekly:2"):
+        with pytest.raises(ValueError, match="PHASE:COUNT"):
+            dt.parse_curriculum(bad)
+
+
+def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
+    p = prepare(trace(), "cqsim")
+    monkeypatch.setattr(dt, "prepared_for", lambda config: p)
+    config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:1,real:1",
+                              jobset_jobs=80, train_days=5, validate_days=2, test_days=3,
+                              validate_first_days=0.5, agent={"fc1": 32, "fc2": 16})
+    out = tmp_path / "run"
+    history = dt.train(config, out, progress=False)
+    assert [h["phase"] for h in history] == ["sampled", "real"]
+    for name in ("model.pt", "best.pt", "log.csv", "curve.png", "config.json"):
+        assert (out / name).exists()
+    with open(out / "log.csv") as f:
+        assert len(list(csv.DictReader(f))) == 2
+    with pytest.raises(FileExistsError):
+        dt.train(config, out, progress=False)
+    agent, cfg = dt.load_agent(out / "model.pt")
+    assert cfg.curriculum == "sampled:1,real:1" and agent.updates > 0
+    ck = dt.load(out / "model.pt")
+    assert ck["episode"] == 2
+    # the slim copy for shipping picks as the full model does
+    dt.export(out / "model.pt", tmp_path / "slim.pt")
+    slim, _ = dt.load_agent(tmp_path / "slim.pt")
+    assert (tmp_path / "slim.pt").stat().st_size < (out / "model.pt").stat().st_size / 2
+
+    env = dt.make_env(config, p)
+    obs, info = env.reset(options={"jobs": p.jobs.window(0, 60)})
+    for _ in range(20):
+        assert slim.act(obs, info["action_mask"], False) == agent.act(obs, info["action_mask"],
+                                                                      False)
+        obs, _, term, _, info = env.step(agent.act(obs, info["action_mask"], False))
+        if term:
+            break
+
+
+def test_every_shipped_dras_model_has_a_row_in_models_md():
+    from hpcsched.experiments.policyspec import PRETRAINED
+
+    text = (PRETRAINED / "MODELS.md").read_text()
+    for path in PRETRAINED.glob("*.pt"):
+        if path.stem.startswith(("dras-", "decima-")):
+            assert f"`{path.name}`" in text or f"| {path.stem} " in text, path.name
