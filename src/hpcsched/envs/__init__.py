@@ -11,12 +11,17 @@ Importing this package registers them with Gymnasium::
 
 import gymnasium
 
+from hpcsched.envs.inspector import InspectEnv, VecInspect
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
 
 PICK_JOB = "hpcsched/PickJob-v0"
+INSPECT = "hpcsched/Inspect-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
 
-__all__ = ["PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
+if INSPECT not in gymnasium.registry:
+    gymnasium.register(id=INSPECT, entry_point="hpcsched.envs.inspector:InspectEnv")
+
+__all__ = ["INSPECT", "InspectEnv", "VecInspect", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]

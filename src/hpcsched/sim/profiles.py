@@ -52,6 +52,16 @@ PROFILES: dict[str, Profile] = {
         description="SchedGym (RLScheduler, SC'20) exactly: the chosen job blocks later decisions "
         "until it starts, no kill at the request, the episode ends at the last start",
     ),
+    "schedinspector": Profile(
+        name="schedinspector",
+        cleaning="rlscheduler",
+        commit=True,
+        kill_at_request=False,
+        end="last_start",
+        utilization="makespan",
+        description="SchedInspector (HPDC'22): SchedGym's semantics, with utilization over the "
+        "makespan as its code divides it (spec schedinspector.md section 6)",
+    ),
 }
 
 
