@@ -162,6 +162,10 @@ def cmd_compare(args) -> int:
         print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
               f"{','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
+    if args.fmt is None and any("rejection_ratio" in r for r in rows):
+        from hpcsched.experiments.schedinspector import inspector_summary
+
+        print("\n" + "\n".join(inspector_summary(rows, policies)))
     return 0
 
 

@@ -1,5 +1,8 @@
 """Policies named on the command line: a heuristic (`sjf`), a trained model (`rl:PATH`), or a model
-shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`)."""
+shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`).
+
+`inspect:PATH` (or `inspect:pretrained/NAME`) is a SchedInspector model around the base heuristic it
+was trained with; `inspect:PATH@BASE` puts it around another base heuristic."""
 
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
                    sample: bool = False):
     """The `Policy` a name stands for. A trained model observes with the constants of the trace it
     schedules (`prepared`), like the authors' test script; `sample=True` samples its actions."""
+    if spec.startswith("inspect:"):
+        return _inspector(spec, prepared, seed=seed, sample=sample)
     if spec.startswith("rl:"):
         from hpcsched.agents.checkpoint import load_policy
 
@@ -44,6 +49,22 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
     from hpcsched.policies.priority import get_policy
 
     return get_policy(spec, seed=seed)
+
+
+def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool):
+    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.policies.priority import get_policy
+
+    path, _, base = spec[len("inspect:"):].partition("@")
+    if base:
+        get_policy(base)  # an unknown base fails here with the list of heuristics
+    if prepared is not None and not prepared.profile.commit:
+        raise ValueError(f"{spec}: an inspector delays the base heuristic's committed pick, which "
+                         f"needs commit semantics; add --profile schedinspector (not "
+                         f"{prepared.profile.name})")
+    norm = prepared.report.norm if prepared is not None else None
+    return load_inspector(model_path(path), base=base or None, norm=norm, sample=sample,
+                          seed=seed, name=spec)
 
 
 __all__ = ["PRETRAINED", "model_path", "pretrained_models", "resolve_policy"]
