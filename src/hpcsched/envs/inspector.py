@@ -31,7 +31,7 @@ Features: "code" (7, the authors' code) or "paper" (8: the queue delay in the fo
 metric and the backfilling contribution); see `observe`. Requested times are the users' estimates;
 ``estimate="perfect"`` replaces them by the actual run times, as the authors' code does.
 
-Training windows come from the first `train_fraction` (20 %) of the trace; `test_windows` draws
+Training windows come from the first `train_fraction` (20 %) of the trace; `evaluation_windows` draws
 the paper's test windows from the rest.
 """
 
@@ -111,7 +111,7 @@ def split_point(prepared: Prepared, train_fraction: float = TRAIN_FRACTION) -> i
     return int(len(prepared.jobs) * train_fraction)
 
 
-def test_windows(prepared: Prepared, count: int = 50, length: int = 256, seed: int = 0,
+def evaluation_windows(prepared: Prepared, count: int = 50, length: int = 256, seed: int = 0,
                  train_fraction: float = TRAIN_FRACTION) -> list[int]:
     """`count` window starts of `length` jobs drawn from the part of the trace after the
     training part (the paper: 50 windows of 256 jobs from the last 80 %)."""
@@ -386,4 +386,4 @@ class VecInspect:
 
 __all__ = ["ACCEPT", "ESTIMATES", "FEATURE_SETS", "InspectEnv", "Inspection", "MAX_INTERVAL",
            "MAX_REJECTIONS", "METRICS", "REJECT", "REWARDS", "VecInspect", "improvement",
-           "inspector_trace", "split_point", "test_windows"]
+           "inspector_trace", "split_point", "evaluation_windows"]

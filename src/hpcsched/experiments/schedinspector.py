@@ -116,12 +116,12 @@ def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
            progress: Callable[[int], None] | None = None) -> list[dict]:
     """Our rows and the paper's for every trace and base. A missing model gives the base row only
     (and a note)."""
-    from hpcsched.envs.inspector import inspector_trace, test_windows
+    from hpcsched.envs.inspector import inspector_trace, evaluation_windows
 
     rows: list[dict] = []
     for trace in traces:
         prepared = inspector_trace(trace, "user", PROFILE)
-        starts = test_windows(prepared, windows, jobs, seed=seed)
+        starts = evaluation_windows(prepared, windows, jobs, seed=seed)
         for base in bases:
             name = model_name(trace, base, backfill)
             path = model_file(name, models)
