@@ -209,7 +209,13 @@ def cmd_policies(args) -> int:
         print(f"{name:<12}{text}")
     print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
     for name in pretrained_models():
-        print(f"  rl:pretrained/{name}")
+        if not name.startswith("inspect-"):
+            print(f"  rl:pretrained/{name}")
+    inspectors = [n for n in pretrained_models() if n.startswith("inspect-")]
+    if inspectors:
+        print("\nSchedInspector models (--profile schedinspector): inspect:PATH[@BASE], or:")
+        for name in inspectors:
+            print(f"  inspect:pretrained/{name}")
     return 0
 
 
