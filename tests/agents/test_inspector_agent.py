@@ -115,3 +115,13 @@ def test_training_on_lublin_1_with_sjf_beats_sjf(tmp_path):
                   validate_every=10, progress=False, log=lambda t: None)
     val = [h["val_improvement"] for h in model.history if "val_improvement" in h]
     assert max(val) > 0.3  # the greedy inspector beats SJF by over 30% on validation windows
+
+
+def test_cli_evaluate_an_inspector_around_another_base(run, capsys):
+    out, _ = run
+    code = main(["evaluate", str(out / "model.pt"), "--base", "f1", "--against", "f1",
+                 "--starts", "3000", "--jobs", "64", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [r["policy"] for r in rows] == [f"inspect:{out / 'model.pt'}@f1", "f1"]
+    assert rows[0]["profile"] == "schedinspector" and "rejection_ratio" in rows[0]

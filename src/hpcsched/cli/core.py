@@ -28,6 +28,7 @@ EPILOG_COMPARE = """examples:
 EPILOG_EVALUATE = """examples:
   hpcsched evaluate runs/l1/model.pt --trace lublin-1 --windows 10 --jobs 1024
   hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
+  hpcsched evaluate pretrained/inspect-lublin-1-sjf --base f1 --against f1   # an inspector
 """
 
 EPILOG_TRACE = """examples:
@@ -76,6 +77,8 @@ def register(sub, fmt) -> None:
                    help="simulation semantics (default: the one it was trained with)")
     p.add_argument("--sample", action="store_true",
                    help="sample the model's actions instead of taking the most probable job")
+    p.add_argument("--base", help="a SchedInspector model's base heuristic (default: the one it "
+                                  "was trained with)")
     add_window_args(p)
     add_cluster_args(p)
 
@@ -186,7 +189,11 @@ def cmd_evaluate(args) -> int:
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    label = f"rl:{args.model}"
+    inspector = load_checkpoint(path).get("algorithm") == "schedinspector-ppo"
+    if args.base and not inspector:
+        raise ValueError(f"--base: {path} is not a SchedInspector model")
+    label = f"inspect:{args.model}" + (f"@{args.base}" if args.base else "") if inspector \
+        else f"rl:{args.model}"
     policies = [(label, resolve(label, args.seed or 0, prepared, sample=args.sample))]
     policies += [(h, resolve(h, args.seed or 0, prepared)) for h in args.against if h != "none"]
     total = len(policies) * len(backfills) * len(starts)
@@ -197,6 +204,10 @@ def cmd_evaluate(args) -> int:
               f"{config['metric']}, backfill {config['backfill']}); {len(starts)} window(s) of "
               f"{length} jobs, starts {','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
+    if args.fmt is None and any("rejection_ratio" in r for r in rows):
+        from hpcsched.experiments.schedinspector import inspector_summary
+
+        print("\n" + "\n".join(inspector_summary(rows, policies)))
     return 0
 
 
