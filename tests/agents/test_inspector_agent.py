@@ -125,3 +125,21 @@ def test_cli_evaluate_an_inspector_around_another_base(run, capsys):
     assert code == 0
     assert [r["policy"] for r in rows] == [f"inspect:{out / 'model.pt'}@f1", "f1"]
     assert rows[0]["profile"] == "schedinspector" and "rejection_ratio" in rows[0]
+
+
+def shipped_inspectors():
+    from hpcsched.experiments.policyspec import pretrained_models
+
+    return [n for n in pretrained_models() if n.startswith("inspect-")]
+
+
+@pytest.mark.parametrize("name", shipped_inspectors())
+def test_a_shipped_inspector_was_trained_as_its_name_says(name):
+    from hpcsched.agents.inspector import load_inspector_checkpoint
+    from hpcsched.experiments.policyspec import PRETRAINED
+
+    config = load_inspector_checkpoint(PRETRAINED / f"{name}.pt")["config"]
+    backfill = name.endswith("-backfill")
+    assert name == si.model_name(config["trace"], config["base"], config["backfill"])
+    assert (config["backfill"] != "none") == backfill
+    assert config["profile"] == "schedinspector" and config["metric"] == "bsld"
