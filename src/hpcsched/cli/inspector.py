@@ -126,7 +126,9 @@ def cmd_experiment(args) -> int:
         return 0
     if args.fmt is None:
         print(CAPTION + "\n")
-    table = si.side_by_side(rows)
+    # already rounded: print numbers as they are, and "-" where the paper gives none
+    table = [{k: "-" if v is None else (f"{v:g}" if isinstance(v, float) else v)
+              for k, v in line.items()} for line in si.side_by_side(rows)]
     print(format_rows(table, args.fmt or "table", columns=si.SIDE_COLUMNS))
     notes = si.notes(rows)
     if notes and args.fmt is None:

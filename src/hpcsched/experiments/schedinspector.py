@@ -183,8 +183,12 @@ def notes(rows: Sequence[dict]) -> list[str]:
                          f"inspector --trace {line['trace']} --base {line['base']}`)")
             continue
         gain = line.get("bsld_gain_%", 0.0)
-        verdict = "better" if gain > 0 else "not better"
-        text = f"{cell}: inspected bsld {verdict} than the base by {gain}%"
+        if gain > 0:
+            text = f"{cell}: inspected bsld better than the base's by {gain}%"
+        elif gain < 0:
+            text = f"{cell}: inspected bsld WORSE than the base's by {-gain}%"
+        else:
+            text = f"{cell}: inspected bsld the same as the base's"
         change = line.get("util_change_pts")
         if change is not None:
             text += f", utilization {change:+.2f} points"
