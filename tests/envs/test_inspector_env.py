@@ -172,3 +172,13 @@ def test_perfect_estimates_replace_requests_by_run_times():
     perfect = inspector_trace(raw, "perfect")
     assert user.jobs.req_time.tolist() == [900, 60]
     assert perfect.jobs.req_time.tolist() == [100, 50]
+
+
+def test_the_reject_unfit_rule_rejects_exactly_the_jobs_that_do_not_fit():
+    from hpcsched.agents.inspector import reject_unfit
+
+    env = env_of([(0, 300, 2), (0, 100, 4, 5000), (300, 50, 2)])
+    insp = env.inspection
+    assert reject_unfit(insp.observe(), insp.mask()) == ACCEPT  # J0 fits an idle cluster
+    env.step(ACCEPT)
+    assert reject_unfit(insp.observe(), insp.mask()) == REJECT  # J1 needs 4 nodes, 2 are free

@@ -328,6 +328,13 @@ class InspectedPolicy:
                         f"Engine.run, which calls its drive()")
 
 
+def reject_unfit(obs: np.ndarray, mask: np.ndarray) -> int:
+    """A fixed rule in the inspector's place: reject the proposed job exactly when it does not fit
+    now (feature 4, "runnable"). Under commit semantics this undoes the commitment to a job that
+    would block the queue until it fits, so the next event can bring a pick that fits."""
+    return REJECT if obs[4] < 0.5 and mask[REJECT] else 0
+
+
 def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | None = None,
                    sample: bool = False, seed: int = 0, name: str | None = None) -> InspectedPolicy:
     """The inspector in checkpoint `path` around its base heuristic (or `base`), as a Policy.
@@ -346,4 +353,4 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
 
 __all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPPO",
            "InspectorPolicyNet", "InspectorValueNet", "load_inspector",
-           "load_inspector_checkpoint"]
+           "load_inspector_checkpoint", "reject_unfit"]

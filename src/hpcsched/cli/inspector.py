@@ -26,7 +26,8 @@ EPILOG_EXPERIMENT = """examples:
 
 CAPTION = ("bsld and utilization of each base heuristic alone and with its inspector (greedy), "
            "mean over 50 windows of 256 jobs from the last 80% of each trace, schedinspector "
-           "profile; paper = Table 4 (SJF bsld) and Table 5 (utilization)")
+           "profile; paper = Table 4 (SJF bsld) and Table 5 (utilization); rule = the fixed "
+           "rule 'reject exactly when the proposed job does not fit' in the inspector's place")
 
 
 def register(train, experiment, fmt) -> None:
@@ -82,6 +83,9 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the test windows' draw")
     p.add_argument("--models", help="take the models from this folder (NAME.pt or NAME/best.pt, "
                                     "NAME = inspect-TRACE-BASE[-backfill]) instead of the shipped")
+    p.add_argument("--no-rule", action="store_true",
+                   help="leave out the reference rows of the fixed reject-unfit rule (source "
+                        "'rule': reject exactly when the proposed job does not fit now)")
     p.set_defaults(func=cmd_experiment)
 
 
@@ -116,11 +120,11 @@ def cmd_experiment(args) -> int:
     from hpcsched.experiments import schedinspector as si
 
     traces, bases = csv_list(args.traces), csv_list(args.bases)
-    total = si.simulations(traces, bases, args.windows)
+    total = si.simulations(traces, bases, args.windows, rule=not args.no_rule)
     with Progress(total, "schedinspector-table4") as bar:
         rows = si.table4(traces, bases, backfill=args.backfill, windows=args.windows,
                          jobs=args.jobs, seed=args.seed, models=args.models,
-                         progress=bar.update)
+                         rule=not args.no_rule, progress=bar.update)
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0

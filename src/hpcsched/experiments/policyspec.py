@@ -2,7 +2,9 @@
 shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`).
 
 `inspect:PATH` (or `inspect:pretrained/NAME`) is a SchedInspector model around the base heuristic it
-was trained with; `inspect:PATH@BASE` puts it around another base heuristic."""
+was trained with; `inspect:PATH@BASE` puts it around another base heuristic. `inspect:reject-unfit@BASE`
+is a fixed rule in the inspector's place, for reference: reject the proposed job exactly when it does
+not fit in the free nodes now."""
 
 from __future__ import annotations
 
@@ -63,6 +65,13 @@ def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool)
                          f"needs commit semantics; add --profile schedinspector (not "
                          f"{prepared.profile.name})")
     norm = prepared.report.norm if prepared is not None else None
+    if path == "reject-unfit":
+        from hpcsched.agents.inspector import InspectedPolicy, reject_unfit
+
+        if not base:
+            raise ValueError(f"{spec}: name the base heuristic, e.g. inspect:reject-unfit@sjf")
+        return InspectedPolicy(None, get_policy(base), norm or {}, decide=reject_unfit,
+                               name=spec)
     return load_inspector(model_path(path), base=base or None, norm=norm, sample=sample,
                           seed=seed, name=spec)
 

@@ -58,30 +58,36 @@ def model_file(name: str, models: str | Path | None = None) -> Path | None:
     return path if path.exists() else None
 
 
-def simulations(traces: Sequence[str], bases: Sequence[str], windows: int) -> int:
-    return len(traces) * len(bases) * 2 * windows
+def simulations(traces: Sequence[str], bases: Sequence[str], windows: int,
+                rule: bool = True) -> int:
+    return len(traces) * len(bases) * (3 if rule else 2) * windows
 
 
 def evaluate(prepared, base: str, model: Path | None, starts: Sequence[int], length: int,
              backfill: str, progress: Callable[[int], None] | None = None,
-             label: str | None = None) -> list[dict]:
-    """Rows for the base heuristic alone and (when there is a model) with its inspector."""
-    from hpcsched.agents.inspector import load_inspector
+             label: str | None = None, rule: bool = False) -> list[dict]:
+    """Rows for the base heuristic alone, with its inspector (when there is a model) and, with
+    `rule`, with the fixed reject-unfit rule in the inspector's place (source "rule")."""
+    from hpcsched.agents.inspector import InspectedPolicy, load_inspector, reject_unfit
     from hpcsched.policies.priority import get_policy
     from hpcsched.sim.run import simulate
 
-    policies = [(base, get_policy(base))]
+    policies = [(base, get_policy(base), "ours")]
     if model is not None:
         policies.append((label or f"inspect:{model}",
-                         load_inspector(model, base=base, norm=prepared.report.norm)))
+                         load_inspector(model, base=base, norm=prepared.report.norm), "ours"))
+    if rule:
+        policies.append((f"inspect:reject-unfit@{base}",
+                         InspectedPolicy(None, get_policy(base), prepared.report.norm,
+                                         decide=reject_unfit), "rule"))
     rows = []
-    for name, policy in policies:
+    for name, policy, source in policies:
         results = []
         for s in starts:
             results.append(simulate(prepared, policy, backfill=backfill, start=s, jobs=length))
             if progress:
                 progress(1)
-        row = {"trace": prepared.name, "profile": prepared.profile.name, "source": "ours",
+        row = {"trace": prepared.name, "profile": prepared.profile.name, "source": source,
                "policy": name, "base": base, "backfill": backfill, "windows": len(starts),
                "jobs": length}
         row.update(summarize(results))
@@ -112,10 +118,10 @@ def paper_rows(trace: str, base: str, backfill: str) -> list[dict]:
 
 def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
            backfill: str = "none", windows: int = 50, jobs: int = 256, seed: int = 0,
-           models: str | Path | None = None,
+           models: str | Path | None = None, rule: bool = True,
            progress: Callable[[int], None] | None = None) -> list[dict]:
-    """Our rows and the paper's for every trace and base. A missing model gives the base row only
-    (and a note)."""
+    """Our rows and the paper's for every trace and base (and, with `rule`, the reject-unfit
+    rule's). A missing model gives the base row only (and a note)."""
     from hpcsched.envs.inspector import inspector_trace, evaluation_windows
 
     rows: list[dict] = []
@@ -126,7 +132,7 @@ def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
             name = model_name(trace, base, backfill)
             path = model_file(name, models)
             label = f"inspect:{'pretrained/' + name if models is None else path}"
-            ours = evaluate(prepared, base, path, starts, jobs, backfill, progress, label)
+            ours = evaluate(prepared, base, path, starts, jobs, backfill, progress, label, rule)
             if path is None and progress:
                 progress(len(starts))
             rows.extend(ours)
@@ -156,6 +162,11 @@ def side_by_side(rows: Sequence[dict]) -> list[dict]:
                 line["rejection_%"] = round(100 * r["rejection_ratio"], 1)
             if r.get("improvement") is not None:
                 line["bsld_gain_%"] = round(100 * r["improvement"], 1)
+    for (trace, base, backfill, source), line in out.items():
+        ours = out.get((trace, base, backfill, "ours"), {})
+        if source == "rule":  # the rule's base is our base run
+            for k in ("base_bsld", "base_util_%"):
+                line.setdefault(k, ours.get(k))
     for line in out.values():
         b, i = line.get("base_bsld"), line.get("inspected_bsld")
         if b and i is not None:
