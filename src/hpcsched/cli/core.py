@@ -227,6 +227,8 @@ def cmd_policies(args) -> int:
         print("\nSchedInspector models (--profile schedinspector): inspect:PATH[@BASE], or:")
         for name in inspectors:
             print(f"  inspect:pretrained/{name}")
+        print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "
+              "proposals that do not fit)")
     return 0
 
 
