@@ -83,6 +83,9 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the test windows' draw")
     p.add_argument("--models", help="take the models from this folder (NAME.pt or NAME/best.pt, "
                                     "NAME = inspect-TRACE-BASE[-backfill]) instead of the shipped")
+    p.add_argument("--estimate", default="user", choices=["user", "perfect"],
+                   help="requested times the schedules see: the users' (default) or the run times "
+                        "(the authors' code; use with models trained with --estimate perfect)")
     p.add_argument("--no-rule", action="store_true",
                    help="leave out the reference rows of the fixed reject-unfit rule (source "
                         "'rule': reject exactly when the proposed job does not fit now)")
@@ -124,7 +127,7 @@ def cmd_experiment(args) -> int:
     with Progress(total, "schedinspector-table4") as bar:
         rows = si.table4(traces, bases, backfill=args.backfill, windows=args.windows,
                          jobs=args.jobs, seed=args.seed, models=args.models,
-                         rule=not args.no_rule, progress=bar.update)
+                         rule=not args.no_rule, estimate=args.estimate, progress=bar.update)
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0

@@ -118,7 +118,7 @@ def paper_rows(trace: str, base: str, backfill: str) -> list[dict]:
 
 def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
            backfill: str = "none", windows: int = 50, jobs: int = 256, seed: int = 0,
-           models: str | Path | None = None, rule: bool = True,
+           models: str | Path | None = None, rule: bool = True, estimate: str = "user",
            progress: Callable[[int], None] | None = None) -> list[dict]:
     """Our rows and the paper's for every trace and base (and, with `rule`, the reject-unfit
     rule's). A missing model gives the base row only (and a note)."""
@@ -126,7 +126,7 @@ def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
 
     rows: list[dict] = []
     for trace in traces:
-        prepared = inspector_trace(trace, "user", PROFILE)
+        prepared = inspector_trace(trace, estimate, PROFILE)
         starts = evaluation_windows(prepared, windows, jobs, seed=seed)
         for base in bases:
             name = model_name(trace, base, backfill)
