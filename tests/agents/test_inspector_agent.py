@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from hpcsched.agents.inspector import (InspectorConfig, InspectorPolicyNet, InspectorPPO,
+                                       bias_toward_accept,
                                        InspectorValueNet, load_inspector)
 from hpcsched.agents.nets import count_parameters
 from hpcsched.cli import main
@@ -98,10 +99,39 @@ def test_cli_experiment_json_and_compare(run, capsys):
                  "--policies", f"sjf,inspect:{out}", "--starts", "3000", "--jobs", "64"])
     text = capsys.readouterr().out
     assert code == 0 and "of sjf's proposals" in text and "utilization" in text
-    code = main(["compare", "lublin-1", "--policies", f"inspect:{out}", "--start", "0",
-                 "--jobs", "64"])
+    code = main(["compare", "lublin-1", "--profile", "standard", "--policies", f"inspect:{out}",
+                 "--start", "0", "--jobs", "64"])
     err = capsys.readouterr().err
     assert code == 2 and "--profile schedinspector" in err and len(err.strip().splitlines()) == 1
+
+
+def test_without_profile_compare_and_simulate_take_the_models_profile(run, capsys):
+    out, _ = run
+    argv = ["compare", "lublin-1", "--policies", f"sjf,inspect:{out / 'model.pt'}",
+            "--starts", "3000", "--jobs", "64", "--json"]
+    assert main(argv) == 0
+    implicit = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--profile", "schedinspector"]) == 0
+    assert implicit == json.loads(capsys.readouterr().out)
+    assert main(argv[:-1]) == 0
+    assert "profile schedinspector: the one inspect:" in capsys.readouterr().out
+    assert main(["simulate", "lublin-1", "--policy", f"inspect:{out}", "--start", "3000",
+                 "--jobs", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"] == "schedinspector"
+    # heuristics alone keep the standard default
+    assert main(["simulate", "lublin-1", "--policy", "sjf", "--start", "3000", "--jobs", "64",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"] == "standard"
+
+
+def test_init_accept_starts_the_policy_at_that_accept_probability():
+    torch.manual_seed(0)
+    net = InspectorPolicyNet(7)
+    bias_toward_accept(net, 0.95)
+    p = torch.softmax(net(torch.rand(256, 7)), dim=-1)[:, 0]
+    assert torch.all((p - 0.95).abs() < 0.01)  # softmax([log .95, log .05]) = .95, weights ~0
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        bias_toward_accept(net, 1.0)
 
 
 def test_an_unknown_base_is_one_clear_error(capsys, tmp_path):

@@ -61,6 +61,10 @@ class InspectorConfig:
     train_pi_iters: int = 80
     train_v_iters: int = 80
     target_kl: float = 0.01
+    # None: PyTorch's default initialisation (about 50% reject at first). P in (0, 1): the output
+    # layer starts with near-zero weights and the bias of an accept probability P, so the inspector
+    # starts as (almost) the base heuristic and only learns to reject where that pays.
+    init_accept: float | None = None
     # -- the run -------------------------------------------------------------------------------------
     seed: int = 0
     threads: int | None = None
@@ -97,6 +101,17 @@ class InspectorPolicyNet(nn.Module):
         return logits if mask is None else apply_mask(logits, mask)
 
 
+def bias_toward_accept(policy: InspectorPolicyNet, p_accept: float) -> None:
+    """Start `policy` accepting with probability about `p_accept` whatever the observation: the
+    output layer's weights are shrunk 100-fold and its bias set to log-odds log(p / (1 - p))."""
+    if not 0.0 < p_accept < 1.0:
+        raise ValueError(f"init_accept: {p_accept} is not a probability strictly between 0 and 1")
+    out = policy.net[-1]
+    with torch.no_grad():
+        out.weight.mul_(0.01)
+        out.bias.copy_(torch.tensor([float(np.log(p_accept)), float(np.log(1.0 - p_accept))]))
+
+
 class InspectorValueNet(nn.Module):
     """F -> 32 -> 16 -> 8 -> 1: the same trunk as the policy, a scalar out."""
 
@@ -115,6 +130,8 @@ class InspectorPPO:
         self.config = config = config or InspectorConfig()
         torch.manual_seed(config.seed)
         self.policy = InspectorPolicyNet(config.n_features)
+        if config.init_accept is not None:
+            bias_toward_accept(self.policy, config.init_accept)
         self.value = InspectorValueNet(config.n_features)
         self.pi_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.pi_lr)
         self.v_optimizer = torch.optim.Adam(self.value.parameters(), lr=config.vf_lr)

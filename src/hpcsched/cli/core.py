@@ -7,7 +7,8 @@ import json
 import sys
 
 from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
-                                 check_backfills, csv_list, prepare_from_args, resolve)
+                                 check_backfills, csv_list, prepare_from_args, resolve,
+                                 resolve_profile)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -47,7 +48,7 @@ def register(sub, fmt) -> None:
     p.add_argument("trace", help="a bundled trace name (see `hpcsched trace list`) or an SWF file")
     p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
-    add_profile_arg(p)
+    add_profile_arg(p, from_models=True)
     p.add_argument("--start", type=int, help="first job of the window (0-based)")
     p.add_argument("--jobs", type=int, help="jobs in the window (default: to the end)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
@@ -61,7 +62,7 @@ def register(sub, fmt) -> None:
                    help="comma-separated policies (default: fcfs,sjf,f1)")
     p.add_argument("--backfill", type=csv_list, default=["none", "easy"],
                    help=f"comma-separated backfilling choices among {', '.join(BACKFILLS)}")
-    add_profile_arg(p)
+    add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
 
@@ -107,6 +108,7 @@ def register(sub, fmt) -> None:
 def cmd_simulate(args) -> int:
     from hpcsched.sim.run import simulate
 
+    profile_note = resolve_profile(args, [args.policy])
     prepared = prepare_from_args(args)
     policy = resolve(args.policy, args.seed, prepared)
     result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)
@@ -124,6 +126,8 @@ def cmd_simulate(args) -> int:
         print(format_rows([row], args.fmt))
     else:
         print(prepared.summary())
+        if profile_note:
+            print(profile_note)
         if result.counts.get("killed_at_request"):
             print(f"{result.counts['killed_at_request']} job(s) killed at their requested time")
         width = max(len(k) for k in row)
@@ -152,6 +156,7 @@ def _write_records(result, path: str) -> None:
 def cmd_compare(args) -> int:
     from hpcsched.experiments.compare import choose_windows, compare
 
+    profile_note = resolve_profile(args, args.policies)
     prepared = prepare_from_args(args)
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
@@ -162,6 +167,8 @@ def cmd_compare(args) -> int:
     with Progress(total, "simulating") as bar:
         rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update)
     if args.fmt is None:
+        if profile_note:
+            print(profile_note)
         print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
               f"{','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
@@ -224,7 +231,8 @@ def cmd_policies(args) -> int:
             print(f"  rl:pretrained/{name}")
     inspectors = [n for n in pretrained_models() if n.startswith("inspect-")]
     if inspectors:
-        print("\nSchedInspector models (--profile schedinspector): inspect:PATH[@BASE], or:")
+        print("\nSchedInspector models (run under their own profile, schedinspector, unless "
+              "--profile says otherwise): inspect:PATH[@BASE], or:")
         for name in inspectors:
             print(f"  inspect:pretrained/{name}")
         print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "

@@ -11,8 +11,7 @@ from hpcsched.sim.profiles import BACKFILLS
 EPILOG_TRAIN = """examples:
   hpcsched train inspector --trace lublin-1 --base sjf --metric bsld --out runs/insp-sjf
   hpcsched train inspector --out runs/insp-sjf --epochs 80 --resume      # continue that run
-  hpcsched compare lublin-1 --profile schedinspector --policies sjf,inspect:runs/insp-sjf \\
-      --windows 50 --jobs 256 --seed 1
+  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf/model.pt --windows 50 --jobs 256
 
 Training windows (128 jobs) come from the first 20% of the trace; the run folder gets model.pt
 (every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json.
@@ -62,6 +61,9 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--pi-iters", type=int, default=80)
     g.add_argument("--v-iters", type=int, default=80)
     g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--init-accept", type=float, metavar="P",
+                   help="start the policy accepting with probability P (e.g. 0.95), so that it "
+                        "begins as the base heuristic (default: PyTorch's initialisation, ~50%%)")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     g.add_argument("--validate-every", type=int, default=5,
@@ -105,6 +107,7 @@ def cmd_train(args) -> int:
         trajectories_per_epoch=args.trajectories, n_envs=args.trajectories, pi_lr=args.pi_lr,
         vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
         target_kl=args.target_kl, seed=args.seed, threads=args.threads,
+        init_accept=args.init_accept,
     )
     model = train(config, args.out, args.epochs, resume=args.resume,
                   validate_every=args.validate_every, validate_windows=args.validate_windows,

@@ -53,6 +53,25 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
     return get_policy(spec, seed=seed)
 
 
+def model_profiles(specs: list[str]) -> dict[str, str]:
+    """{spec: profile} for the SchedInspector policies among `specs`: the profile a model was
+    trained with (the fixed reject-unfit rule: schedinspector). Heuristics and `rl:` models are left
+    out: `rl:` models keep the standard default they have always had."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        if not spec.startswith("inspect:"):
+            continue
+        path = spec[len("inspect:"):].partition("@")[0]
+        if path == "reject-unfit":
+            out[spec] = "schedinspector"
+            continue
+        from hpcsched.agents.inspector import load_inspector_checkpoint
+
+        out[spec] = load_inspector_checkpoint(model_path(path))["config"].get(
+            "profile", "schedinspector")
+    return out
+
+
 def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool):
     from hpcsched.agents.inspector import load_inspector
     from hpcsched.policies.priority import get_policy
@@ -62,8 +81,8 @@ def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool)
         get_policy(base)  # an unknown base fails here with the list of heuristics
     if prepared is not None and not prepared.profile.commit:
         raise ValueError(f"{spec}: an inspector delays the base heuristic's committed pick, which "
-                         f"needs commit semantics; add --profile schedinspector (not "
-                         f"{prepared.profile.name})")
+                         f"needs commit semantics; use --profile schedinspector or leave "
+                         f"--profile out (not {prepared.profile.name})")
     norm = prepared.report.norm if prepared is not None else None
     if path == "reject-unfit":
         from hpcsched.agents.inspector import InspectedPolicy, reject_unfit
@@ -76,4 +95,4 @@ def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool)
                           seed=seed, name=spec)
 
 
-__all__ = ["PRETRAINED", "model_path", "pretrained_models", "resolve_policy"]
+__all__ = ["PRETRAINED", "model_path", "model_profiles", "pretrained_models", "resolve_policy"]
