@@ -173,3 +173,18 @@ def test_a_shipped_inspector_was_trained_as_its_name_says(name):
     assert name == si.model_name(config["trace"], config["base"], config["backfill"])
     assert (config["backfill"] != "none") == backfill
     assert config["profile"] == "schedinspector" and config["metric"] == "bsld"
+
+
+def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():
+    from hpcsched.agents import rollout
+    from hpcsched.agents.inspector import reject_unfit
+
+    model = InspectorPPO(InspectorConfig(**TINY, init_rule="reject-unfit", init_episodes=8))
+    assert model.imitate_rule()["imitation_agreement"] > 0.99
+    # on fresh episodes the greedy policy decides as the rule does
+    traj = rollout.collect(model.env(), lambda o, m: (model.predict(o, m),
+                                                      np.zeros(len(o), np.float32)), 4, seed=123)
+    rule = np.array([reject_unfit(o, m) for o, m in zip(traj.obs, traj.mask)])
+    assert 0 < rule.sum() < len(rule) and np.mean(traj.actions == rule) > 0.98
+    with pytest.raises(ValueError, match="unknown rule"):
+        InspectorPPO(InspectorConfig(**TINY, init_rule="nope")).imitate_rule()

@@ -65,6 +65,10 @@ class InspectorConfig:
     # layer starts with near-zero weights and the bias of an accept probability P, so the inspector
     # starts as (almost) the base heuristic and only learns to reject where that pays.
     init_accept: float | None = None
+    # None, or "reject-unfit": before PPO, fit the policy by cross-entropy to that fixed rule's
+    # decisions on `init_episodes` training episodes, so PPO starts from the rule, not from chance.
+    init_rule: str | None = None
+    init_episodes: int = 100
     # -- the run -------------------------------------------------------------------------------------
     seed: int = 0
     threads: int | None = None
@@ -161,6 +165,31 @@ class InspectorPPO:
                 a = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
                 return a.numpy(), logp_all.gather(1, a[:, None]).squeeze(1).numpy()
         return act
+
+    def imitate_rule(self) -> dict[str, float]:
+        """Fit the policy to `config.init_rule`'s decisions on training episodes (full-batch
+        cross-entropy, `agents.imitation.imitate`); returns its final loss and agreement."""
+        from hpcsched.agents.imitation import imitate
+
+        c = self.config
+        rules = {"reject-unfit": reject_unfit}
+        if c.init_rule not in rules:
+            raise ValueError(f"init_rule: unknown rule {c.init_rule!r}; known: {', '.join(rules)}")
+        rule = rules[c.init_rule]
+
+        def act(obs: np.ndarray, mask: np.ndarray):
+            a = np.array([rule(o, m) for o, m in zip(obs, mask)], dtype=np.int64)
+            return a, np.zeros(len(a), dtype=np.float32)
+
+        previous = torch.get_num_threads()
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        try:
+            traj = rollout.collect(self.env(), act, c.init_episodes,
+                                   seed=derived_seed(c.seed, 10**6, 0))
+            return imitate(self.policy, traj.obs, traj.mask, traj.actions)
+        finally:
+            torch.set_num_threads(previous)
 
     def _update(self, obs, mask, actions, logp_old, adv, ret) -> dict[str, float]:
         c = self.config

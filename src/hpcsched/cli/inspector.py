@@ -64,6 +64,9 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--init-accept", type=float, metavar="P",
                    help="start the policy accepting with probability P (e.g. 0.95), so that it "
                         "begins as the base heuristic (default: PyTorch's initialisation, ~50%%)")
+    g.add_argument("--init-rule", choices=["reject-unfit"],
+                   help="before PPO, fit the policy to this fixed rule's decisions (reject-unfit: "
+                        "reject exactly the proposals that do not fit now)")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     g.add_argument("--validate-every", type=int, default=5,
@@ -107,7 +110,7 @@ def cmd_train(args) -> int:
         trajectories_per_epoch=args.trajectories, n_envs=args.trajectories, pi_lr=args.pi_lr,
         vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
         target_kl=args.target_kl, seed=args.seed, threads=args.threads,
-        init_accept=args.init_accept,
+        init_accept=args.init_accept, init_rule=args.init_rule,
     )
     model = train(config, args.out, args.epochs, resume=args.resume,
                   validate_every=args.validate_every, validate_windows=args.validate_windows,

@@ -89,6 +89,10 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
             raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
                                   f"choose another --out")
         model = InspectorPPO(config)
+        if config.init_rule:
+            fit = model.imitate_rule()
+            say(f"policy fitted to the {config.init_rule} rule: agreement "
+                f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(
         {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")
