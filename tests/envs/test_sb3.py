@@ -56,3 +56,15 @@ def test_maskable_ppo_learns_and_acts_validly(tiny_random, one_thread):
             obs, reward, done, _, info = env.step(action)
         assert np.isfinite(reward) and "metrics" in info
     assert env.actions > 0 and env.invalid == 0
+
+
+def test_maskable_ppo_runs_on_the_inspector_env_and_respects_its_cap(one_thread):
+    import hpcsched.envs  # noqa: F401  (registers hpcsched/Inspect-v0)
+    from envtraces import prepared
+
+    env = MaskAudit(gym.make("hpcsched/Inspect-v0", trace=prepared("lublin-1", "schedinspector"),
+                             base="sjf", episode_jobs=16).unwrapped)
+    model = sb3_contrib.MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=2,
+                                    seed=0, device="cpu")
+    model.learn(total_timesteps=192)
+    assert env.actions >= 192 and env.invalid == 0

@@ -43,10 +43,38 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
                    help="drop jobs larger than the whole cluster (counted) instead of stopping")
 
 
-def add_profile_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="standard", choices=list(PROFILES),
-                   help="simulation semantics: standard (textbook, default) or rlscheduler "
-                        "(SchedGym's, exactly)")
+def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) -> None:
+    """`--profile`. With `from_models` its default is None, resolved by `resolve_profile` from the
+    policies named (a SchedInspector model's own profile; standard otherwise)."""
+    if from_models:
+        p.add_argument("--profile", default=None, choices=list(PROFILES),
+                       help="simulation semantics: standard (textbook), rlscheduler (SchedGym's, "
+                            "exactly) or schedinspector (default: the profile the inspect: "
+                            "models were trained with when they agree, else standard)")
+    else:
+        p.add_argument("--profile", default="standard", choices=list(PROFILES),
+                       help="simulation semantics: standard (textbook, default) or rlscheduler "
+                            "(SchedGym's, exactly)")
+
+
+def resolve_profile(args, specs: list[str]) -> str:
+    """Fill in ``args.profile`` when the user gave none: the profile the learned policies among
+    `specs` were trained with if they all agree, else standard. Returns a note saying why, printed
+    in the summary ("" when the user chose)."""
+    if args.profile is not None:
+        return ""
+    from hpcsched.experiments.policyspec import model_profiles
+
+    profiles = model_profiles(specs)
+    chosen = set(profiles.values())
+    if len(chosen) == 1:
+        args.profile = chosen.pop()
+        return f"profile {args.profile}: the one {', '.join(profiles)} was trained with"
+    args.profile = "standard"
+    if chosen:
+        listed = ", ".join(f"{s}: {p}" for s, p in profiles.items())
+        return f"profile standard: the models were trained under different profiles ({listed})"
+    return ""
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:

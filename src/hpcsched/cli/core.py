@@ -7,7 +7,8 @@ import json
 import sys
 
 from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
-                                 check_backfills, csv_list, prepare_from_args, resolve)
+                                 check_backfills, csv_list, prepare_from_args, resolve,
+                                 resolve_profile)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -28,6 +29,7 @@ EPILOG_COMPARE = """examples:
 EPILOG_EVALUATE = """examples:
   hpcsched evaluate runs/l1/model.pt --trace lublin-1 --windows 10 --jobs 1024
   hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
+  hpcsched evaluate pretrained/inspect-lublin-1-sjf --base f1 --against f1   # an inspector
 """
 
 EPILOG_TRACE = """examples:
@@ -48,7 +50,7 @@ def register(sub, fmt) -> None:
     p.add_argument("trace", help="a bundled trace name (see `hpcsched trace list`) or an SWF file")
     p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
-    add_profile_arg(p)
+    add_profile_arg(p, from_models=True)
     p.add_argument("--start", type=int, help="first job of the window (0-based)")
     p.add_argument("--jobs", type=int, help="jobs in the window (default: to the end)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
@@ -62,7 +64,7 @@ def register(sub, fmt) -> None:
                    help="comma-separated policies (default: fcfs,sjf,f1)")
     p.add_argument("--backfill", type=csv_list, default=["none", "easy"],
                    help=f"comma-separated backfilling choices among {', '.join(BACKFILLS)}")
-    add_profile_arg(p)
+    add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
 
@@ -78,6 +80,8 @@ def register(sub, fmt) -> None:
                    help="simulation semantics (default: the one it was trained with)")
     p.add_argument("--sample", action="store_true",
                    help="sample the model's actions instead of taking the most probable job")
+    p.add_argument("--base", help="a SchedInspector model's base heuristic (default: the one it "
+                                  "was trained with)")
     add_window_args(p)
     add_cluster_args(p)
 
@@ -119,6 +123,7 @@ def register(sub, fmt) -> None:
 def cmd_simulate(args) -> int:
     from hpcsched.sim.run import simulate
 
+    profile_note = resolve_profile(args, [args.policy])
     prepared = prepare_from_args(args)
     policy = resolve(args.policy, args.seed, prepared)
     result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)
@@ -136,6 +141,8 @@ def cmd_simulate(args) -> int:
         print(format_rows([row], args.fmt))
     else:
         print(prepared.summary())
+        if profile_note:
+            print(profile_note)
         if result.counts.get("killed_at_request"):
             print(f"{result.counts['killed_at_request']} job(s) killed at their requested time")
         width = max(len(k) for k in row)
@@ -164,6 +171,7 @@ def _write_records(result, path: str) -> None:
 def cmd_compare(args) -> int:
     from hpcsched.experiments.compare import choose_windows, compare
 
+    profile_note = resolve_profile(args, args.policies)
     prepared = prepare_from_args(args)
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
@@ -174,9 +182,15 @@ def cmd_compare(args) -> int:
     with Progress(total, "simulating") as bar:
         rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update)
     if args.fmt is None:
+        if profile_note:
+            print(profile_note)
         print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
               f"{','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
+    if args.fmt is None and any("rejection_ratio" in r for r in rows):
+        from hpcsched.experiments.schedinspector import inspector_summary
+
+        print("\n" + "\n".join(inspector_summary(rows, policies)))
     return 0
 
 
@@ -197,7 +211,11 @@ def cmd_evaluate(args) -> int:
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    label = f"rl:{args.model}"
+    inspector = load_checkpoint(path).get("algorithm") == "schedinspector-ppo"
+    if args.base and not inspector:
+        raise ValueError(f"--base: {path} is not a SchedInspector model")
+    label = f"inspect:{args.model}" + (f"@{args.base}" if args.base else "") if inspector \
+        else f"rl:{args.model}"
     policies = [(label, resolve(label, args.seed or 0, prepared, sample=args.sample))]
     policies += [(h, resolve(h, args.seed or 0, prepared)) for h in args.against if h != "none"]
     total = len(policies) * len(backfills) * len(starts)
@@ -208,6 +226,10 @@ def cmd_evaluate(args) -> int:
               f"{config['metric']}, backfill {config['backfill']}); {len(starts)} window(s) of "
               f"{length} jobs, starts {','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
+    if args.fmt is None and any("rejection_ratio" in r for r in rows):
+        from hpcsched.experiments.schedinspector import inspector_summary
+
+        print("\n" + "\n".join(inspector_summary(rows, policies)))
     return 0
 
 
@@ -221,6 +243,14 @@ def cmd_policies(args) -> int:
     print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
     for name in pretrained_models():
         print(f"  rl:pretrained/{name}")
+    inspectors = pretrained_models("inspect-")
+    if inspectors:
+        print("\nSchedInspector models (run under their own profile, schedinspector, unless "
+              "--profile says otherwise): inspect:PATH[@BASE], or:")
+        for name in inspectors:
+            print(f"  inspect:pretrained/{name}")
+        print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "
+              "proposals that do not fit)")
     from hpcsched.experiments.deeprm import shipped_models
     from hpcsched.policies.deeprm import DESCRIPTIONS as GRID
 

@@ -12,12 +12,14 @@ Importing this package registers them with Gymnasium::
 import gymnasium
 
 from hpcsched.envs.dras import DrasEnv
+from hpcsched.envs.inspector import InspectEnv, VecInspect
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
 
 PICK_JOB = "hpcsched/PickJob-v0"
 DEEPRM = "hpcsched/DeepRM-v0"
 DRAS = "hpcsched/DRAS-v0"
+INSPECT = "hpcsched/Inspect-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
@@ -26,5 +28,8 @@ if DEEPRM not in gymnasium.registry:
 
 if DRAS not in gymnasium.registry:
     gymnasium.register(id=DRAS, entry_point="hpcsched.envs.dras:DrasEnv")
+if INSPECT not in gymnasium.registry:
+    gymnasium.register(id=INSPECT, entry_point="hpcsched.envs.inspector:InspectEnv")
 
-__all__ = ["DEEPRM", "DRAS", "DrasEnv", "PICK_JOB", "PickJobEnv", "VecPickJob", "observe"]
+__all__ = ["DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv", "PICK_JOB", "PickJobEnv",
+           "VecInspect", "VecPickJob", "observe"]

@@ -73,6 +73,9 @@ def summarize(results: Iterable[Result]) -> dict[str, float]:
     row: dict[str, float] = {}
     for k in MEAN_KEYS:
         row[k] = float(np.mean([r.metrics[k] for r in results]))
+    # a SchedInspector inspector's share of rejected proposals (its run summary)
+    if results and all("rejection_ratio" in r.metrics for r in results):
+        row["rejection_ratio"] = float(np.mean([r.metrics["rejection_ratio"] for r in results]))
     return row
 
 

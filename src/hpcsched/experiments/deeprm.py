@@ -22,12 +22,12 @@ import numpy as np
 
 from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
                                        load_deeprm_policy)
+from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
 from hpcsched.policies.deeprm import get_grid_policy
 from hpcsched.sim.discrete import DiscreteBatch, run_batch
 from hpcsched.workload.deeprm import (TEST_SEED, expected_load_per_arrival, generate,
                                       rate_for_load)
 
-PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
 HEURISTICS = ("sjf", "packer", "tetris", "random")
 #: Tetris*'s knob tuned on the training jobsets (seed 42; mean slowdown summed over 70%, 110% and
 #: 150% load, knobs 0, 0.1, 0.3, 0.5, 0.7, 0.9): 0.1. The spec's reference runs used 0.5.
@@ -181,7 +181,7 @@ def model_file(spec: str) -> Path:
 
 
 def shipped_models() -> list[str]:
-    return sorted(p.stem for p in PRETRAINED.glob("deeprm-*.pt"))
+    return pretrained_models("deeprm-")
 
 
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:

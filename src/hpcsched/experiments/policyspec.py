@@ -1,5 +1,10 @@
 """Policies named on the command line: a heuristic (`sjf`), a trained model (`rl:PATH`), or a model
-shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`)."""
+shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`).
+
+`inspect:PATH` (or `inspect:pretrained/NAME`) is a SchedInspector model around the base heuristic it
+was trained with; `inspect:PATH@BASE` puts it around another base heuristic. `inspect:reject-unfit@BASE`
+is a fixed rule in the inspector's place, for reference: reject the proposed job exactly when it does
+not fit in the free nodes now."""
 
 from __future__ import annotations
 
@@ -10,10 +15,17 @@ from hpcsched.sim.run import Prepared
 PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
 
 
-def pretrained_models() -> list[str]:
-    """Names of the shipped RLScheduler models (``rl:pretrained/NAME``); DeepRM's (deeprm-*.pt)
-    are listed by `hpcsched.experiments.deeprm.shipped_models`."""
-    return sorted(p.stem for p in PRETRAINED.glob("*.pt") if not p.stem.startswith("deeprm-"))
+#: file-name prefixes of the shipped models of the other learned schedulers; RLScheduler's have none
+FAMILY_PREFIXES = ("inspect-", "deeprm-", "dras-", "decima-")
+
+
+def pretrained_models(prefix: str | None = None) -> list[str]:
+    """Names of the shipped models: RLScheduler's (``rl:pretrained/NAME``) by default, or those
+    whose names start with `prefix` (``inspect-``, ``deeprm-``, ``dras-``, ``decima-``)."""
+    names = sorted(p.stem for p in PRETRAINED.glob("*.pt"))
+    if prefix is not None:
+        return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if not n.startswith(FAMILY_PREFIXES)]
 
 
 def model_path(spec: str) -> Path:
@@ -43,6 +55,8 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
         from hpcsched.experiments.deeprm import resolve_grid_policy
 
         return resolve_grid_policy(spec, seed=seed, sample=sample)
+    if spec.startswith("inspect:"):
+        return _inspector(spec, prepared, seed=seed, sample=sample)
     if spec.startswith("rl:"):
         from hpcsched.agents.checkpoint import load_policy
 
@@ -53,4 +67,46 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
     return get_policy(spec, seed=seed)
 
 
-__all__ = ["PRETRAINED", "model_path", "pretrained_models", "resolve_policy"]
+def model_profiles(specs: list[str]) -> dict[str, str]:
+    """{spec: profile} for the SchedInspector policies among `specs`: the profile a model was
+    trained with (the fixed reject-unfit rule: schedinspector). Heuristics and `rl:` models are left
+    out: `rl:` models keep the standard default they have always had."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        if not spec.startswith("inspect:"):
+            continue
+        path = spec[len("inspect:"):].partition("@")[0]
+        if path == "reject-unfit":
+            out[spec] = "schedinspector"
+            continue
+        from hpcsched.agents.inspector import load_inspector_checkpoint
+
+        out[spec] = load_inspector_checkpoint(model_path(path))["config"].get(
+            "profile", "schedinspector")
+    return out
+
+
+def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool):
+    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.policies.priority import get_policy
+
+    path, _, base = spec[len("inspect:"):].partition("@")
+    if base:
+        get_policy(base)  # an unknown base fails here with the list of heuristics
+    if prepared is not None and not prepared.profile.commit:
+        raise ValueError(f"{spec}: an inspector delays the base heuristic's committed pick, which "
+                         f"needs commit semantics; use --profile schedinspector or leave "
+                         f"--profile out (not {prepared.profile.name})")
+    norm = prepared.report.norm if prepared is not None else None
+    if path == "reject-unfit":
+        from hpcsched.agents.inspector import InspectedPolicy, reject_unfit
+
+        if not base:
+            raise ValueError(f"{spec}: name the base heuristic, e.g. inspect:reject-unfit@sjf")
+        return InspectedPolicy(None, get_policy(base), norm or {}, decide=reject_unfit,
+                               name=spec)
+    return load_inspector(model_path(path), base=base or None, norm=norm, sample=sample,
+                          seed=seed, name=spec)
+
+
+__all__ = ["PRETRAINED", "model_path", "model_profiles", "pretrained_models", "resolve_policy"]

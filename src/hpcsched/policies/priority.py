@@ -18,6 +18,9 @@ With r = requested time, n = processors, s = submit time and w = current waiting
 `wfp3-rls` and `unicep-rls` reproduce the RLScheduler code, which reads the waiting time of a waiting
 job as -1 - s (its "scheduled time" is still -1). Their scores then favour long requests and early
 submitters: that bug produced the paper's WFP3/UNICEP numbers (spec rlscheduler.md section 9).
+
+SchedInspector's further base heuristics (smallest, largest, lpf, laf, lrf, sexp, lexp,
+multifactor) live in `hpcsched.policies.extra` and are known here by name too.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from typing import Callable
 
 import numpy as np
 
+from hpcsched.policies.extra import (EXTRA_DESCRIPTIONS, EXTRA_DYNAMIC, EXTRA_STATIC,
+                                     MultifactorPriority)
 from hpcsched.workload.jobs import JobTable
 
 # log2(n) is 0 for a serial job; like the reference code, a tiny offset keeps UNICEP finite
@@ -98,6 +103,8 @@ def _unicep(wait: np.ndarray, r: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 _DYNAMIC = {"wfp3": _wfp3, "unicep": _unicep}
+_STATIC.update(EXTRA_STATIC)
+_DYNAMIC.update(EXTRA_DYNAMIC)
 
 DESCRIPTIONS = {
     "fcfs": "first come, first served",
@@ -115,6 +122,7 @@ DESCRIPTIONS = {
     "random": "a random priority per job (seeded)",
     "wfp3-rls": "WFP3 as RLScheduler's code computes it (waiting-time bug)",
     "unicep-rls": "UNICEP as RLScheduler's code computes it (waiting-time bug)",
+    **EXTRA_DESCRIPTIONS,
 }
 
 
@@ -181,4 +189,6 @@ def get_policy(name: str, seed: int = 0):
         return WaitingPriority(key, _DYNAMIC[key])
     if key == "random":
         return RandomPriority(seed)
+    if key == "multifactor":
+        return MultifactorPriority()
     raise ValueError(f"unknown policy {name!r}; known heuristics: {', '.join(policy_names())}")

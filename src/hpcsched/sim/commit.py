@@ -50,6 +50,27 @@ class CommitEngine(Engine):
         if not self._forward_to_arrival():
             self.done = True
 
+    def can_idle(self) -> bool:
+        """Whether letting time pass can change anything: a job is running or one is to arrive."""
+        return bool(self.running) or self._next < self.n
+
+    def idle(self, max_wait: float) -> bool:
+        """Let time pass without starting anything (SchedInspector's rejection): jump `max_wait`
+        ahead if that comes before the next arrival and the next actual completion, else process
+        the earlier of those two events (ties go to the arrival). False, and nothing changes,
+        when nothing is left to happen: no job is running and every job has arrived."""
+        if self.done:
+            raise RuntimeError("idle() after the end of the episode")
+        arrival = self._submit[self._next] if self._next < self.n else float("inf")
+        release = min(map(self._fin.__getitem__, self.running), default=float("inf"))
+        if not self.can_idle():
+            return False
+        if self.now + max_wait < min(arrival, release):
+            self.now += max_wait
+        else:
+            self._advance_one() if self.running else self._arrive()
+        return True
+
     # -- events ------------------------------------------------------------------------------------
     def _start(self, row: int) -> None:
         super()._start(row)

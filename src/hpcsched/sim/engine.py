@@ -215,10 +215,22 @@ class Engine:
         return policy.select(view)
 
     def run(self, policy: Policy) -> Result:
-        """Run to the end with `policy` deciding, and return the result."""
-        while (view := self.next_decision()) is not None:
-            self.apply(self.choose(policy, view))
-        return self.result(getattr(policy, "name", type(policy).__name__))
+        """Run to the end with `policy` deciding, and return the result.
+
+        A policy that also decides when to let time pass without starting a job (SchedInspector's
+        inspector) has a `drive(engine) -> dict` method instead: it runs the loop itself, and the
+        numbers it returns (its rejections, say) join the result's metrics."""
+        drive = getattr(policy, "drive", None)
+        if drive is not None:
+            extra = drive(self)
+        else:
+            extra = None
+            while (view := self.next_decision()) is not None:
+                self.apply(self.choose(policy, view))
+        result = self.result(getattr(policy, "name", type(policy).__name__))
+        if extra:
+            result.metrics.update(extra)
+        return result
 
     # -- bookkeeping shared by both semantics --------------------------------------------------------
     def _start(self, row: int) -> None:

@@ -102,6 +102,16 @@ PROFILES: dict[str, Profile] = {
         description="CQSim as DRAS (IPDPS'21) used it: run times clamped to the request, one "
         "scheduling instance per event time, one reservation, profile-based backfilling",
     ),
+    "schedinspector": Profile(
+        name="schedinspector",
+        cleaning="rlscheduler",
+        commit=True,
+        kill_at_request=False,
+        end="last_start",
+        utilization="makespan",
+        description="SchedInspector (HPDC'22): SchedGym's semantics, with utilization over the "
+        "makespan as its code divides it (spec schedinspector.md section 6)",
+    ),
 }
 
 

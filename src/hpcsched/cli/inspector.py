@@ -1,0 +1,150 @@
+"""SchedInspector's commands: `train inspector` and `experiment schedinspector-table4`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+from hpcsched.sim.profiles import BACKFILLS
+
+EPILOG_TRAIN = """examples:
+  hpcsched train inspector --trace lublin-1 --base sjf --metric bsld --out runs/insp-sjf
+  hpcsched train inspector --out runs/insp-sjf --epochs 80 --resume      # continue that run
+  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf/model.pt --windows 50 --jobs 256
+
+Training windows (128 jobs) come from the first 20% of the trace; the run folder gets model.pt
+(every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json.
+"""
+
+EPILOG_EXPERIMENT = """examples:
+  hpcsched experiment schedinspector-table4
+  hpcsched experiment schedinspector-table4 --json > table4.json
+  hpcsched experiment schedinspector-table4 --backfill schedgym --bases sjf,f1,fcfs
+"""
+
+CAPTION = ("bsld and utilization of each base heuristic alone and with its inspector (greedy), "
+           "mean over 50 windows of 256 jobs from the last 80% of each trace, schedinspector "
+           "profile; paper = Table 4 (SJF bsld) and Table 5 (utilization); rule = the fixed "
+           "rule 'reject exactly when the proposed job does not fit' in the inspector's place")
+
+
+def register(train, experiment, fmt) -> None:
+    RAW = argparse.RawDescriptionHelpFormatter
+    p = train.add_parser("inspector", help="SchedInspector (HPDC'22): PPO learns to accept or "
+                                           "reject a base heuristic's pick",
+                         epilog=EPILOG_TRAIN, formatter_class=RAW)
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--epochs", type=int, default=60, help="train until this many epochs in all")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--trace", default="lublin-1", help="bundled trace name or SWF file")
+    p.add_argument("--base", default="sjf", help="the base heuristic (any `hpcsched` heuristic)")
+    p.add_argument("--metric", default="bsld", choices=["bsld", "wait", "utilization"])
+    p.add_argument("--backfill", default="none", choices=BACKFILLS)
+    p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("environment")
+    g.add_argument("--episode-jobs", type=int, default=128, help="jobs per trajectory")
+    g.add_argument("--features", default="code", choices=["code", "paper"],
+                   help="code: the authors' 7 features; paper: 8, with the metric-aware queue "
+                        "delay and the backfilling contribution")
+    g.add_argument("--estimate", default="user", choices=["user", "perfect"],
+                   help="requested times: the users' (the paper) or the actual run times (the "
+                        "authors' code)")
+    g.add_argument("--reward", default="paper", choices=["paper", "code"],
+                   help="paper: (base - insp) / base; code: / max(base, insp, 1)")
+    g.add_argument("--train-fraction", type=float, default=0.2,
+                   help="training windows come from this first part of the trace")
+    g = p.add_argument_group("PPO (defaults: the paper; the code's policy rate is 3e-4)")
+    g.add_argument("--trajectories", type=int, default=100, help="trajectories per epoch")
+    g.add_argument("--pi-lr", type=float, default=1e-3)
+    g.add_argument("--vf-lr", type=float, default=1e-3)
+    g.add_argument("--pi-iters", type=int, default=80)
+    g.add_argument("--v-iters", type=int, default=80)
+    g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--init-accept", type=float, metavar="P",
+                   help="start the policy accepting with probability P (e.g. 0.95), so that it "
+                        "begins as the base heuristic (default: PyTorch's initialisation, ~50%%)")
+    g.add_argument("--init-rule", choices=["reject-unfit"],
+                   help="before PPO, fit the policy to this fixed rule's decisions (reject-unfit: "
+                        "reject exactly the proposals that do not fit now)")
+    g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    g = p.add_argument_group("validation")
+    g.add_argument("--validate-every", type=int, default=5,
+                   help="greedy validation every K epochs, keeping best.pt (0: off)")
+    g.add_argument("--validate-windows", type=int, default=10)
+    g.add_argument("--validate-jobs", type=int, default=256)
+    p.set_defaults(func=cmd_train)
+
+    p = experiment.add_parser("schedinspector-table4", parents=[fmt],
+                              help="SchedInspector's Table 4/5: base heuristics with and without "
+                                   "their inspector", description=CAPTION,
+                              epilog=EPILOG_EXPERIMENT, formatter_class=RAW)
+    p.add_argument("--traces", default="lublin-1,hpc2n,ctc-sp2",
+                   help="comma-separated traces (default: the paper's three that we bundle)")
+    p.add_argument("--bases", default="sjf,f1", help="comma-separated base heuristics")
+    p.add_argument("--backfill", default="none", choices=BACKFILLS)
+    p.add_argument("--windows", type=int, default=50)
+    p.add_argument("--jobs", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0, help="seed of the test windows' draw")
+    p.add_argument("--models", help="take the models from this folder (NAME.pt or NAME/best.pt, "
+                                    "NAME = inspect-TRACE-BASE[-backfill]) instead of the shipped")
+    p.add_argument("--estimate", default="user", choices=["user", "perfect"],
+                   help="requested times the schedules see: the users' (default) or the run times "
+                        "(the authors' code; use with models trained with --estimate perfect)")
+    p.add_argument("--no-rule", action="store_true",
+                   help="leave out the reference rows of the fixed reject-unfit rule (source "
+                        "'rule': reject exactly when the proposed job does not fit now)")
+    p.set_defaults(func=cmd_experiment)
+
+
+def cmd_train(args) -> int:
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.experiments.inspector_training import train
+    from hpcsched.policies.priority import get_policy
+
+    get_policy(args.base)  # an unknown name fails now, not after loading the trace
+    config = InspectorConfig(
+        trace=args.trace, base=args.base, metric=args.metric, backfill=args.backfill,
+        episode_jobs=args.episode_jobs, features=args.features, estimate=args.estimate,
+        reward=args.reward, train_fraction=args.train_fraction,
+        trajectories_per_epoch=args.trajectories, n_envs=args.trajectories, pi_lr=args.pi_lr,
+        vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
+        target_kl=args.target_kl, seed=args.seed, threads=args.threads,
+        init_accept=args.init_accept, init_rule=args.init_rule,
+    )
+    model = train(config, args.out, args.epochs, resume=args.resume,
+                  validate_every=args.validate_every, validate_windows=args.validate_windows,
+                  validate_jobs=args.validate_jobs)
+    last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
+    print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
+          f"curve: {args.out}/curve.png")
+    if last is not None:
+        print(f"last epoch: mean reward {last['mean_reward']:.4g}, rejection ratio "
+              f"{100 * last.get('rejection_ratio', 0):.1f}%, {last['epoch_s']:.1f} s")
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    from hpcsched.cli.common import csv_list
+    from hpcsched.experiments import schedinspector as si
+
+    traces, bases = csv_list(args.traces), csv_list(args.bases)
+    total = si.simulations(traces, bases, args.windows, rule=not args.no_rule)
+    with Progress(total, "schedinspector-table4") as bar:
+        rows = si.table4(traces, bases, backfill=args.backfill, windows=args.windows,
+                         jobs=args.jobs, seed=args.seed, models=args.models,
+                         rule=not args.no_rule, estimate=args.estimate, progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if args.fmt is None:
+        print(CAPTION + "\n")
+    # already rounded: print numbers as they are, and "-" where the paper gives none
+    table = [{k: "-" if v is None else (f"{v:g}" if isinstance(v, float) else v)
+              for k, v in line.items()} for line in si.side_by_side(rows)]
+    print(format_rows(table, args.fmt or "table", columns=si.SIDE_COLUMNS))
+    notes = si.notes(rows)
+    if notes and args.fmt is None:
+        print()
+        print("\n".join(notes))
+    return 0

@@ -1,0 +1,389 @@
+"""SchedInspector's environment: a base heuristic proposes its top job, the agent accepts or rejects.
+
+    env = InspectEnv("lublin-1", base="sjf", metric="bsld")
+    obs, info = env.reset(seed=0)          # obs: 7 features of the proposed job and the system
+    while True:
+        action = 0                         # 0 accept, 1 reject (allowed where info["action_mask"][1])
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated:
+            break                          # reward: (base - inspected) / base, 0 before
+
+Semantics (spec schedinspector.md sections 2-6), on a commit engine (`schedinspector` profile:
+SchedGym's event loop, utilization over the makespan):
+
+- At every decision the base heuristic ranks the whole queue and proposes its first job
+  (`Engine.choose`, exactly as a heuristic run does).
+- Accept: `engine.apply(row)`; the job is committed and starts as soon as it fits (with
+  backfilling around it if that is on), then the engine runs to the next non-empty queue.
+- Reject: the job stays queued, its rejection count goes up by one, and time passes to the next
+  scheduling point: `max_interval` (600 s) later if that comes before the next arrival and the next
+  completion, else the earlier of those two events (`CommitEngine.idle`).
+- A job rejected `max_rejections` (72) times can only be accepted: reject is masked. Reject is also
+  masked when nothing can happen while waiting (no running job, no arrival left: the authors' code
+  loops there without time passing until the cap). A masked reject sent anyway is carried out as
+  an accept and counted in `info["forced_accepts"]`.
+- The episode (`episode_jobs` consecutive jobs) ends when its last job has started; the reward, 0
+  before, is then the improvement over the pure base heuristic on the same window and backfilling:
+  ``(base - inspected) / max(base, 1)`` ("paper"; for utilization, higher being better, the sign
+  flips), or the code's ``/ max(base, inspected, 1)`` ("code"), which stays in [-1, 1].
+
+Features: "code" (7, the authors' code) or "paper" (8: the queue delay in the form of the target
+metric and the backfilling contribution); see `observe`. Requested times are the users' estimates;
+``estimate="perfect"`` replaces them by the actual run times, as the authors' code does.
+
+Training windows come from the first `train_fraction` (20 %) of the trace; `evaluation_windows` draws
+the paper's test windows from the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from hpcsched.sim.engine import Engine, Policy, make_engine
+from hpcsched.sim.run import Prepared, prepare
+from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.windows import sample_windows
+
+ACCEPT, REJECT = 0, 1
+MAX_INTERVAL = 600.0  # seconds a rejection waits at most (the paper's MAX_INTERVAL)
+MAX_REJECTIONS = 72  # per job: 72 x 600 s = 12 h at most
+TRAIN_FRACTION = 0.2
+FEATURE_SETS = {"code": 7, "paper": 8}
+ESTIMATES = ("user", "perfect")
+REWARDS = ("paper", "code")
+
+#: metric -> (key of the engine's metrics, sign: -1 where lower is better)
+METRICS: dict[str, tuple[str, float]] = {
+    "bsld": ("bsld", -1.0),
+    "wait": ("wait", -1.0),
+    "utilization": ("utilization", 1.0),
+}
+
+_HALF_DAY = 43200.0  # the code's normaliser of waiting time and rejected time (12 h)
+_QUEUE_SCALE = 128.0  # the code's queue-delay normaliser is (600 / 10) x 128
+_TOP = 1.0 - 1e-5  # the code caps every feature just below 1
+
+
+def check_choice(name: str, value: str, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
+    return value
+
+
+# -- traces ---------------------------------------------------------------------------------------
+_PREPARED: dict[tuple[str, str, str], Prepared] = {}
+
+
+def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str = "user",
+                    profile: str = "schedinspector") -> Prepared:
+    """The trace prepared for inspection: `profile`'s cleaning, and with ``estimate="perfect"``
+    every requested time replaced by the actual run time (the authors' code). Named traces are
+    prepared once per process."""
+    check_choice("estimate", estimate, ESTIMATES)
+    key = None
+    if isinstance(trace, Prepared):
+        prepared = trace
+    elif isinstance(trace, str) and not os.path.exists(os.path.expanduser(trace)):
+        key = (trace, estimate, profile)
+        if key in _PREPARED:
+            return _PREPARED[key]
+        prepared = prepare(trace, profile)
+    else:
+        prepared = prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
+    if estimate == "perfect":
+        prepared = dataclasses.replace(
+            prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))
+    if key is not None:
+        _PREPARED[key] = prepared
+    return prepared
+
+
+def split_point(prepared: Prepared, train_fraction: float = TRAIN_FRACTION) -> int:
+    """Jobs [0, cut) are for training, [cut, N) for testing."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    return int(len(prepared.jobs) * train_fraction)
+
+
+def evaluation_windows(prepared: Prepared, count: int = 50, length: int = 256, seed: int = 0,
+                 train_fraction: float = TRAIN_FRACTION) -> list[int]:
+    """`count` window starts of `length` jobs drawn from the part of the trace after the
+    training part (the paper: 50 windows of 256 jobs from the last 80 %)."""
+    cut = split_point(prepared, train_fraction)
+    n = len(prepared.jobs)
+    if n - cut < length:
+        raise ValueError(f"{prepared.name}: the test part ({n - cut} jobs after the first {cut}) "
+                         f"is shorter than one window of {length} jobs")
+    return [cut + s for s in sample_windows(n - cut, count, length, seed=seed)]
+
+
+# -- one inspected run ----------------------------------------------------------------------------
+class Inspection:
+    """One engine run under a base heuristic with an inspector in the loop: the mechanics the
+    environment and the `inspect:` policy share, so that training and evaluation see the same
+    thing."""
+
+    def __init__(self, engine: Engine, base: Policy, norm: dict[str, float], *,
+                 features: str = "code", metric: str = "bsld", max_interval: float = MAX_INTERVAL,
+                 max_rejections: int = MAX_REJECTIONS):
+        if not hasattr(engine, "idle"):
+            raise ValueError(f"the inspector needs commit semantics (the schedinspector or "
+                             f"rlscheduler profile), not the {engine.profile.name!r} profile")
+        self.engine = engine
+        self.base = base
+        self.features = check_choice("feature set", features, FEATURE_SETS)
+        self.metric = check_choice("metric", metric, METRICS)
+        self.max_interval = float(max_interval)
+        self.max_rejections = int(max_rejections)
+        self.max_run_time = max(float(norm.get("max_run_time", 0.0)), 1.0)
+        self.max_procs = max(float(norm.get("max_procs", 0.0)), 1.0)
+        self.rejected = np.zeros(engine.n, dtype=np.int64)  # rejections per job
+        self.inspections = 0
+        self.rejections = 0
+        self.forced_accepts = 0
+        self.row: int | None = None  # the proposed job
+        self._req = engine.jobs.req_time
+        self._submit = engine.jobs.submit
+
+    def propose(self) -> int | None:
+        """The base heuristic's pick at the next decision, or None at the end."""
+        view = self.engine.next_decision()
+        if view is None:
+            self.row = None
+            return None
+        self.row = self.engine.choose(self.base, view)
+        return self.row
+
+    def can_reject(self) -> bool:
+        return bool(self.rejected[self.row] < self.max_rejections and self.engine.can_idle())
+
+    def mask(self) -> np.ndarray:
+        return np.array([True, self.can_reject()])
+
+    def act(self, action: int) -> bool:
+        """Carry out the decision on the proposed job; then propose the next. False at the end."""
+        self.inspections += 1
+        if action == REJECT and self.can_reject():
+            self.rejections += 1
+            self.rejected[self.row] += 1
+            self.engine.idle(self.max_interval)
+        else:
+            if action == REJECT:
+                self.forced_accepts += 1
+            self.engine.apply(self.row)
+        return self.propose() is not None
+
+    def observe(self) -> np.ndarray:
+        """The features of the proposed job and the system (the code's order):
+        wait / 12 h, request / longest run time of the trace, processors / the trace's processors,
+        free nodes / nodes, runnable now, rejections / cap, queue delay; the "paper" set adds the
+        backfilling contribution. The queue delay is the cost of idling 600 s summed over the
+        queue: 600 / max(r, 10) per job (bsld form, the code's, always under "code"; also for
+        utilization) or 600 per job (wait form, "paper" set with the wait metric), scaled by
+        (600 / 10) x 128 or 600 x 128."""
+        e, row = self.engine, self.row
+        queue = np.fromiter(e.queue, dtype=np.int64, count=len(e.queue))
+        need = int(e.need[row])
+        free = e.free_nodes
+        if self.features == "paper" and self.metric == "wait":
+            delay = len(queue) / _QUEUE_SCALE
+        else:
+            delay = float(np.sum(self.max_interval / np.maximum(self._req[queue], 10.0)))
+            delay /= self.max_interval / 10.0 * _QUEUE_SCALE
+        out = [
+            (e.now - self._submit[row]) / _HALF_DAY,
+            self._req[row] / self.max_run_time,
+            e.jobs.procs[row] / self.max_procs,
+            free / e.cluster.nodes,
+            _TOP if need <= free else 1e-5,
+            min(self.rejected[row] / self.max_rejections, 1.0),
+            delay,
+        ]
+        if self.features == "paper":
+            out.append(self._backfill_contribution(queue, need) / _QUEUE_SCALE)
+        obs = np.minimum(np.asarray(out, dtype=np.float32), np.float32(_TOP))
+        obs[5] = min(self.rejected[row] / self.max_rejections, 1.0)  # the code lets this reach 1
+        return obs
+
+    def _backfill_contribution(self, queue: np.ndarray, need: int) -> int:
+        """With backfilling on and the proposed job not fitting: how many other waiting jobs fit
+        now and would end (by their request) before the proposed job's reservation."""
+        e = self.engine
+        if e.backfill == "none" or need <= e.free_nodes or not e.running:
+            return 0
+        from hpcsched.sim.backfill import schedgym_shadow
+
+        running = sorted(e.running, key=e._est.__getitem__)
+        shadow = schedgym_shadow(e.now, e.jobs.procs[self.row], e.free_nodes, running, e._est,
+                                 e._need, e.cluster.procs_per_node)
+        others = queue[queue != self.row]
+        fits = (e.need[others] <= e.free_nodes) & (e.now + self._req[others] < shadow)
+        return int(np.count_nonzero(fits))
+
+    def summary(self) -> dict[str, float]:
+        """Counts of the run, for the result's metrics."""
+        return {
+            "inspections": self.inspections,
+            "rejections": self.rejections,
+            "rejection_ratio": self.rejections / self.inspections if self.inspections else 0.0,
+            "forced_accepts": self.forced_accepts,
+        }
+
+
+def improvement(inspected: float, base: float, sign: float, reward: str = "paper") -> float:
+    """The terminal reward: the relative improvement of the inspected run over the base run.
+    "paper": (base - inspected) / max(base, 1); "code": / max(base, inspected, 1). `sign` is -1
+    for metrics where lower is better, +1 for utilization (the difference is then negated)."""
+    if sign < 0:
+        diff, floor = base - inspected, 1.0
+    else:  # utilization, a fraction: no floor of 1
+        diff, floor = inspected - base, 0.0
+    denom = max(base, floor) if reward == "paper" else max(base, inspected, floor)
+    return diff / denom if denom > 0 else 0.0
+
+
+# -- the environment ------------------------------------------------------------------------------
+class InspectEnv(gym.Env):
+    """`hpcsched/Inspect-v0`: accept (0) or reject (1) the base heuristic's proposed job."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        trace: str | os.PathLike | JobTable | Prepared = "lublin-1",
+        base: str | Policy = "sjf",
+        metric: str = "bsld",
+        backfill: str = "none",
+        episode_jobs: int = 128,
+        features: str = "code",
+        estimate: str = "user",
+        reward: str = "paper",
+        train_fraction: float = TRAIN_FRACTION,
+        max_interval: float = MAX_INTERVAL,
+        max_rejections: int = MAX_REJECTIONS,
+        profile: str = "schedinspector",
+    ):
+        from hpcsched.policies.priority import get_policy
+        from hpcsched.sim.profiles import check_backfill
+
+        self.prepared = inspector_trace(trace, estimate, profile)
+        self.base = get_policy(base) if isinstance(base, str) else base
+        self.metric = check_choice("metric", metric, METRICS)
+        self.backfill = check_backfill(backfill)
+        self.features = check_choice("feature set", features, FEATURE_SETS)
+        self.reward_form = check_choice("reward", reward, REWARDS)
+        self.episode_jobs = int(episode_jobs)
+        self.max_interval = max_interval
+        self.max_rejections = max_rejections
+        self.norm = dict(self.prepared.report.norm)
+        cut = split_point(self.prepared, train_fraction)
+        if cut < self.episode_jobs:
+            raise ValueError(f"{self.prepared.name}: the training part ({cut} jobs) is shorter "
+                             f"than one episode of {self.episode_jobs} jobs")
+        self.train_last_start = cut - self.episode_jobs
+        self.observation_space = spaces.Box(0.0, 1.0, (FEATURE_SETS[features],), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._base_scores: dict[tuple[int, int], dict] = {}
+        self.inspection: Inspection | None = None
+        self.window: tuple[int, int] | None = None
+
+    def base_metrics(self, start: int, jobs: int) -> dict[str, Any]:
+        """The pure base heuristic's metrics on a window (cached)."""
+        key = (start, jobs)
+        if key not in self._base_scores:
+            engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
+                                 self.prepared.profile, self.backfill)
+            self._base_scores[key] = engine.run(self.base).metrics
+        return self._base_scores[key]
+
+    def action_masks(self) -> np.ndarray:
+        return self.inspection.mask() if self.inspection and self.inspection.row is not None \
+            else np.array([True, False])
+
+    def _info(self) -> dict[str, Any]:
+        return {"action_mask": self.action_masks()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        jobs = int(options.get("jobs", self.episode_jobs))
+        if "start" in options:
+            start = int(options["start"])
+        else:
+            start = int(self.np_random.integers(0, self.train_last_start, endpoint=True))
+        self.window = (start, jobs)
+        engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
+                             self.prepared.profile, self.backfill)
+        self.inspection = Inspection(engine, self.base, self.norm, features=self.features,
+                                     metric=self.metric, max_interval=self.max_interval,
+                                     max_rejections=self.max_rejections)
+        self.inspection.propose()  # a window's first job arrives at once: never None here
+        return self.inspection.observe(), self._info()
+
+    def step(self, action):
+        if self.inspection is None or self.inspection.row is None:
+            raise RuntimeError("step() before reset() or after the end of the episode")
+        insp = self.inspection
+        if not insp.act(int(action)):
+            key, sign = METRICS[self.metric]
+            metrics = insp.engine.result().metrics
+            base = self.base_metrics(*self.window)
+            reward = improvement(metrics[key], base[key], sign, self.reward_form)
+            metrics.update(insp.summary())
+            metrics.update({f"base_{k}": base[k] for k in ("bsld", "wait", "utilization")})
+            metrics["improvement"] = improvement(metrics[key], base[key], sign, "paper")
+            info = {"action_mask": np.array([True, False]), "metrics": metrics,
+                    "window": self.window, "forced_accepts": insp.forced_accepts}
+            return np.zeros(self.observation_space.shape, np.float32), float(reward), True, \
+                False, info
+        return insp.observe(), 0.0, False, False, self._info()
+
+
+class VecInspect:
+    """`n_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
+    reads): ``reset(seed) -> (obs (N, F), mask (N, 2))``, ``step(actions) -> (obs, mask,
+    reward, done, infos)``; a finished environment's reward and info are its episode's, and its
+    observation is already the next episode's first."""
+
+    def __init__(self, n_envs: int, **env_kwargs):
+        first = InspectEnv(**env_kwargs)
+        env_kwargs = dict(env_kwargs, trace=first.prepared)
+        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(n_envs - 1)]
+        for env in self.envs[1:]:
+            env._base_scores = first._base_scores  # one cache of base runs for all
+        self.n_envs = n_envs
+        self.norm = first.norm
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        seeds = (np.random.SeedSequence(seed).generate_state(self.n_envs).tolist()
+                 if seed is not None else [None] * self.n_envs)
+        out = [env.reset(seed=s) for env, s in zip(self.envs, seeds)]
+        return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
+
+    def step(self, actions: np.ndarray):
+        obs, masks, rewards, dones, infos = [], [], [], [], []
+        for env, a in zip(self.envs, np.asarray(actions).tolist()):
+            o, r, done, _, info = env.step(a)
+            if done:
+                o, reset_info = env.reset()
+                mask = reset_info["action_mask"]
+            else:
+                mask = info["action_mask"]
+            obs.append(o)
+            masks.append(mask)
+            rewards.append(r)
+            dones.append(done)
+            infos.append(info)
+        return (np.stack(obs), np.stack(masks), np.asarray(rewards, np.float64),
+                np.asarray(dones, bool), infos)
+
+
+__all__ = ["ACCEPT", "ESTIMATES", "FEATURE_SETS", "InspectEnv", "Inspection", "MAX_INTERVAL",
+           "MAX_REJECTIONS", "METRICS", "REJECT", "REWARDS", "VecInspect", "improvement",
+           "inspector_trace", "split_point", "evaluation_windows"]

@@ -1,0 +1,146 @@
+"""A SchedInspector training run on disk: `hpcsched train inspector` is `train(config, out, epochs)`.
+
+The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose log writer,
+progress bar and curve this reuses): model.pt after every epoch (atomic; `resume=True` continues),
+best.pt (best greedy validation improvement), log.csv, curve.png and config.json.
+
+Validation runs the greedy inspector on fixed windows of the training part of the trace (drawn
+with their own seed) and scores the mean relative improvement over the base heuristic on them, in
+the paper's form ((base - inspected) / base; higher is better).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+VALIDATION_SEED = 20_220_627  # the validation windows' draw (HPDC'22), unlike any test draw
+LOG_METRICS = ["improvement", "bsld", "base_bsld", "wait", "base_wait", "utilization",
+               "base_utilization", "rejection_ratio", "inspections", "rejections"]
+
+
+class InspectorValidation:
+    """Greedy inspected runs against the pure base heuristic on fixed training-part windows."""
+
+    def __init__(self, config, windows: int = 10, jobs: int = 256):
+        from hpcsched.envs.inspector import inspector_trace, split_point
+        from hpcsched.policies.priority import get_policy
+        from hpcsched.workload.windows import sample_windows
+
+        self.config = config
+        self.prepared = inspector_trace(config.trace, config.estimate, config.profile)
+        cut = split_point(self.prepared, config.train_fraction)
+        self.jobs = min(jobs, cut)
+        self.starts = sample_windows(cut, windows, self.jobs, seed=VALIDATION_SEED)
+        self.base = get_policy(config.base)
+        self._base_values = [self._run(self.base, s) for s in self.starts]
+
+    def _run(self, policy, start: int) -> float:
+        from hpcsched.envs.inspector import METRICS
+        from hpcsched.sim.run import simulate
+
+        key = METRICS[self.config.metric][0]
+        return simulate(self.prepared, policy, backfill=self.config.backfill, start=start,
+                        jobs=self.jobs).metrics[key]
+
+    def score(self, model) -> float:
+        from hpcsched.agents.inspector import InspectedPolicy
+        from hpcsched.envs.inspector import METRICS, improvement
+
+        c = self.config
+        policy = InspectedPolicy(model.policy, self.base, self.prepared.report.norm,
+                                 features=c.features, metric=c.metric,
+                                 max_interval=c.max_interval, max_rejections=c.max_rejections)
+        sign = METRICS[c.metric][1]
+        return float(np.mean([improvement(self._run(policy, s), b, sign, "paper")
+                              for s, b in zip(self.starts, self._base_values)]))
+
+
+def train(config, out: str | Path, epochs: int, *, resume: bool = False,
+          validate_every: int = 5, validate_windows: int = 10, validate_jobs: int = 256,
+          plot_every: int = 10, progress: bool | None = None, log=None):
+    """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
+    in all; returns the model. `validate_every=0` turns validation (and best.pt) off."""
+    from hpcsched.agents.inspector import InspectorPPO
+    from hpcsched.experiments.training import _write_log
+    from hpcsched.report.plots import training_curve
+    from hpcsched.report.progress import Progress
+
+    say = log or (lambda text: print(text, file=sys.stderr))
+    out = Path(out)
+    model_path = out / "model.pt"
+    if resume:
+        if not model_path.exists():
+            raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
+        model = InspectorPPO.load(model_path)
+        if asdict(model.config) != asdict(config):
+            changed = sorted(k for k, v in asdict(config).items()
+                             if asdict(model.config).get(k) != v)
+            say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
+        config = model.config
+        say(f"resumed {model_path} at epoch {model.epoch}")
+    else:
+        if model_path.exists():
+            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
+                                  f"choose another --out")
+        model = InspectorPPO(config)
+        if config.init_rule:
+            fit = model.imitate_rule()
+            say(f"policy fitted to the {config.init_rule} rule: agreement "
+                f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(
+        {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")
+
+    validation = (InspectorValidation(config, validate_windows, validate_jobs)
+                  if validate_every and validate_windows else None)
+    best = max((h["val_improvement"] for h in model.history if "val_improvement" in h),
+               default=None)
+    todo = max(0, epochs - model.epoch)
+    if validation is not None and model.epoch == 0 and todo:
+        start = validation.score(model)
+        model.history.append({"epoch": 0, "val_improvement": start})
+        say(f"untrained greedy inspector: validation improvement over {config.base} "
+            f"{100 * start:.1f}% on {len(validation.starts)} windows of {validation.jobs} jobs")
+
+    def curve() -> None:
+        training_curve(model.history, out / "curve.png", "improvement",
+                       title=f"{config.trace} {config.base} {config.metric} "
+                             f"backfill={config.backfill}: improvement over the base")
+
+    with Progress(todo, f"training inspector {config.trace}/{config.base}",
+                  enabled=progress) as bar:
+        def after_epoch(stats: dict[str, Any]) -> None:
+            nonlocal best
+            note = (f"reward {stats['mean_reward']:.3f} rejections "
+                    f"{100 * stats.get('rejection_ratio', 0):.0f}%")
+            if validation is not None and (stats["epoch"] % validate_every == 0
+                                           or stats["epoch"] == epochs):
+                v = validation.score(model)
+                stats["val_improvement"] = v
+                note += f" val {100 * v:.1f}%"
+                if best is None or v > best:
+                    best = v
+                    model.save(out / "best.pt")
+            model.save(model_path)
+            _write_log(out / "log.csv", [h for h in model.history if "mean_reward" in h],
+                       LOG_METRICS)
+            if plot_every and stats["epoch"] % plot_every == 0:
+                curve()
+            bar.note(note)
+            bar.update(1)
+            if not bar.enabled:
+                say(f"epoch {stats['epoch']}: {note} ({stats['epoch_s']:.1f} s)")
+
+        model.learn(todo, callback=after_epoch)
+    if model.history:
+        curve()
+    return model
+
+
+__all__ = ["InspectorValidation", "VALIDATION_SEED", "train"]

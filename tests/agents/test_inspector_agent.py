@@ -1,0 +1,190 @@
+"""SchedInspector's networks, PPO run on disk, the `inspect:` policy and its commands."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from hpcsched.agents.inspector import (InspectorConfig, InspectorPolicyNet, InspectorPPO,
+                                       bias_toward_accept,
+                                       InspectorValueNet, load_inspector)
+from hpcsched.agents.nets import count_parameters
+from hpcsched.cli import main
+from hpcsched.experiments import schedinspector as si
+from hpcsched.experiments.compare import MEAN_KEYS
+from hpcsched.experiments.inspector_training import train
+
+TINY = dict(trace="lublin-1", base="sjf", episode_jobs=32, trajectories_per_epoch=4, n_envs=4,
+            train_pi_iters=5, train_v_iters=5, threads=1)
+
+
+def test_the_networks_have_the_papers_parameter_counts():
+    # 7-32-16-8-2: 7*32+32 + 32*16+16 + 16*8+8 + 8*2+2 = 938; the critic ends in 1 output: 929
+    assert count_parameters(InspectorPolicyNet(7)) == 938
+    assert count_parameters(InspectorValueNet(7)) == 929
+    # the paper's 8 features add one input column: 32 weights more each
+    assert count_parameters(InspectorPolicyNet(8)) == 970
+    assert count_parameters(InspectorValueNet(8)) == 961
+
+
+def test_a_masked_reject_gets_no_probability():
+    net = InspectorPolicyNet(7)
+    obs = torch.rand(3, 7)
+    mask = torch.tensor([[True, True], [True, False], [True, False]])
+    p = torch.softmax(net(obs, mask), -1)
+    assert torch.all(p[1:, 1] == 0)
+    assert torch.all(p[0] > 0)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "inspect-lublin-1-sjf"
+    model = train(InspectorConfig(**TINY), out, 2, validate_every=1, validate_windows=2,
+                  validate_jobs=64, progress=False, log=lambda text: None)
+    return out, model
+
+
+def test_a_run_writes_its_checkpoints_log_and_curve(run):
+    out, model = run
+    for name in ("model.pt", "best.pt", "log.csv", "curve.png", "config.json"):
+        assert (out / name).exists(), name
+    rows = (out / "log.csv").read_text().splitlines()
+    assert len(rows) == 3 and "rejection_ratio" in rows[0]
+    assert json.loads((out / "config.json").read_text())["base"] == "sjf"
+    assert model.epoch == 2
+
+
+def test_resuming_gives_the_same_weights_as_training_straight_on(run, tmp_path):
+    out, straight = run
+    half = tmp_path / "half"
+    train(InspectorConfig(**TINY), half, 1, validate_every=0, progress=False, log=lambda t: None)
+    resumed = train(InspectorConfig(**TINY), half, 2, resume=True, validate_every=0,
+                    progress=False, log=lambda t: None)
+    for a, b in zip(straight.policy.parameters(), resumed.policy.parameters()):
+        torch.testing.assert_close(a, b)
+
+
+def test_a_saved_inspector_loads_as_a_policy_around_its_base(run):
+    out, _ = run
+    policy = load_inspector(out / "model.pt")
+    assert policy.base.name == "sjf"
+    assert load_inspector(out / "model.pt", base="f1").base.name == "f1"
+    with pytest.raises(ValueError, match="not a SchedInspector model"):
+        from hpcsched.experiments.policyspec import PRETRAINED
+        load_inspector(PRETRAINED / "hpc2n-bsld.pt")
+
+
+def test_the_table4_rows_follow_the_row_convention(run):
+    out, _ = run
+    rows = si.table4(["lublin-1"], ["sjf"], windows=2, jobs=64, models=out.parent)
+    ours = [r for r in rows if r["source"] == "ours"]
+    assert [r["policy"] for r in ours] == ["sjf", f"inspect:{out / 'best.pt'}"]
+    for r in ours:
+        assert {"trace", "policy", "backfill", "rejection_ratio", *MEAN_KEYS} <= set(r)
+    assert ours[0]["rejection_ratio"] == 0.0
+    paper = [r for r in rows if r["source"] == "paper"]
+    assert [r["bsld"] for r in paper] == [333.19, 27.97]  # Table 4, Lublin, SJF
+    line = next(x for x in si.side_by_side(rows) if x["source"] == "paper")
+    assert line["bsld_gain_%"] == 91.6  # the paper's quoted gain, from its own table
+
+
+def test_cli_experiment_json_and_compare(run, capsys):
+    out, _ = run
+    code = main(["experiment", "schedinspector-table4", "--json", "--traces", "lublin-1",
+                 "--bases", "sjf", "--windows", "2", "--jobs", "64", "--models", str(out.parent)])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and {"trace", "policy", "backfill", "bsld", "rejection_ratio"} <= set(rows[0])
+    code = main(["compare", "lublin-1", "--profile", "schedinspector", "--backfill", "none",
+                 "--policies", f"sjf,inspect:{out}", "--starts", "3000", "--jobs", "64"])
+    text = capsys.readouterr().out
+    assert code == 0 and "of sjf's proposals" in text and "utilization" in text
+    code = main(["compare", "lublin-1", "--profile", "standard", "--policies", f"inspect:{out}",
+                 "--start", "0", "--jobs", "64"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--profile schedinspector" in err and len(err.strip().splitlines()) == 1
+
+
+def test_without_profile_compare_and_simulate_take_the_models_profile(run, capsys):
+    out, _ = run
+    argv = ["compare", "lublin-1", "--policies", f"sjf,inspect:{out / 'model.pt'}",
+            "--starts", "3000", "--jobs", "64", "--json"]
+    assert main(argv) == 0
+    implicit = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--profile", "schedinspector"]) == 0
+    assert implicit == json.loads(capsys.readouterr().out)
+    assert main(argv[:-1]) == 0
+    assert "profile schedinspector: the one inspect:" in capsys.readouterr().out
+    assert main(["simulate", "lublin-1", "--policy", f"inspect:{out}", "--start", "3000",
+                 "--jobs", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"] == "schedinspector"
+    # heuristics alone keep the standard default
+    assert main(["simulate", "lublin-1", "--policy", "sjf", "--start", "3000", "--jobs", "64",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"] == "standard"
+
+
+def test_init_accept_starts_the_policy_at_that_accept_probability():
+    torch.manual_seed(0)
+    net = InspectorPolicyNet(7)
+    bias_toward_accept(net, 0.95)
+    p = torch.softmax(net(torch.rand(256, 7)), dim=-1)[:, 0]
+    assert torch.all((p - 0.95).abs() < 0.01)  # softmax([log .95, log .05]) = .95, weights ~0
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        bias_toward_accept(net, 1.0)
+
+
+def test_an_unknown_base_is_one_clear_error(capsys, tmp_path):
+    code = main(["train", "inspector", "--base", "nope", "--out", str(tmp_path / "x")])
+    assert code == 2 and "unknown policy 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_training_on_lublin_1_with_sjf_beats_sjf(tmp_path):
+    model = train(InspectorConfig(trace="lublin-1", base="sjf", threads=1), tmp_path / "l1", 20,
+                  validate_every=10, progress=False, log=lambda t: None)
+    val = [h["val_improvement"] for h in model.history if "val_improvement" in h]
+    assert max(val) > 0.3  # the greedy inspector beats SJF by over 30% on validation windows
+
+
+def test_cli_evaluate_an_inspector_around_another_base(run, capsys):
+    out, _ = run
+    code = main(["evaluate", str(out / "model.pt"), "--base", "f1", "--against", "f1",
+                 "--starts", "3000", "--jobs", "64", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [r["policy"] for r in rows] == [f"inspect:{out / 'model.pt'}@f1", "f1"]
+    assert rows[0]["profile"] == "schedinspector" and "rejection_ratio" in rows[0]
+
+
+def shipped_inspectors():
+    from hpcsched.experiments.policyspec import pretrained_models
+
+    return pretrained_models("inspect-")
+
+
+@pytest.mark.parametrize("name", shipped_inspectors())
+def test_a_shipped_inspector_was_trained_as_its_name_says(name):
+    from hpcsched.agents.inspector import load_inspector_checkpoint
+    from hpcsched.experiments.policyspec import PRETRAINED
+
+    config = load_inspector_checkpoint(PRETRAINED / f"{name}.pt")["config"]
+    backfill = name.endswith("-backfill")
+    assert name == si.model_name(config["trace"], config["base"], config["backfill"])
+    assert (config["backfill"] != "none") == backfill
+    assert config["profile"] == "schedinspector" and config["metric"] == "bsld"
+
+
+def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():
+    from hpcsched.agents import rollout
+    from hpcsched.agents.inspector import reject_unfit
+
+    model = InspectorPPO(InspectorConfig(**TINY, init_rule="reject-unfit", init_episodes=8))
+    assert model.imitate_rule()["imitation_agreement"] > 0.99
+    # on fresh episodes the greedy policy decides as the rule does
+    traj = rollout.collect(model.env(), lambda o, m: (model.predict(o, m),
+                                                      np.zeros(len(o), np.float32)), 4, seed=123)
+    rule = np.array([reject_unfit(o, m) for o, m in zip(traj.obs, traj.mask)])
+    assert 0 < rule.sum() < len(rule) and np.mean(traj.actions == rule) > 0.98
+    with pytest.raises(ValueError, match="unknown rule"):
+        InspectorPPO(InspectorConfig(**TINY, init_rule="nope")).imitate_rule()
