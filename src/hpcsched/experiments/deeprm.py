@@ -76,26 +76,15 @@ def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
 def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool = False,
           progress: bool | None = None, log: Callable[[str], None] | None = None) -> DeepRM:
     """Train (or continue) the run in `out` until `epochs` epochs are done in all."""
+    from hpcsched.experiments.training import open_run
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     out = Path(out)
     model_path = out / "model.pt"
-    if resume:
-        if not model_path.exists():
-            raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
-        model = DeepRM.load(model_path)
-        if asdict(model.config) != asdict(config):
-            changed = sorted(k for k, v in asdict(config).items()
-                             if asdict(model.config).get(k) != v)
-            say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    else:
-        if model_path.exists():
-            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
-                                  f"choose another --out")
-        model = DeepRM(config)
+    model = open_run(out, config, resume=resume, load=DeepRM.load, create=lambda: DeepRM(config),
+                     say=say)
     config = model.config
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(

@@ -67,32 +67,24 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
     in all; returns the model. `validate_every=0` turns validation (and best.pt) off."""
     from hpcsched.agents.inspector import InspectorPPO
-    from hpcsched.experiments.training import _write_log
+    from hpcsched.experiments.training import _write_log, open_run
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     out = Path(out)
     model_path = out / "model.pt"
-    if resume:
-        if not model_path.exists():
-            raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
-        model = InspectorPPO.load(model_path)
-        if asdict(model.config) != asdict(config):
-            changed = sorted(k for k, v in asdict(config).items()
-                             if asdict(model.config).get(k) != v)
-            say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
-        config = model.config
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    else:
-        if model_path.exists():
-            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
-                                  f"choose another --out")
+
+    def create() -> InspectorPPO:
         model = InspectorPPO(config)
         if config.init_rule:
             fit = model.imitate_rule()
             say(f"policy fitted to the {config.init_rule} rule: agreement "
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
+        return model
+
+    model = open_run(out, config, resume=resume, load=InspectorPPO.load, create=create, say=say)
+    config = model.config
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(
         {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")

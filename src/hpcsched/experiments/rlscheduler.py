@@ -20,7 +20,6 @@ from typing import Callable, Iterable, Sequence
 
 from hpcsched.experiments.compare import compare
 from hpcsched.experiments.policyspec import PRETRAINED, resolve_policy
-from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import prepare
 from hpcsched.workload.windows import paper_windows
 

@@ -110,6 +110,27 @@ def _write_log(path: Path, history: list[dict[str, Any]], metric_keys: list[str]
     tmp.replace(path)
 
 
+def open_run(out: Path, config, *, resume: bool, load, create, say):
+    """The model of the run folder `out`: with `resume`, the one in its model.pt (its own settings
+    win over `config`; the differences are told through `say`), else `create()`, refusing to
+    overwrite an existing run. `load(path)` reads a checkpoint; the model has `.config`, `.epoch`."""
+    model_path = out / "model.pt"
+    if not resume:
+        if model_path.exists():
+            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
+                                  f"choose another --out")
+        return create()
+    if not model_path.exists():
+        raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
+    model = load(model_path)
+    if asdict(model.config) != asdict(config):
+        changed = sorted(k for k, v in asdict(config).items()
+                         if asdict(model.config).get(k) != v)
+        say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
+    say(f"resumed {model_path} at epoch {model.epoch}")
+    return model
+
+
 def train(config, out: str | Path, epochs: int, *, resume: bool = False,
           validate_every: int = 5, validate_windows: int = 5, validate_jobs: int = 1024,
           plot_every: int = 10, progress: bool | None = None, log=None):
@@ -124,21 +145,8 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     say = log or (lambda text: print(text, file=sys.stderr))
     out = Path(out)
     model_path = out / "model.pt"
-    if resume:
-        if not model_path.exists():
-            raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
-        model = PPO.load(model_path)
-        if asdict(model.config) != asdict(config):
-            changed = sorted(k for k, v in asdict(config).items()
-                             if asdict(model.config).get(k) != v)
-            say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
-        config = model.config
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    else:
-        if model_path.exists():
-            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
-                                  f"choose another --out")
-        model = PPO(config)
+    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config), say=say)
+    config = model.config
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(
         {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")
