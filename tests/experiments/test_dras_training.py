@@ -101,6 +101,20 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
             break
 
 
+def test_select_wait_keeps_the_validation_with_the_lowest_wait(tmp_path, monkeypatch):
+    p = prepare(trace(), "cqsim")
+    monkeypatch.setattr(dt, "prepared_for", lambda config: p)
+    config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:2,real:1",
+                              jobset_jobs=80, train_days=5, validate_days=2, test_days=3,
+                              validate_first_days=0.5, select="wait",
+                              agent={"fc1": 32, "fc2": 16, "lr": 0.05})
+    history = dt.train(config, tmp_path / "run", progress=False)
+    waits = [h["val_wait"] for h in history]
+    assert dt.load(tmp_path / "run" / "best.pt")["episode"] == 1 + waits.index(min(waits))
+    with pytest.raises(ValueError, match="select"):
+        dt.train(dt.DrasRunConfig(select="slowest"), tmp_path / "bad", progress=False)
+
+
 def test_every_shipped_dras_model_has_a_row_in_models_md():
     from hpcsched.experiments.policyspec import PRETRAINED
 

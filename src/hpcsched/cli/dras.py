@@ -52,6 +52,9 @@ def register(train, experiment, fmt) -> None:
                    help="days of the validation period scored after each episode")
     p.add_argument("--validate-every", type=int, default=d.validate_every,
                    help="validate after every k-th episode (and the last)")
+    p.add_argument("--select", default=d.select, choices=["reward", "wait"],
+                   help="best.pt: the validation with the highest reward (default) or the "
+                        "lowest average wait")
     p.add_argument("--test-days", type=float, default=d.test_days)
     p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
                    help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
@@ -118,7 +121,7 @@ def cmd_train(args) -> int:
         algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
         jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
         validate_first_days=args.validate_first_days, validate_every=args.validate_every,
-        test_days=args.test_days,
+        select=args.select, test_days=args.test_days,
         reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
         seed=args.seed, threads=args.threads, agent=agent)
     history = train(config, args.out, resume=args.resume)

@@ -52,6 +52,9 @@ class DrasRunConfig:
     validate_first_days: float = 4.0
     #: validate after every k-th episode (and the last)
     validate_every: int = 1
+    #: what best.pt maximises on validation: "reward" (the agent's objective) or "wait" (the
+    #: lowest average wait; the reward's sum moves little with the wait on RICC's busy days)
+    select: str = "reward"
     reserve: str = "agent_pick"
     persist: bool = False
     backfill_runtime: str = "estimate"
@@ -261,6 +264,8 @@ def _write_log(path: Path, history: list[dict]) -> None:
 def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
           progress: bool | None = None, log=None) -> list[dict]:
     """Train (or continue) the run in `out` through the whole curriculum. Returns the history."""
+    if config.select not in ("reward", "wait"):
+        raise ValueError(f"select {config.select!r}: choose reward or wait")
     import torch
 
     from hpcsched.report.plots import training_curve
@@ -296,7 +301,8 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"algorithm": f"dras-{config.algo}",
                                                  **asdict(config)}, indent=1) + "\n")
-    best = max((h["val_reward"] for h in history if "val_reward" in h), default=None)
+    key, sign = ("val_reward", 1.0) if config.select == "reward" else ("val_wait", -1.0)
+    best = max((sign * h[key] for h in history if key in h), default=None)
     with Progress(len(jobsets) - done, f"training dras-{config.algo}", enabled=progress) as bar:
         for episode in range(done + 1, len(jobsets) + 1):
             phase, jobs = jobsets[episode - 1]
@@ -317,8 +323,8 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
                            val_slowdown=vm["slowdown"])
             row["episode_s"] = time.monotonic() - t0
             history.append(row)
-            if validate and (best is None or row["val_reward"] > best):
-                best = row["val_reward"]
+            if validate and (best is None or sign * row[key] > best):
+                best = sign * row[key]
                 save(out / "best.pt", agent, config, episode, history, norm)
             save(model_path, agent, config, episode, history, norm)
             _write_log(out / "log.csv", history)
