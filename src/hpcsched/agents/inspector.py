@@ -26,7 +26,7 @@ from torch import nn
 
 from hpcsched.agents import rollout
 from hpcsched.agents.nets import apply_mask, mlp
-from hpcsched.agents.ppo import advantages_and_returns, derived_seed
+from hpcsched.agents.ppo import advantages_and_returns, derived_seed, run_epochs
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
 
 ALGORITHM = "schedinspector-ppo"
@@ -254,18 +254,7 @@ class InspectorPPO:
     def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
               ) -> "InspectorPPO":
         """Train `epochs` more epochs. `callback(stats)` runs after each; returning False stops."""
-        previous = torch.get_num_threads()
-        if self.config.threads:
-            torch.set_num_threads(self.config.threads)
-        try:
-            for _ in range(epochs):
-                stats = self._one_epoch()
-                self.history.append(stats)
-                if callback is not None and callback(stats) is False:
-                    break
-        finally:
-            torch.set_num_threads(previous)
-        return self
+        return run_epochs(self, epochs, callback)
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

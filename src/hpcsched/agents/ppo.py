@@ -200,6 +200,24 @@ class _Batch:
         return part
 
 
+def run_epochs(model, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None):
+    """`model._one_epoch()` `epochs` times with `model.config.threads` torch threads, each epoch's
+    stats appended to `model.history`; `callback(stats)` runs after each and returning False stops.
+    The `learn` of PPO and of the agents built on its pieces."""
+    previous_threads = torch.get_num_threads()
+    if model.config.threads:
+        torch.set_num_threads(model.config.threads)
+    try:
+        for _ in range(epochs):
+            stats = model._one_epoch()
+            model.history.append(stats)
+            if callback is not None and callback(stats) is False:
+                break
+    finally:
+        torch.set_num_threads(previous_threads)
+    return model
+
+
 class PPO:
     """PPO with RLScheduler's networks. SB3's verbs: `learn`, `predict`, `save`, `load`.
 
@@ -515,18 +533,7 @@ class PPO:
     def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
               ) -> "PPO":
         """Train `epochs` more epochs. `callback(stats)` runs after each; returning False stops."""
-        previous_threads = torch.get_num_threads()
-        if self.config.threads:
-            torch.set_num_threads(self.config.threads)
-        try:
-            for _ in range(epochs):
-                stats = self._one_epoch()
-                self.history.append(stats)
-                if callback is not None and callback(stats) is False:
-                    break
-        finally:
-            torch.set_num_threads(previous_threads)
-        return self
+        return run_epochs(self, epochs, callback)
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
