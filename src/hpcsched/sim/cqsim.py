@@ -35,6 +35,7 @@ import numpy as np
 
 from hpcsched.sim.backfill import _earliest_segment, _reserve
 from hpcsched.sim.engine import DecisionView, Engine
+from hpcsched.sim.passes import advance_to_next_event
 
 NOT_STARTED, READY, RESERVED, BACKFILLED = 0, 1, 2, 3
 MODE_NAMES = {READY: "ready", RESERVED: "reserved", BACKFILLED: "backfilled"}
@@ -227,23 +228,11 @@ class CqsimEngine(Engine):
 
     def _advance(self) -> bool:
         """Jump to the next event time and process every event there. False at the end."""
-        heap = self._completions
-        t_arr = self._submit[self._next] if self._next < self.n else None
-        if heap and (t_arr is None or heap[0][0] <= t_arr):
-            t = heap[0][0]
-        elif t_arr is not None:
-            t = t_arr
-        else:
+        arrived = advance_to_next_event(self)
+        if arrived is None:
             return False
-        self.now = t
-        while heap and heap[0][0] <= t:
-            _, r = heapq.heappop(heap)
-            del self.running[r]
-            self.free_nodes += self._need[r]
-        while self._next < self.n and self._submit[self._next] <= t:
-            self.queue.append(self._next)
-            self._waiting[self._next] = True
-            self._next += 1
+        self.queue.extend(arrived)
+        self._waiting[arrived.start:arrived.stop] = True
         return True
 
     def result(self, policy: str = ""):

@@ -90,22 +90,33 @@ class PassEngine(Engine):
 
     def _advance(self) -> bool:
         """Jump to the next instant with events, process all of them, open a pass. False at the end."""
-        heap = self._completions
-        t_arr = self._submit[self._next] if self._next < self.n else None
-        if heap and (t_arr is None or heap[0][0] <= t_arr):
-            t = heap[0][0]
-        elif t_arr is not None:
-            t = t_arr
-        else:
+        arrived = advance_to_next_event(self)
+        if arrived is None:
             return False
-        self.now = t
-        while heap and heap[0][0] <= t:
-            _, r = heapq.heappop(heap)
-            del self.running[r]
-            self.free_nodes += self._need[r]
-        submit, n = self._submit, self.n
-        while self._next < n and submit[self._next] <= t:
-            self.queue.append(self._next)
-            self._next += 1
+        self.queue.extend(arrived)
         self._in_pass = True
         return True
+
+
+def advance_to_next_event(engine) -> range | None:
+    """Move `engine` (one with a completion heap of (end, row) and rows arriving in order: the pass
+    and cqsim engines) to the next instant with a completion or an arrival, finish the jobs that
+    end then, and return the rows that arrive then, for the caller to queue. None at the end."""
+    heap = engine._completions
+    t_arr = engine._submit[engine._next] if engine._next < engine.n else None
+    if heap and (t_arr is None or heap[0][0] <= t_arr):
+        t = heap[0][0]
+    elif t_arr is not None:
+        t = t_arr
+    else:
+        return None
+    engine.now = t
+    while heap and heap[0][0] <= t:
+        _, r = heapq.heappop(heap)
+        del engine.running[r]
+        engine.free_nodes += engine._need[r]
+    first = engine._next
+    submit, n = engine._submit, engine.n
+    while engine._next < n and submit[engine._next] <= t:
+        engine._next += 1
+    return range(first, engine._next)
