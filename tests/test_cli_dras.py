@@ -67,3 +67,40 @@ def test_trace_generate_lublin(capsys, tmp_path):
     jobs = read_swf(dest)
     assert len(jobs) == 300 and jobs.header.max_nodes == 64
     assert jobs.req_procs.max() <= 64
+
+
+def test_dql_options_reach_the_agent_and_are_refused_for_pg(capsys, tmp_path, monkeypatch):
+    import hpcsched.experiments.dras_training as dt
+
+    seen = {}
+    monkeypatch.setattr(dt, "train", lambda config, out, resume=False: seen.setdefault("c", config)
+                        and [])
+    code, out, err = run_cli(capsys, "train", "dras", "--algo", "dql", "--out", str(tmp_path / "a"),
+                             "--epsilon-decay", "0.99", "--target-every", "5", "--replay", "100",
+                             "--keep-validated")
+    assert code == 0, err
+    c = seen["c"]
+    assert c.agent == {"epsilon_decay": 0.99, "target_every": 5, "replay": 100}
+    assert c.keep_validated
+    code, out, err = run_cli(capsys, "train", "dras", "--algo", "pg", "--out", str(tmp_path / "b"),
+                             "--target-every", "5")
+    assert code == 2 and "--target-every" in err and "--algo dql" in err
+
+
+def test_curriculum_plot_takes_seeds(capsys, tmp_path):
+    for name, vals in (("a", (1.0, 3.0)), ("b", (2.0, 5.0)), ("c", (0.5, 0.7))):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "log.csv").write_text(
+            "episode,val_reward,val_wait\n" + "".join(f"{i + 1},{v},100\n" for i, v in
+                                                      enumerate(vals)))
+    out_png = tmp_path / "c.png"
+    code, out, err = run_cli(capsys, "experiment", "dras-curriculum", "--runs",
+                             f"full={tmp_path / 'a'}+{tmp_path / 'b'},real={tmp_path / 'c'}",
+                             "--out", str(out_png))
+    assert code == 0, err
+    assert out_png.stat().st_size > 0
+    assert "best validation reward 3.0 at episode 2" in out and "5.0 at episode 2" in out
+    code, out, err = run_cli(capsys, "experiment", "dras-curriculum", "--runs",
+                             f"full={tmp_path / 'a'}+{tmp_path / 'nothing'}", "--out", str(out_png))
+    assert code == 2 and "nothing" in err

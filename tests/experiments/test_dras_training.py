@@ -122,3 +122,16 @@ def test_every_shipped_dras_model_has_a_row_in_models_md():
     for path in PRETRAINED.glob("*.pt"):
         if path.stem.startswith(("dras-", "decima-")):
             assert f"`{path.name}`" in text or f"| {path.stem} " in text, path.name
+
+
+def test_keep_validated_keeps_one_checkpoint_per_validation(tmp_path, monkeypatch):
+    p = prepare(trace(), "cqsim")
+    monkeypatch.setattr(dt, "prepared_for", lambda config: p)
+    config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:3", jobset_jobs=60,
+                              train_days=5, validate_days=2, test_days=3,
+                              validate_first_days=0.5, validate_every=2, keep_validated=True,
+                              agent={"fc1": 16, "fc2": 8})
+    dt.train(config, tmp_path / "run", progress=False)
+    kept = sorted(f.name for f in (tmp_path / "run" / "validated").iterdir())
+    assert kept == ["ep002.pt", "ep003.pt"]  # every second episode, and the last
+    assert [dt.load(tmp_path / "run" / "validated" / k)["episode"] for k in kept] == [2, 3]

@@ -55,6 +55,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--select", default=d.select, choices=["reward", "wait"],
                    help="best.pt: the validation with the highest reward (default) or the "
                         "lowest average wait")
+    p.add_argument("--keep-validated", action="store_true",
+                   help="also keep every validated episode's checkpoint (validated/epNNN.pt)")
     p.add_argument("--test-days", type=float, default=d.test_days)
     p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
                    help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
@@ -69,6 +71,15 @@ def register(train, experiment, fmt) -> None:
                         "(each job scored from its block and the nodes; our deviation)")
     p.add_argument("--hidden", help="FC1,FC2 sizes (default: scaled to the cluster as Theta's "
                                     "4000,1000 are to its 4460 input rows)")
+    dql = p.add_argument_group("DRAS-DQL only")
+    dql.add_argument("--epsilon-decay", type=float,
+                     help="epsilon's factor per update (default 0.995, the paper's)")
+    dql.add_argument("--epsilon-min", type=float, help="epsilon's floor (default 0.01)")
+    dql.add_argument("--target-every", type=int,
+                     help="updates between target-network copies (default 20)")
+    dql.add_argument("--replay", type=int, help="replay memory, transitions (default 5000)")
+    dql.add_argument("--batch", type=int, help="transitions per gradient step (default 32)")
+    dql.add_argument("--gradient-steps", type=int, help="gradient steps per update (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.set_defaults(func=cmd_train)
@@ -97,7 +108,8 @@ def register(train, experiment, fmt) -> None:
                                      "curriculum=runs/dras-pg-ricc,real-only=runs/real-only "
                                      "--out curriculum.png\n", formatter_class=RAW)
     p.add_argument("--runs", required=True,
-                   help="LABEL=RUN_FOLDER,... (folders written by `hpcsched train dras`)")
+                   help="LABEL=RUN_FOLDER[+RUN_FOLDER...],... (folders written by `hpcsched train "
+                        "dras`; several folders under one label are seeds, drawn with their mean)")
     p.add_argument("--out", required=True, help="the PNG file to write")
     p.add_argument("--key", default="val_reward",
                    help="log.csv column to draw (val_reward, val_wait, val_max_wait, ...)")
@@ -117,11 +129,18 @@ def cmd_train(args) -> int:
             raise ValueError(f"--hidden {args.hidden!r}: give two sizes, FC1,FC2") from None
     if args.net and args.algo == "dql":
         raise ValueError("--net is for the PG agents (pg, decima); DQL scores each job already")
+    dql = {k: getattr(args, k) for k in ("epsilon_decay", "epsilon_min", "target_every",
+                                         "replay", "batch", "gradient_steps")
+           if getattr(args, k) is not None}
+    if dql and args.algo != "dql":
+        raise ValueError(f"--{next(iter(dql)).replace('_', '-')} is an option of DRAS-DQL "
+                         f"(--algo dql), not of --algo {args.algo}")
+    agent.update(dql)
     config = DrasRunConfig(
         algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
         jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
         validate_first_days=args.validate_first_days, validate_every=args.validate_every,
-        select=args.select, test_days=args.test_days,
+        select=args.select, keep_validated=args.keep_validated, test_days=args.test_days,
         reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
         seed=args.seed, threads=args.threads, agent=agent)
     history = train(config, args.out, resume=args.resume)
@@ -187,15 +206,19 @@ def cmd_curriculum(args) -> int:
 
     runs = {}
     for part in args.runs.split(","):
-        label, _, folder = part.partition("=")
-        if not folder or not (Path(folder) / "log.csv").exists():
-            raise ValueError(f"--runs: {part!r} is not LABEL=FOLDER with a log.csv in FOLDER")
-        runs[label] = folder
+        label, _, folders = part.partition("=")
+        folders = [f for f in folders.split("+") if f]
+        if not folders or any(not (Path(f) / "log.csv").exists() for f in folders):
+            raise ValueError(f"--runs: {part!r} is not LABEL=FOLDER[+FOLDER...] with a log.csv "
+                             f"in every FOLDER")
+        runs[label] = folders
     curriculum_plot(runs, args.out, args.key)
-    for label, folder in runs.items():
-        log = [r for r in read_log(Path(folder) / "log.csv") if r.get("val_reward") != ""]
-        best = max(log, key=lambda r: r["val_reward"])
-        print(f"{label}: {len(log)} validations, best validation reward {best['val_reward']:.1f} at "
-              f"episode {int(best['episode'])} (wait {best['val_wait']:.0f} s)")
+    for label, folders in runs.items():
+        for folder in folders:
+            log = [r for r in read_log(Path(folder) / "log.csv") if r.get("val_reward") != ""]
+            best = max(log, key=lambda r: r["val_reward"])
+            print(f"{label} ({folder}): {len(log)} validations, best validation reward "
+                  f"{best['val_reward']:.1f} at episode {int(best['episode'])} (wait "
+                  f"{best['val_wait']:.0f} s)")
     print(f"plot: {args.out}")
     return 0

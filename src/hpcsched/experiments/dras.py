@@ -233,16 +233,29 @@ def read_log(path: str | Path) -> list[dict]:
                  for k, v in row.items()} for row in csv.DictReader(f)]
 
 
-def curriculum_plot(runs: dict[str, str | Path], path: str | Path, key: str = "val_reward",
+def curriculum_plot(runs: dict[str, Any], path: str | Path, key: str = "val_reward",
                     title: str = "") -> Path:
     """Validation curves of training runs against the episode (the paper's Fig. 4): `runs` maps
-    a label to a run folder (its log.csv)."""
+    a label to a run folder (its log.csv) or to a list of folders (seeds of the same settings:
+    each seed thin, their mean over the episodes all of them validated thick)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    for label, folder in runs.items():
-        log = [r for r in read_log(Path(folder) / "log.csv") if r.get(key) not in ("", None)]
-        ax.plot([r["episode"] for r in log], [r[key] for r in log], "o-", ms=3, lw=1.2,
-                label=label)
+    for i, (label, folders) in enumerate(runs.items()):
+        folders = [folders] if isinstance(folders, (str, Path)) else list(folders)
+        color = f"C{i}"
+        curves = []
+        for folder in folders:
+            log = [r for r in read_log(Path(folder) / "log.csv") if r.get(key) not in ("", None)]
+            curves.append({int(r["episode"]): float(r[key]) for r in log})
+        if len(curves) == 1:
+            c = curves[0]
+            ax.plot(list(c), list(c.values()), "o-", ms=3, lw=1.2, color=color, label=label)
+            continue
+        for c in curves:
+            ax.plot(list(c), list(c.values()), "-", lw=0.7, alpha=0.45, color=color)
+        common = sorted(set.intersection(*(set(c) for c in curves)))
+        ax.plot(common, [float(np.mean([c[e] for c in curves])) for e in common], "o-", ms=3,
+                lw=1.8, color=color, label=f"{label} (mean of {len(curves)} seeds)")
     ax.set_xlabel("episode (one jobset each)")
     ax.set_ylabel(key.replace("_", " "))
     ax.grid(alpha=0.3)

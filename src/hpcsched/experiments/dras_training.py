@@ -55,6 +55,9 @@ class DrasRunConfig:
     #: what best.pt maximises on validation: "reward" (the agent's objective) or "wait" (the
     #: lowest average wait; the reward's sum moves little with the wait on RICC's busy days)
     select: str = "reward"
+    #: also keep every validated episode's checkpoint as validated/epNNN.pt (to choose again later
+    #: on another validation criterion without retraining)
+    keep_validated: bool = False
     reserve: str = "agent_pick"
     persist: bool = False
     backfill_runtime: str = "estimate"
@@ -323,6 +326,9 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
                            val_slowdown=vm["slowdown"])
             row["episode_s"] = time.monotonic() - t0
             history.append(row)
+            if validate and config.keep_validated:
+                save(out / "validated" / f"ep{episode:03d}.pt", agent, config, episode, history,
+                     norm)
             if validate and (best is None or sign * row[key] > best):
                 best = sign * row[key]
                 save(out / "best.pt", agent, config, episode, history, norm)
