@@ -103,9 +103,10 @@ def evaluate(trace: str = "ricc", *, reward: str = "capability", methods=METHODS
     return rows, results
 
 
-def verdicts(rows: list[dict]) -> list[dict]:
+def verdicts(rows: list[dict], results: dict | None = None) -> list[dict]:
     """The paper's pattern, row by row against FCFS+EASY: lower average wait and slowdown, max wait
-    within 2x of FCFS's; the packing methods' max wait several times FCFS's."""
+    within 2x of FCFS's; the packing methods' max wait several times FCFS's. With `results` (by
+    method), also `jobs_over_fcfs_max`: how many jobs waited longer than FCFS+EASY's longest wait."""
     by = {r["policy"]: r for r in rows}
     fcfs = by.get("fcfs-easy")
     if fcfs is None:
@@ -114,10 +115,29 @@ def verdicts(rows: list[dict]) -> list[dict]:
     for r in rows:
         if r["policy"] == "fcfs-easy":
             continue
-        out.append({"policy": r["policy"], "wait_vs_fcfs": r["wait"] / fcfs["wait"],
-                    "slowdown_vs_fcfs": r["slowdown"] / fcfs["slowdown"],
-                    "max_wait_vs_fcfs": r["max_wait"] / fcfs["max_wait"]})
+        v = {"policy": r["policy"], "wait_vs_fcfs": r["wait"] / fcfs["wait"],
+             "slowdown_vs_fcfs": r["slowdown"] / fcfs["slowdown"],
+             "max_wait_vs_fcfs": r["max_wait"] / fcfs["max_wait"]}
+        if results is not None and r["policy"] in results:
+            res = results[r["policy"]]
+            v["jobs_over_fcfs_max"] = int(np.sum(res.start - res.jobs.submit > fcfs["max_wait"]))
+        out.append(v)
     return out
+
+
+def weekly_waits(res, origin: float, week: float = 7 * 86400.0) -> tuple[np.ndarray, np.ndarray]:
+    """(mean wait in s, processor-seconds of work submitted) per week of submission, weeks counted
+    from `origin`; a week without jobs has a NaN mean. Work is processors x time executed."""
+    jobs = res.jobs
+    k = np.floor((jobs.submit - origin) / week).astype(np.int64)
+    if k.size and k.min() < 0:
+        raise ValueError("weekly_waits: a job was submitted before the origin")
+    n = int(k.max()) + 1 if k.size else 0
+    count = np.bincount(k, minlength=n)
+    wait = np.bincount(k, weights=res.start - jobs.submit, minlength=n)
+    work = np.bincount(k, weights=jobs.procs * res.executed, minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, wait / count, np.nan), work
 
 
 # -- plots -----------------------------------------------------------------------------------------
@@ -225,6 +245,33 @@ def wait_by_mode(results: dict, path: str | Path, title: str = "") -> Path:
     return path
 
 
+def wait_by_week(results: dict, origin: float, path: str | Path, title: str = "") -> Path:
+    """The paper's Fig. 9: the work submitted per week (processor-hours, top) and every method's mean
+    wait per week of submission (h, bottom): how each copes with the load's changes."""
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), dpi=110, sharex=True,
+                                      gridspec_kw={"height_ratios": [1, 2]})
+    for k, (method, res) in enumerate(results.items()):
+        mean, work = weekly_waits(res, origin)
+        weeks = np.arange(1, mean.size + 1)
+        if k == 0:
+            top.bar(weeks, work / 3600.0, color="0.6")
+        bottom.plot(weeks, mean / 3600.0, "o-", ms=4, lw=1.3, label=method)
+    top.set_ylabel("processor-hours\nsubmitted")
+    bottom.set_ylabel("mean wait (h)")
+    bottom.set_xlabel("week of the test period (by submission)")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    bottom.legend(fontsize=7)
+    if title:
+        top.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def read_log(path: str | Path) -> list[dict]:
     import csv
 
@@ -271,4 +318,5 @@ def curriculum_plot(runs: dict[str, Any], path: str | Path, key: str = "val_rewa
 
 
 __all__ = ["curriculum_plot", "read_log", "HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "evaluate", "kiviat",
-           "kiviat_scores", "model_file", "model_name", "verdicts", "wait_by_mode", "wait_by_size"]
+           "kiviat_scores", "model_file", "model_name", "verdicts", "wait_by_mode", "wait_by_size",
+           "wait_by_week", "weekly_waits"]
