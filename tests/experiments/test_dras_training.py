@@ -106,7 +106,7 @@ def test_select_wait_keeps_the_validation_with_the_lowest_wait(tmp_path, monkeyp
     monkeypatch.setattr(dt, "prepared_for", lambda config: p)
     config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:2,real:1",
                               jobset_jobs=80, train_days=5, validate_days=2, test_days=3,
-                              validate_first_days=0.5, select="wait",
+                              validate_first_days=0.5, validate_every=1, select="wait",
                               agent={"fc1": 32, "fc2": 16, "lr": 0.05})
     history = dt.train(config, tmp_path / "run", progress=False)
     waits = [h["val_wait"] for h in history]

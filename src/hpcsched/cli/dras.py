@@ -15,8 +15,9 @@ EPILOG_TRAIN = """examples:
   hpcsched train dras --out runs/dras-pg-ricc --resume                      # continue a run
 
 One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty
-machine; updates every 10 scheduling instances; after each episode the greedy agent is scored on the
-validation period. The run folder gets model.pt (every episode), best.pt (best validation reward),
+machine; updates every 10 scheduling instances; after every second episode the greedy agent is
+scored on the validation week. The run folder gets model.pt (every episode), best.pt (the lowest
+validation wait, or with --select reward the highest validation reward),
 log.csv, curve.png and config.json.
 """
 
@@ -53,8 +54,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--validate-every", type=int, default=d.validate_every,
                    help="validate after every k-th episode (and the last)")
     p.add_argument("--select", default=d.select, choices=["reward", "wait"],
-                   help="best.pt: the validation with the highest reward (default) or the "
-                        "lowest average wait")
+                   help="best.pt: the validation with the lowest average wait (default) or "
+                        "the highest reward")
     p.add_argument("--keep-validated", action="store_true",
                    help="also keep every validated episode's checkpoint (validated/epNNN.pt)")
     p.add_argument("--test-days", type=float, default=d.test_days)
@@ -65,7 +66,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--backfill-runtime", default=d.backfill_runtime,
                    choices=["estimate", "actual"])
     p.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
-    p.add_argument("--gamma", type=float, help="discount (default 0.6)")
+    p.add_argument("--gamma", type=float, help="discount (default: 0.6 for pg and decima, "
+                                                  "0.9 for dql)")
     p.add_argument("--net", choices=["paper", "per_job"],
                    help="PG network: paper (positional outputs, Table III; default) or per_job "
                         "(each job scored from its block and the nodes; our deviation)")
