@@ -257,6 +257,8 @@ def wait_by_week(results: dict, origin: float, path: str | Path, title: str = ""
         if k == 0:
             top.bar(weeks, work / 3600.0, color="0.6")
         bottom.plot(weeks, mean / 3600.0, "o-", ms=4, lw=1.3, label=method)
+    n_weeks = max(weekly_waits(res, origin)[0].size for res in results.values())
+    bottom.set_xticks(np.arange(1, n_weeks + 1))
     top.set_ylabel("processor-hours\nsubmitted")
     bottom.set_ylabel("mean wait (h)")
     bottom.set_xlabel("week of the test period (by submission)")
