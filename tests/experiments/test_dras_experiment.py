@@ -41,3 +41,25 @@ def test_verdicts_count_the_jobs_that_wait_longer_than_fcfs_ever_did():
     assert v == [{"policy": "binpacking", "wait_vs_fcfs": 5.0, "slowdown_vs_fcfs": 3.5 / 1.5,
                   "max_wait_vs_fcfs": 5.0, "jobs_over_fcfs_max": 1}]
     assert "jobs_over_fcfs_max" not in dras.verdicts(rows)[0]
+
+
+def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
+    from hpcsched.experiments import dras_training as dt
+    from hpcsched.experiments.policyspec import model_profiles, resolve_policy
+    from hpcsched.sim.engine import make_engine
+    from hpcsched.sim.run import prepare
+
+    spec = "dras:pretrained/dras-pg-ricc"
+    assert model_profiles([spec, "fcfs"]) == {spec: "cqsim"}
+    p = prepare("ricc", "cqsim")
+    jobs = p.jobs.window(30000, 300)
+    res = make_engine(jobs, p.cluster, p.profile, "easy").run(resolve_policy(spec, p))
+    agent, config = dt.load_agent(dras.model_file("dras-pg", "ricc", "capability", None))
+    env = dt.make_env(dt.DrasRunConfig(algo=config.algo, trace="ricc", window=config.window), p)
+    ref = dt.run_episode(agent, env, jobs, learn=False)["result"]
+    assert np.array_equal(res.start, ref.start) and np.array_equal(res.modes, ref.modes)
+    with pytest.raises(ValueError, match="--backfill easy"):
+        make_engine(jobs, p.cluster, p.profile, "none").run(resolve_policy(spec, p))
+    std = prepare("ricc", "standard")
+    with pytest.raises(ValueError, match="cqsim"):
+        make_engine(jobs, std.cluster, std.profile, "easy").run(resolve_policy(spec, std))

@@ -251,6 +251,12 @@ def cmd_policies(args) -> int:
             print(f"  inspect:pretrained/{name}")
         print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "
               "proposals that do not fit)")
+    dras_models = pretrained_models("dras-") + pretrained_models("decima-")
+    if dras_models:
+        print("\nDRAS models (run under the cqsim profile unless --profile says otherwise; "
+              "--backfill easy, Decima-PG none): dras:PATH, or:")
+        for name in dras_models:
+            print(f"  dras:pretrained/{name}")
     from hpcsched.experiments.deeprm import shipped_models
     from hpcsched.policies.deeprm import DESCRIPTIONS as GRID
 

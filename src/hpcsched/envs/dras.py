@@ -18,7 +18,9 @@ calls Decima-PG: no reservation, no backfilling, only jobs that fit now are offe
 ends when none of the window fits.
 
 An episode is one jobset: `reset(options={"jobs": table})` (a curriculum passes its jobsets so), or
-else a random run of `episode_jobs` consecutive jobs of the trace, starting from an empty machine.
+else a random run of `episode_jobs` consecutive jobs of the trace, starting from an empty machine;
+`reset(options={"engine": engine})` plays a fresh cqsim engine built elsewhere (how a `dras:`
+policy runs inside `hpcsched simulate` and `compare`).
 
 Observation (the paper's [2W + N, 2] layout, normalised; spec section 16 item 4 leaves the scaling
 open, ours is):
@@ -108,11 +110,16 @@ class DrasEnv(gym.Env):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         options = options or {}
-        jobs = options.get("jobs")
-        if jobs is None:
-            jobs = self._sample_jobs()
-        self.engine = make_engine(jobs, self.prepared.cluster, self.profile,
-                                  "easy" if self.hierarchy else "none")
+        engine = options.get("engine")
+        if engine is not None:
+            self._check_engine(engine)
+        else:
+            jobs = options.get("jobs")
+            if jobs is None:
+                jobs = self._sample_jobs()
+            engine = make_engine(jobs, self.prepared.cluster, self.profile,
+                                 "easy" if self.hierarchy else "none")
+        self.engine = engine
         self.engine.agent_backfill = self.hierarchy
         self._priority = (self.engine.need >= PRIORITY_FRACTION * self.nodes).astype(np.float32)
         done = self._next()
@@ -144,6 +151,23 @@ class DrasEnv(gym.Env):
         return self.engine.result(policy)
 
     # -- internals -----------------------------------------------------------------------------------
+    def _check_engine(self, engine) -> None:
+        """An engine handed to reset(options={"engine": ...}) (a `dras:` policy in `hpcsched
+        compare`): a fresh cqsim engine over this cluster, backfilling as the agent expects."""
+        if not isinstance(engine, CqsimEngine):
+            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (e.g. --profile "
+                             f"cqsim), not {engine.profile.name!r}")
+        if engine.cluster.nodes != self.nodes:
+            raise ValueError(f"this DRAS model observes {self.nodes} nodes; the cluster has "
+                             f"{engine.cluster.nodes}")
+        want = "easy" if self.hierarchy else "none"
+        if engine.backfill != want:
+            what = ("reserves, then backfills: run it with --backfill easy" if self.hierarchy
+                    else "(Decima-PG) neither reserves nor backfills: run it with --backfill none")
+            raise ValueError(f"a DRAS agent that {what} (got --backfill {engine.backfill})")
+        if engine.instances or engine.done:
+            raise ValueError("reset(options={'engine': ...}) needs an engine that has not started")
+
     def _sample_jobs(self) -> JobTable:
         jobs = self.prepared.jobs
         n = min(self.episode_jobs, len(jobs))

@@ -238,6 +238,31 @@ def load_agent(path: str | Path):
     return agent_from_state(ck["agent"]), DrasRunConfig.from_dict(ck["config"])
 
 
+class DrasPolicy:
+    """A trained DRAS-family agent as a policy of `hpcsched simulate` and `compare` (`dras:PATH`,
+    `dras:pretrained/NAME`): it drives the cqsim engine itself (`Engine.run` calls `drive`), level-1
+    picks and reservation, then level-2 backfill picks, greedy and frozen. It observes with the
+    time scale of the trace it schedules (`prepared`), as the experiment does."""
+
+    def __init__(self, agent, config: DrasRunConfig, prepared: Prepared, name: str) -> None:
+        self.agent, self.config, self.prepared, self.name = agent, config, prepared, name
+
+    def drive(self, engine) -> dict:
+        from hpcsched.envs.dras import DrasEnv
+
+        env = DrasEnv(self.prepared, reward=self.config.reward, window=self.config.window,
+                      hierarchy=self.config.algo != "decima", profile=engine.profile)
+        expected = self.agent.rows
+        if env.rows_shape[0] != expected:
+            raise ValueError(f"{self.name}: the model observes {expected - 2 * env.window} nodes; "
+                             f"this cluster has {env.nodes}")
+        obs, info = env.reset(options={"engine": engine})
+        while True:
+            obs, _, done, _, info = env.step(self.agent.act(obs, info["action_mask"], False))
+            if done:
+                return {}
+
+
 def export(src: str | Path, dest: str | Path) -> Path:
     """A slim copy of a checkpoint for shipping: the network's weights (float32, unchanged: over a
     three-week test, float16 rounding changed enough picks to move the average wait by 10 %),
@@ -346,6 +371,6 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
     return history
 
 
-__all__ = ["ALGOS", "DrasRunConfig", "FORMAT", "curriculum_jobsets", "export", "first_days", "load",
+__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "curriculum_jobsets", "export", "first_days", "load",
            "load_agent", "make_agent", "make_env", "parse_curriculum", "prepared_for",
            "real_jobsets", "run_episode", "sampled_jobset", "split", "train"]

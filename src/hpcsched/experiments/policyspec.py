@@ -4,7 +4,11 @@ shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`).
 `inspect:PATH` (or `inspect:pretrained/NAME`) is a SchedInspector model around the base heuristic it
 was trained with; `inspect:PATH@BASE` puts it around another base heuristic. `inspect:reject-unfit@BASE`
 is a fixed rule in the inspector's place, for reference: reject the proposed job exactly when it does
-not fit in the free nodes now."""
+not fit in the free nodes now.
+
+`dras:PATH` (or `dras:pretrained/NAME`, e.g. `dras:pretrained/dras-pg-ricc`) is a trained DRAS-PG,
+DRAS-DQL or Decima-PG agent; it runs under the cqsim profile, with `--backfill easy` (Decima-PG:
+`none`)."""
 
 from __future__ import annotations
 
@@ -28,13 +32,17 @@ def pretrained_models(prefix: str | None = None) -> list[str]:
     return [n for n in names if not n.startswith(FAMILY_PREFIXES)]
 
 
-def model_path(spec: str) -> Path:
-    """The checkpoint file an `rl:` spec names (without the `rl:` prefix)."""
+def model_path(spec: str, prefixes: tuple[str, ...] | None = None) -> Path:
+    """The checkpoint file a model spec names (without its `rl:`, `inspect:`, `dras:` prefix);
+    `prefixes`: the shipped names to list when a pretrained name is unknown (default:
+    RLScheduler's)."""
     if spec.startswith("pretrained/"):
         name = spec[len("pretrained/"):].removesuffix(".pt")
         path = PRETRAINED / f"{name}.pt"
         if not path.exists():
-            known = ", ".join(pretrained_models()) or "none"
+            names = (pretrained_models() if prefixes is None else
+                     [n for p in prefixes for n in pretrained_models(p)])
+            known = ", ".join(names) or "none"
             raise ValueError(f"no pretrained model {name!r}; shipped models: {known}")
         return path
     path = Path(spec)
@@ -57,6 +65,14 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
         return resolve_grid_policy(spec, seed=seed, sample=sample)
     if spec.startswith("inspect:"):
         return _inspector(spec, prepared, seed=seed, sample=sample)
+    if spec.startswith("dras:"):
+        from hpcsched.experiments.dras_training import DrasPolicy, load_agent
+
+        if prepared is None:
+            raise ValueError(f"{spec}: a DRAS model needs the trace it schedules")
+        agent, config = load_agent(model_path(spec[len("dras:"):], prefixes=("dras-",
+                                                                              "decima-")))
+        return DrasPolicy(agent, config, prepared, spec)
     if spec.startswith("rl:"):
         from hpcsched.agents.checkpoint import load_policy
 
@@ -68,11 +84,14 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
 
 
 def model_profiles(specs: list[str]) -> dict[str, str]:
-    """{spec: profile} for the SchedInspector policies among `specs`: the profile a model was
-    trained with (the fixed reject-unfit rule: schedinspector). Heuristics and `rl:` models are left
+    """{spec: profile} for the SchedInspector and DRAS policies among `specs`: the profile a model
+    was trained with (the fixed reject-unfit rule: schedinspector; DRAS: cqsim). Heuristics and `rl:` models are left
     out: `rl:` models keep the standard default they have always had."""
     out: dict[str, str] = {}
     for spec in specs:
+        if spec.startswith("dras:"):
+            out[spec] = "cqsim"
+            continue
         if not spec.startswith("inspect:"):
             continue
         path = spec[len("inspect:"):].partition("@")[0]
