@@ -231,7 +231,7 @@ def load_sweep(loads=SWEEP_LOADS, *, models: str | Path | None = None, jobsets: 
 
 
 def sweep_plot(rows: list[dict[str, Any]], path: str | Path) -> Path:
-    from hpcsched.report.plots import _pyplot
+    from hpcsched.report.plots import _pyplot, save_figure
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
@@ -244,12 +244,7 @@ def sweep_plot(rows: list[dict[str, Any]], path: str | Path) -> Path:
     ax.set_title("DeepRM (HotNets'16) Fig. 4: 100 unseen jobsets per load", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def what_it_learned(policy, load: float, *, against: str = f"tetris:{TUNED_KNOB:g}",

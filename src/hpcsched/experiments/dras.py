@@ -26,6 +26,7 @@ import numpy as np
 from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_env,
                                                 prepared_for, run_episode, split)
 from hpcsched.sim.cqsim import MODE_NAMES
+from hpcsched.report.plots import _pyplot, save_figure
 from hpcsched.sim.engine import make_engine
 
 HEURISTICS = ("fcfs-easy", "binpacking", "random", "optimization")
@@ -141,12 +142,6 @@ def weekly_waits(res, origin: float, week: float = 7 * 86400.0) -> tuple[np.ndar
 
 
 # -- plots -----------------------------------------------------------------------------------------
-def _pyplot():
-    from hpcsched.report.plots import _pyplot as get
-
-    return get()
-
-
 def kiviat_scores(rows: list[dict]) -> dict[str, list[float]]:
     """Per method, each Kiviat axis min-max normalised across methods: 1 = best, 0 = worst."""
     scores = {}
@@ -177,12 +172,7 @@ def kiviat(rows: list[dict], path: str | Path, title: str = "") -> Path:
     ax.legend(loc="upper right", bbox_to_anchor=(1.3, 1.1), fontsize=7)
     if title:
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def wait_by_size(results: dict, nodes_of: Callable, path: str | Path, title: str = "") -> Path:
@@ -212,11 +202,7 @@ def wait_by_size(results: dict, nodes_of: Callable, path: str | Path, title: str
     axes[0].legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def wait_by_mode(results: dict, path: str | Path, title: str = "") -> Path:
@@ -238,11 +224,7 @@ def wait_by_mode(results: dict, path: str | Path, title: str = "") -> Path:
     ax.legend(fontsize=7)
     if title:
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def wait_by_week(results: dict, origin: float, path: str | Path, title: str = "") -> Path:
@@ -251,13 +233,14 @@ def wait_by_week(results: dict, origin: float, path: str | Path, title: str = ""
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), dpi=110, sharex=True,
                                       gridspec_kw={"height_ratios": [1, 2]})
+    n_weeks = 0
     for k, (method, res) in enumerate(results.items()):
         mean, work = weekly_waits(res, origin)
         weeks = np.arange(1, mean.size + 1)
+        n_weeks = max(n_weeks, mean.size)
         if k == 0:
             top.bar(weeks, work / 3600.0, color="0.6")
         bottom.plot(weeks, mean / 3600.0, "o-", ms=4, lw=1.3, label=method)
-    n_weeks = max(weekly_waits(res, origin)[0].size for res in results.values())
     bottom.set_xticks(np.arange(1, n_weeks + 1))
     top.set_ylabel("processor-hours\nsubmitted")
     bottom.set_ylabel("mean wait (h)")
@@ -267,11 +250,7 @@ def wait_by_week(results: dict, origin: float, path: str | Path, title: str = ""
     bottom.legend(fontsize=7)
     if title:
         top.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def read_log(path: str | Path) -> list[dict]:
@@ -311,12 +290,7 @@ def curriculum_plot(runs: dict[str, Any], path: str | Path, key: str = "val_rewa
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 __all__ = ["curriculum_plot", "read_log", "HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "evaluate", "kiviat",

@@ -38,11 +38,17 @@ def training_curve(history: Sequence[dict[str, Any]], path: str | Path, metric: 
     ax.legend(loc="best", fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Lay out, write (making the folder) and close a figure; returns the path."""
     fig.tight_layout()
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
-__all__ = ["training_curve"]
+__all__ = ["save_figure", "training_curve"]
