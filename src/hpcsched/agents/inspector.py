@@ -26,7 +26,8 @@ from torch import nn
 
 from hpcsched.agents import rollout
 from hpcsched.agents.nets import apply_mask, mlp
-from hpcsched.agents.ppo import advantages_and_returns, derived_seed, run_epochs
+from hpcsched.agents.ppo import (advantages_and_returns, derived_seed, epoch_stats,
+                                 run_epochs)
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
 
 ALGORITHM = "schedinspector-ppo"
@@ -245,11 +246,7 @@ class InspectorPPO:
         out: dict[str, Any] = {"epoch": self.epoch, "trajectories": len(traj.lengths),
                                "decisions": int(traj.lengths.sum()),
                                "mean_reward": float(traj.rewards.mean())}
-        keys = [k for k, v in traj.metrics[0].items() if isinstance(v, (int, float))]
-        out.update({k: float(np.mean([m[k] for m in traj.metrics])) for k in keys if k not in out})
-        out.update(stats)
-        out.update(rollout_s=t1 - t0, update_s=t2 - t1, epoch_s=t2 - t0)
-        return out
+        return epoch_stats(out, traj, stats, t0, t1, t2)
 
     def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
               ) -> "InspectorPPO":

@@ -200,6 +200,20 @@ class _Batch:
         return part
 
 
+def epoch_stats(out: dict[str, Any], traj, stats: dict[str, Any], t0: float, t1: float,
+                t2: float) -> dict[str, Any]:
+    """An epoch's row: `out`, then the mean over trajectories of every numeric metric the episodes
+    reported (those not already in `out`), the update's `stats`, and the rollout, update and epoch
+    times from the clock readings t0 (start), t1 (rollouts done), t2 (update done)."""
+    keys = [k for k, v in (traj.metrics[0] if traj.metrics else {}).items()
+            if isinstance(v, (int, float))]
+    out.update({k: float(np.mean([m[k] for m in traj.metrics])) for k in keys
+                if k not in out and all(k in m for m in traj.metrics)})
+    out.update(stats)
+    out.update(rollout_s=t1 - t0, update_s=t2 - t1, epoch_s=t2 - t0)
+    return out
+
+
 def run_epochs(model, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None):
     """`model._one_epoch()` `epochs` times with `model.config.threads` torch threads, each epoch's
     stats appended to `model.history`; `callback(stats)` runs after each and returning False stops.
@@ -522,13 +536,7 @@ class PPO:
             "mean_reward": float(traj.rewards.mean()),
             "filtered": self._env_filtered,
         }
-        keys = [k for k, v in (traj.metrics[0] if traj.metrics else {}).items()
-                if isinstance(v, (int, float))]
-        out.update({k: float(np.mean([m[k] for m in traj.metrics])) for k in keys
-                    if k not in out and all(k in m for m in traj.metrics)})
-        out.update(stats)
-        out.update(rollout_s=t1 - t0, update_s=t2 - t1, epoch_s=t2 - t0)
-        return out
+        return epoch_stats(out, traj, stats, t0, t1, t2)
 
     def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
               ) -> "PPO":
@@ -579,5 +587,6 @@ class PPO:
         return model
 
 
-__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "make_vec_env",
+__all__ = ["PPO", "PPOConfig", "advantages_and_returns", "derived_seed", "epoch_stats",
+           "make_vec_env",
            "relative_reward"]

@@ -77,6 +77,14 @@ def resolve_profile(args, specs: list[str]) -> str:
     return ""
 
 
+def add_validation_args(g, *, windows: int, jobs: int) -> None:
+    """A PPO trainer's greedy validation options (RLScheduler, SchedInspector) on group `g`."""
+    g.add_argument("--validate-every", type=int, default=5,
+                   help="greedy validation every K epochs, keeping best.pt (0: off)")
+    g.add_argument("--validate-windows", type=int, default=windows)
+    g.add_argument("--validate-jobs", type=int, default=jobs)
+
+
 def add_window_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("windows (0-based positions in the trace as loaded under the profile)")
     g.add_argument("--start", type=int, help="first job of the window")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from hpcsched.cli.common import add_validation_args
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS
@@ -69,10 +70,7 @@ def register(train, experiment, fmt) -> None:
                         "reject exactly the proposals that do not fit now)")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
-    g.add_argument("--validate-every", type=int, default=5,
-                   help="greedy validation every K epochs, keeping best.pt (0: off)")
-    g.add_argument("--validate-windows", type=int, default=10)
-    g.add_argument("--validate-jobs", type=int, default=256)
+    add_validation_args(g, windows=10, jobs=256)
     p.set_defaults(func=cmd_train)
 
     p = experiment.add_parser("schedinspector-table4", parents=[fmt],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from hpcsched.cli.common import add_validation_args
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -81,10 +82,7 @@ def register(train, experiment, fmt) -> None:
                         "from a trained model's networks")
     g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
-    g.add_argument("--validate-every", type=int, default=5,
-                   help="greedy validation every K epochs, keeping best.pt (0: off)")
-    g.add_argument("--validate-windows", type=int, default=5)
-    g.add_argument("--validate-jobs", type=int, default=1024)
+    add_validation_args(g, windows=5, jobs=1024)
     p.set_defaults(func=cmd_train)
 
     for name, caption in EXPERIMENT_CAPTIONS.items():

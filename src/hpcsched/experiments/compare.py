@@ -79,6 +79,17 @@ def summarize(results: Iterable[Result]) -> dict[str, float]:
     return row
 
 
+def simulate_windows(prepared: Prepared, policy: Policy, backfill: str, starts: Sequence[int],
+                     length: int, progress: Callable[[int], None] | None = None) -> list[Result]:
+    """`policy` on each window of `length` jobs from `starts`; `progress(1)` after each."""
+    results = []
+    for s in starts:
+        results.append(simulate(prepared, policy, backfill=backfill, start=s, jobs=length))
+        if progress:
+            progress(1)
+    return results
+
+
 def compare(
     prepared: Prepared,
     policies: Sequence[tuple[str, Policy]],
@@ -92,11 +103,7 @@ def compare(
     rows = []
     for label, policy in policies:
         for backfill in backfills:
-            results = []
-            for s in starts:
-                results.append(simulate(prepared, policy, backfill=backfill, start=s, jobs=length))
-                if progress:
-                    progress(1)
+            results = simulate_windows(prepared, policy, backfill, starts, length, progress)
             row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label,
                    "backfill": backfill, "windows": len(starts), "jobs": length}
             row.update(summarize(results))

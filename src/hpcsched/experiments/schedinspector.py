@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hpcsched.experiments.compare import summarize
+from hpcsched.experiments.compare import simulate_windows, summarize
 from hpcsched.experiments.policyspec import PRETRAINED
 
 TRACES = ("lublin-1", "hpc2n", "ctc-sp2")
@@ -70,7 +70,6 @@ def evaluate(prepared, base: str, model: Path | None, starts: Sequence[int], len
     `rule`, with the fixed reject-unfit rule in the inspector's place (source "rule")."""
     from hpcsched.agents.inspector import InspectedPolicy, load_inspector, reject_unfit
     from hpcsched.policies.priority import get_policy
-    from hpcsched.sim.run import simulate
 
     policies = [(base, get_policy(base), "ours")]
     if model is not None:
@@ -82,11 +81,7 @@ def evaluate(prepared, base: str, model: Path | None, starts: Sequence[int], len
                                          decide=reject_unfit), "rule"))
     rows = []
     for name, policy, source in policies:
-        results = []
-        for s in starts:
-            results.append(simulate(prepared, policy, backfill=backfill, start=s, jobs=length))
-            if progress:
-                progress(1)
+        results = simulate_windows(prepared, policy, backfill, starts, length, progress)
         row = {"trace": prepared.name, "profile": prepared.profile.name, "source": source,
                "policy": name, "base": base, "backfill": backfill, "windows": len(starts),
                "jobs": length}

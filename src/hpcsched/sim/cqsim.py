@@ -29,13 +29,11 @@ knows; the cqsim cleaning has already clamped run times to the request).
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from hpcsched.sim.backfill import _earliest_segment, _reserve
 from hpcsched.sim.engine import DecisionView, Engine
-from hpcsched.sim.passes import advance_to_next_event
+from hpcsched.sim.passes import advance_to_next_event, start_job
 
 NOT_STARTED, READY, RESERVED, BACKFILLED = 0, 1, 2, 3
 MODE_NAMES = {READY: "ready", RESERVED: "reserved", BACKFILLED: "backfilled"}
@@ -215,16 +213,10 @@ class CqsimEngine(Engine):
 
     # -- events ------------------------------------------------------------------------------------
     def _start_mode(self, row: int, mode: int) -> None:
-        self.started += 1
-        self.start[row] = self.now
-        self._start_array[row] = self.now
-        self.free_nodes -= self._need[row]
-        self.running[row] = None
-        self._est[row] = self.now + self._req[row]
+        start_job(self, row)
         self._est_array[row] = self._est[row]
         self._waiting[row] = False
         self.mode[row] = mode
-        heapq.heappush(self._completions, (self.now + self._exec[row], row))
 
     def _advance(self) -> bool:
         """Jump to the next event time and process every event there. False at the end."""

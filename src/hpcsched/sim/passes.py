@@ -80,13 +80,7 @@ class PassEngine(Engine):
 
     # -- events ------------------------------------------------------------------------------------
     def _start(self, row: int) -> None:
-        self.started += 1
-        self.start[row] = self.now
-        self._start_array[row] = self.now
-        self.free_nodes -= self._need[row]
-        self.running[row] = None
-        self._est[row] = self.now + self._req[row]
-        heapq.heappush(self._completions, (self.now + self._exec[row], row))
+        start_job(self, row)
 
     def _advance(self) -> bool:
         """Jump to the next instant with events, process all of them, open a pass. False at the end."""
@@ -96,6 +90,18 @@ class PassEngine(Engine):
         self.queue.extend(arrived)
         self._in_pass = True
         return True
+
+
+def start_job(engine, row: int) -> None:
+    """Start `row` now on `engine` (the pass and cqsim engines): its nodes, its estimated end
+    (start + request) and its real end on the completion heap."""
+    engine.started += 1
+    engine.start[row] = engine.now
+    engine._start_array[row] = engine.now
+    engine.free_nodes -= engine._need[row]
+    engine.running[row] = None
+    engine._est[row] = engine.now + engine._req[row]
+    heapq.heappush(engine._completions, (engine.now + engine._exec[row], row))
 
 
 def advance_to_next_event(engine) -> range | None:
