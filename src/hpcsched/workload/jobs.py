@@ -43,7 +43,13 @@ PROCS = "procs"
 #: 1-based line number of each job in the file it came from (0 for generated jobs); for error messages.
 LINE = "line"
 
-COLUMNS: tuple[str, ...] = SWF_FIELDS + (PROCS, LINE)
+#: What a job asks of each node it runs on, where the trace says (Slurm accounting, HPCsim's
+#: traces): the number of nodes, and per node the cores, memory (MB) and GPUs. -1 means the trace is
+#: silent: an SWF job asks for processors only, and the cluster turns them into whole nodes (see
+#: `hpcsched.cluster.request`). A table built without these columns gets -1 in all of them.
+REQUEST_COLUMNS: tuple[str, ...] = ("nodes", "cores_per_node", "mem_per_node", "gpus_per_node")
+
+COLUMNS: tuple[str, ...] = SWF_FIELDS + (PROCS, LINE) + REQUEST_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,12 @@ class TraceHeader:
     unix_start_time: int | None = None
     fields: Mapping[str, str] = field(default_factory=dict)  # every "; Key: value" line, verbatim
     comments: tuple[str, ...] = ()  # every header line, verbatim, for round-tripping
+
+
+def _unknown(n: int) -> np.ndarray:
+    arr = np.full(n, -1.0)
+    arr.flags.writeable = False
+    return arr
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,9 @@ class JobTable:
         cols = {}
         for name in COLUMNS:
             if name not in self.columns:
+                if name in REQUEST_COLUMNS and n is not None:
+                    cols[name] = _unknown(n)
+                    continue
                 raise ValueError(f"JobTable: missing column {name!r}")
             arr = np.asarray(self.columns[name], dtype=np.float64)
             if arr.ndim != 1:
@@ -93,8 +108,8 @@ class JobTable:
     # -- construction ------------------------------------------------------------------------------
     @classmethod
     def from_columns(cls, header: TraceHeader | None = None, **cols: Iterable[float]) -> "JobTable":
-        """Build a table from some columns; missing SWF fields are -1, `procs` defaults to
-        max(alloc_procs, req_procs) and `line` to 0. Handy for tests and generated workloads."""
+        """Build a table from some columns; missing SWF fields and request columns are -1, `procs`
+        defaults to max(alloc_procs, req_procs) and `line` to 0. Handy for tests and generated workloads."""
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in cols.items()}
         if not arrays:
             raise ValueError("JobTable.from_columns needs at least one column")
@@ -104,6 +119,7 @@ class JobTable:
             full["job_id"] = np.arange(1, n + 1, dtype=np.float64)
         full[PROCS] = arrays.get(PROCS, np.maximum(full["alloc_procs"], full["req_procs"]))
         full[LINE] = arrays.get(LINE, np.zeros(n))
+        full.update({k: arrays[k] for k in REQUEST_COLUMNS if k in arrays})
         return cls(full, header or TraceHeader())
 
     # -- access ------------------------------------------------------------------------------------
