@@ -15,7 +15,7 @@ import torch
 from hpcsched.experiments.dras_training import DrasRunConfig, make_agent, make_env, prepared_for, \
     run_episode, split
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 
 torch.set_num_threads(1)
 

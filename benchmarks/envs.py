@@ -8,7 +8,7 @@ import numpy as np
 from hpcsched.envs.pick_job import PickJobEnv
 from hpcsched.envs.observation import observe, UserScores
 from hpcsched.envs.vec import VecPickJob
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 
 def best(fn, repeat=3):

@@ -32,7 +32,7 @@ def main() -> None:
     from hpcsched.agents.inspector import InspectedPolicy, InspectorConfig, InspectorPPO
     from hpcsched.envs.inspector import Inspection, evaluation_windows, inspector_trace
     from hpcsched.policies.priority import get_policy
-    from hpcsched.sim.engine import make_engine
+    from hpcsched.sim.factory import make_engine
     from hpcsched.sim.run import simulate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -55,7 +55,7 @@ def main() -> None:
     decisions = 0
     for s in starts:
         engine = make_engine(prepared.jobs.window(s, 256), prepared.cluster, prepared.profile)
-        insp = Inspection(engine, base, prepared.report.norm)
+        insp = Inspection(prepared.report.norm, 256)
         while True:
             view = engine.next_decision()
             if view is None:
@@ -63,8 +63,8 @@ def main() -> None:
             t0 = time.perf_counter()
             row = engine.choose(base, view)
             t1 = time.perf_counter()
-            insp.row = row
-            inspected.decide(insp.observe(), insp.mask())
+            insp.propose(view, row)
+            inspected.act(insp.observe(), insp.mask())
             t2 = time.perf_counter()
             heuristic_s += t1 - t0
             inspect_s += t2 - t1

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import naive  # noqa: E402
 
 from hpcsched.policies.priority import get_policy, policy_names  # noqa: E402
-from hpcsched.sim.engine import make_engine  # noqa: E402
+from hpcsched.sim.factory import make_engine  # noqa: E402
 from hpcsched.sim.run import prepare, simulate  # noqa: E402
 from hpcsched.workload.windows import paper_windows  # noqa: E402
 

@@ -40,7 +40,7 @@ from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, gather, kernel_logi
 from hpcsched.agents.ppo import PPO, PPOConfig, _Batch, advantages_and_returns
 from hpcsched.envs.pick_job import PickJobEnv, as_prepared, observe
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 
 
 def say(text: str) -> None:

@@ -10,7 +10,7 @@ import hpcsched.envs  # noqa: F401  (registers the env)
 from hpcsched.cluster.pool import NodePool
 from hpcsched.envs.dras import DrasEnv, capability_reward
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 from hpcsched.workload.jobs import JobTable, TraceHeader
 

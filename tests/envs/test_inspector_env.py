@@ -23,13 +23,13 @@ def env_of(rows, nodes=4, metric="bsld", reward="paper", **kw):
 
 
 def starts(env):
-    return env.inspection.engine.start
+    return env.engine.start
 
 
 def test_a_rejection_waits_for_the_next_arrival_600_s_or_the_next_completion():
     # J0 (1000 s, 2 nodes) at 0; J1 (500 s, 1 node) at 100; J2 (100 s, 1 node) at 2000
     env = env_of([(0, 1000, 2), (100, 500, 1), (2000, 100, 1)])
-    engine = env.inspection.engine
+    engine = env.engine
     assert env.inspection.row == 0 and engine.now == 0
     env.step(REJECT)  # the arrival at 100 comes before 0 + 600
     assert engine.now == 100 and env.inspection.row == 1  # SJF now proposes J1
@@ -50,7 +50,7 @@ def test_an_arrival_and_a_completion_at_the_same_time_the_arrival_goes_first():
     # J0 runs 0-300 on 2 nodes; J1 (4 nodes) is proposed at 0 and rejected; J2 arrives at 300
     env = env_of([(0, 300, 2), (0, 100, 4, 5000), (300, 50, 2)])
     env.step(ACCEPT)  # J0 starts at 0; the queue holds J1
-    engine = env.inspection.engine
+    engine = env.engine
     assert env.inspection.row == 1 and engine.now == 0
     env.step(REJECT)
     assert engine.now == 300 and len(engine.running) == 1  # J2 arrived, J0 not yet released
@@ -64,7 +64,7 @@ def test_a_job_is_rejected_72_times_at_most_and_a_masked_reject_is_counted():
         masks.append(env.action_masks()[REJECT])
         env.step(REJECT)
     assert all(masks)
-    assert env.inspection.engine.now == 72 * 600
+    assert env.engine.now == 72 * 600
     assert not env.action_masks()[REJECT]
     assert env.inspection.observe()[5] == 1.0  # the rejected-time feature is full
     env.step(REJECT)  # masked: carried out as an accept, and counted

@@ -6,7 +6,7 @@ import pytest
 
 from hpcsched.envs.observation import HIGH, LOW, UserScores, padding_row
 from hpcsched.envs.pick_job import PickJobEnv, observe
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 
 from envtraces import table

@@ -46,7 +46,7 @@ def test_verdicts_count_the_jobs_that_wait_longer_than_fcfs_ever_did():
 def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
     from hpcsched.experiments import dras_training as dt
     from hpcsched.experiments.policyspec import model_profiles, resolve_policy
-    from hpcsched.sim.engine import make_engine
+    from hpcsched.sim.factory import make_engine
     from hpcsched.sim.run import prepare
 
     spec = "dras:pretrained/dras-pg-ricc"

@@ -9,7 +9,7 @@ import pytest
 from hpcsched.cluster.pool import NodePool
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.cqsim import BACKFILLED, READY, RESERVED
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import get_profile
 from hpcsched.workload.cleaning import clean
 from hpcsched.workload.jobs import JobTable

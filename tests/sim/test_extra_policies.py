@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hpcsched.policies.priority import get_policy, policy_names
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 from hpcsched.workload.jobs import JobTable, TraceHeader
 

@@ -8,7 +8,7 @@ import pytest
 
 from hpcsched.cluster.pool import ClusterError, NodePool
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.workload.jobs import JobTable
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from hpcsched.cluster.pool import NodePool
 from hpcsched.policies.packing import BinPacking, Knapsack, RandomFit, knapsack
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.workload.jobs import JobTable
 
 

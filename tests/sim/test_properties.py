@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from hpcsched.cluster.pool import NodePool
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.workload.jobs import JobTable
 
 POLICIES = ["fcfs", "lcfs", "sjf", "saf", "srf", "f1", "wfp3", "unicep", "wfp3-rls", "unicep-rls",

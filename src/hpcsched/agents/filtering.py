@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsched.envs.pick_job import METRICS, WindowSampler, check_metric
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import Prepared, window
 
 #: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)

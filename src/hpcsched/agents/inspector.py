@@ -301,10 +301,10 @@ def load_inspector_checkpoint(path) -> dict[str, Any]:
 
 # -- a trained inspector as a Policy --------------------------------------------------------------
 class InspectedPolicy:
-    """A base heuristic with a trained inspector in the loop, as an engine `Policy`: it drives the
-    engine itself (`Engine.run` calls `drive`), proposing the base's top job and letting the
-    inspector accept or reject it exactly as `InspectEnv` does. Greedy by default (DESIGN
-    decision 6); `sample=True` samples, as the authors' test script does.
+    """A base heuristic with a trained inspector in the loop, as an engine `Policy`: the base's top
+    job is proposed, and the inspector accepts it (Pick) or rejects it (Wait, up to 600 s) exactly
+    as in `InspectEnv`. Greedy by default (DESIGN decision 6); `sample=True` samples, as the
+    authors' test script does.
 
     `decide(obs, mask) -> action` may replace the network (an always-accept inspector, say)."""
 
@@ -322,6 +322,12 @@ class InspectedPolicy:
         self.sample = sample
         self.rng = np.random.default_rng(seed)
         self._decide = decide
+        # the engine keeps its queue in the base heuristic's order, as it does for the base alone
+        for attr in ("static_keys", "keys"):
+            if hasattr(base, attr):
+                setattr(self, attr, getattr(base, attr))
+        self._ranks = hasattr(base, "static_keys") or hasattr(base, "keys")
+        self.inspection: Inspection | None = None
         self._weights = None
         if net is not None:  # plain numpy: far cheaper than a torch call for one decision
             self._weights = [(m.weight.detach().numpy().astype(np.float64),
@@ -336,7 +342,8 @@ class InspectedPolicy:
                 x = np.maximum(x, 0.0)
         return x
 
-    def decide(self, obs: np.ndarray, mask: np.ndarray) -> int:
+    def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """The inspector's action (0 accept, 1 reject) on an observation."""
         if self._decide is not None:
             return int(self._decide(obs, mask))
         logits = np.where(mask, self.logits(obs), -np.inf)
@@ -344,20 +351,23 @@ class InspectedPolicy:
             logits = logits + self.rng.gumbel(size=2)
         return int(np.argmax(logits))
 
-    def drive(self, engine) -> dict[str, float]:
-        insp = Inspection(engine, self.base, self.norm, features=self.features, metric=self.metric,
-                          max_interval=self.max_interval, max_rejections=self.max_rejections)
-        if insp.propose() is None:
-            return insp.summary()
-        while True:
-            action = self.decide(insp.observe(), insp.mask()) if insp.can_reject() else 0
-            if not insp.act(action):
-                break
-        return insp.summary()
+    # -- the Policy protocol: the engine ranks the queue by the base's priority, the inspector
+    # accepts the top job (Pick) or lets time pass (Wait) --------------------------------------------
+    def reset(self, view) -> None:
+        Inspection.check(view)
+        self.inspection = Inspection(self.norm, len(view.jobs), features=self.features,
+                                     metric=self.metric, max_interval=self.max_interval,
+                                     max_rejections=self.max_rejections)
 
-    def select(self, view) -> int:
-        raise TypeError(f"{self.name} decides when to wait as well as what to start: run it with "
-                        f"Engine.run, which calls its drive()")
+    def decide(self, view):
+        insp = self.inspection
+        row = int(view.queue[0]) if self._ranks else int(self.base.select(view))
+        insp.propose(view, row)
+        action = self.act(insp.observe(), insp.mask()) if insp.can_reject() else 0
+        return insp.decision(action)
+
+    def summary(self) -> dict[str, float]:
+        return self.inspection.summary()
 
 
 def reject_unfit(obs: np.ndarray, mask: np.ndarray) -> int:

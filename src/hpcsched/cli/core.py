@@ -154,18 +154,25 @@ def cmd_simulate(args) -> int:
 
 
 def _write_records(result, path: str) -> None:
+    import csv
+
     import numpy as np
 
     cols = result.records()
     names = list(cols)
-    with open(path, "w") as f:
-        f.write(",".join(names) + "\n")
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(names)
         for i in range(len(result.jobs)):
             vals = []
             for name in names:
-                v = float(cols[name][i])
+                v = cols[name][i]
+                if isinstance(v, str):
+                    vals.append(v)
+                    continue
+                v = float(v)
                 vals.append("" if np.isnan(v) else (str(int(v)) if v.is_integer() else repr(v)))
-            f.write(",".join(vals) + "\n")
+            out.writerow(vals)
 
 
 def cmd_compare(args) -> int:

@@ -18,9 +18,9 @@ calls Decima-PG: no reservation, no backfilling, only jobs that fit now are offe
 ends when none of the window fits.
 
 An episode is one jobset: `reset(options={"jobs": table})` (a curriculum passes its jobsets so), or
-else a random run of `episode_jobs` consecutive jobs of the trace, starting from an empty machine;
-`reset(options={"engine": engine})` plays a fresh cqsim engine built elsewhere (how a `dras:`
-policy runs inside `hpcsched simulate` and `compare`).
+else a random run of `episode_jobs` consecutive jobs of the trace, starting from an empty machine.
+What the agent sees and may pick is a `DrasObserver` of the engine's view, shared with the `dras:`
+policy that runs a trained agent inside `hpcsched simulate` and `compare`.
 
 Observation (the paper's [2W + N, 2] layout, normalised; spec section 16 item 4 leaves the scaling
 open, ours is):
@@ -53,8 +53,8 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcsched.envs.pick_job import SlotSpace
-from hpcsched.sim.cqsim import CqsimEngine
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.decisions import Pick, Start, Wait
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, get_profile
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
@@ -70,6 +70,73 @@ def check_reward(reward: str) -> str:
     if reward not in REWARDS:
         raise ValueError(f"unknown DRAS reward {reward!r}; choose one of: {', '.join(REWARDS)}")
     return reward
+
+
+class DrasObserver:
+    """What a DRAS agent sees and may pick at a decision, from the engine's view alone: the env and
+    the `dras:` policy share it, so that training and evaluation see the same thing."""
+
+    def __init__(self, nodes: int, window: int, time_scale: float, hierarchy: bool) -> None:
+        self.nodes = int(nodes)
+        self.window = int(window)
+        self.time_scale = float(time_scale)
+        self.hierarchy = bool(hierarchy)
+        self.rows_shape = (2 * self.window + self.nodes, 2)
+        self._priority_cut = PRIORITY_FRACTION * self.nodes
+
+    def offer(self, view) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows offered, valid mask) at this decision; None when a one-level agent has nothing
+        that fits (it then waits for the next event)."""
+        if view.level == 2:
+            rows = np.asarray(view.candidates[: self.window], dtype=np.int64)
+            return rows, np.ones(rows.size, dtype=bool)
+        rows = view.queue[: self.window]
+        if self.hierarchy:
+            return rows, np.ones(rows.size, dtype=bool)
+        mask = view.fits(rows)
+        return (rows, mask) if mask.any() else None
+
+    def decision(self, view, row: int):
+        """The engine decision for picking `row`: a backfill start at level 2, else a pick."""
+        return Start(row) if view.level == 2 else Pick(row)
+
+    def observe(self, view, rows: np.ndarray, out: np.ndarray) -> None:
+        """The paper's [2W + N, 2] rows (see the module docstring), into `out`."""
+        out[:] = 0.0
+        k = rows.size
+        jobs = view.jobs
+        need = view.nodes_needed
+        w = 2 * self.window
+        now = view.now
+        out[0:2 * k:2, 0] = np.log2(1.0 + need[rows]) / np.log2(1.0 + self.nodes)
+        out[0:2 * k:2, 1] = self.time(jobs.req_time[rows])
+        out[1:2 * k:2, 0] = need[rows] >= self._priority_cut
+        out[1:2 * k:2, 1] = np.minimum(self.time(now - jobs.submit[rows]), WAIT_CAP)
+        free = view.free_nodes
+        out[w:w + free, 0] = 1.0
+        run = view.running
+        if run.size:
+            est = view.estimated_end[run]
+            order = np.argsort(est, kind="stable")
+            remaining = np.repeat(self.time(est[order] - now), need[run[order]])
+            out[w + free:w + free + remaining.size, 1] = remaining
+
+    def time(self, seconds: np.ndarray) -> np.ndarray:
+        return np.log1p(np.maximum(seconds, 0.0) / 60.0) / np.log1p(self.time_scale / 60.0)
+
+    def check(self, view, name: str = "this DRAS agent") -> None:
+        """The engine a `dras:` policy is asked to decide for must be one it can play."""
+        if view.profile_loop != "cqsim":
+            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (e.g. --profile "
+                             f"cqsim), not {view.profile!r}")
+        if view.total_nodes != self.nodes:
+            raise ValueError(f"{name}: the model observes {self.nodes} nodes; the cluster has "
+                             f"{view.total_nodes}")
+        want = "easy" if self.hierarchy else "none"
+        if view.backfill != want:
+            what = ("reserves, then backfills: run it with --backfill easy" if self.hierarchy
+                    else "(Decima-PG) neither reserves nor backfills: run it with --backfill none")
+            raise ValueError(f"a DRAS agent that {what} (got --backfill {view.backfill})")
 
 
 class DrasEnv(gym.Env):
@@ -93,12 +160,14 @@ class DrasEnv(gym.Env):
         self.episode_jobs = int(episode_jobs)
         self.nodes = self.prepared.cluster.nodes
         self.time_scale = float(time_scale or np.max(self.prepared.jobs.req_time))
-        self.rows_shape = (2 * self.window + self.nodes, 2)
+        self.observer = DrasObserver(self.nodes, self.window, self.time_scale, self.hierarchy)
+        self.rows_shape = self.observer.rows_shape
         self.observation_space = spaces.Box(0.0, WAIT_CAP, shape=self.rows_shape,
                                             dtype=np.float32)
         self.action_space = SlotSpace(self.window, masks=lambda: self._mask)
         self._rng = np.random.default_rng(seed)
-        self.engine: CqsimEngine | None = None
+        self.engine = None
+        self.view = None
         self.rows = np.zeros(0, dtype=np.int64)
         self.level = 0
         self._obs = np.zeros(self.rows_shape, dtype=np.float32)
@@ -110,18 +179,15 @@ class DrasEnv(gym.Env):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         options = options or {}
-        engine = options.get("engine")
-        if engine is not None:
-            self._check_engine(engine)
-        else:
-            jobs = options.get("jobs")
-            if jobs is None:
-                jobs = self._sample_jobs()
-            engine = make_engine(jobs, self.prepared.cluster, self.profile,
-                                 "easy" if self.hierarchy else "none")
-        self.engine = engine
-        self.engine.agent_backfill = self.hierarchy
-        self._priority = (self.engine.need >= PRIORITY_FRACTION * self.nodes).astype(np.float32)
+        unknown = set(options) - {"jobs"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'jobs'")
+        jobs = options.get("jobs")
+        if jobs is None:
+            jobs = self._sample_jobs()
+        self.engine = make_engine(jobs, self.prepared.cluster, self.profile,
+                                  "easy" if self.hierarchy else "none",
+                                  backfill_decisions=self.hierarchy)
         done = self._next()
         if done:
             raise ValueError("a DRAS episode needs at least one job to schedule")
@@ -136,9 +202,9 @@ class DrasEnv(gym.Env):
         row = int(self.rows[a])
         e = self.engine
         reward = self._capability(row) if self.reward_kind == "capability" else 0.0
-        e.apply(row)
+        e.apply(self.observer.decision(self.view, row))
         if self.reward_kind == "capacity":
-            reward = self._capacity()
+            reward = self._capacity(e.view())
         terminated = self._next()
         return self._obs.copy(), float(reward), terminated, False, self._info()
 
@@ -151,23 +217,6 @@ class DrasEnv(gym.Env):
         return self.engine.result(policy)
 
     # -- internals -----------------------------------------------------------------------------------
-    def _check_engine(self, engine) -> None:
-        """An engine handed to reset(options={"engine": ...}) (a `dras:` policy in `hpcsched
-        compare`): a fresh cqsim engine over this cluster, backfilling as the agent expects."""
-        if not isinstance(engine, CqsimEngine):
-            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (e.g. --profile "
-                             f"cqsim), not {engine.profile.name!r}")
-        if engine.cluster.nodes != self.nodes:
-            raise ValueError(f"this DRAS model observes {self.nodes} nodes; the cluster has "
-                             f"{engine.cluster.nodes}")
-        want = "easy" if self.hierarchy else "none"
-        if engine.backfill != want:
-            what = ("reserves, then backfills: run it with --backfill easy" if self.hierarchy
-                    else "(Decima-PG) neither reserves nor backfills: run it with --backfill none")
-            raise ValueError(f"a DRAS agent that {what} (got --backfill {engine.backfill})")
-        if engine.instances or engine.done:
-            raise ValueError("reset(options={'engine': ...}) needs an engine that has not started")
-
     def _sample_jobs(self) -> JobTable:
         jobs = self.prepared.jobs
         n = min(self.episode_jobs, len(jobs))
@@ -180,68 +229,35 @@ class DrasEnv(gym.Env):
         while True:
             view = e.next_decision()
             if view is None:
+                self.view = None
                 self.rows = np.zeros(0, dtype=np.int64)
                 self._mask[:] = False
                 self._obs[:] = 0.0
                 self.level = 0
                 return True
-            if view.level == 2:
-                rows = np.asarray(view.candidates[: self.window], dtype=np.int64)
-                mask = np.ones(rows.size, dtype=bool)
-            else:
-                rows = np.fromiter(e.queue[: self.window], dtype=np.int64,
-                                   count=min(len(e.queue), self.window))
-                if self.hierarchy:
-                    mask = np.ones(rows.size, dtype=bool)
-                else:
-                    mask = e.need[rows] <= e.free_nodes
-                    if not mask.any():
-                        e.end_level1(None)
-                        continue
+            offer = self.observer.offer(view)
+            if offer is None:
+                e.apply(Wait())
+                continue
+            rows, mask = offer
+            self.view = view
             self.level = view.level
             self.rows = rows
             self._mask[:] = False
             self._mask[: rows.size] = mask
-            self._observe()
+            self.observer.observe(view, rows, self._obs)
             return False
 
-    def _observe(self) -> None:
-        e = self.engine
-        obs = self._obs
-        obs[:] = 0.0
-        rows = self.rows
-        k = rows.size
-        jobs = e.jobs
-        w = 2 * self.window
-        obs[0:2 * k:2, 0] = np.log2(1.0 + e.need[rows]) / np.log2(1.0 + self.nodes)
-        obs[0:2 * k:2, 1] = self._time(jobs.req_time[rows])
-        obs[1:2 * k:2, 0] = self._priority[rows]
-        obs[1:2 * k:2, 1] = np.minimum(self._time(e.now - jobs.submit[rows]), WAIT_CAP)
-        free = e.free_nodes
-        obs[w:w + free, 0] = 1.0
-        if e.running:
-            run = np.fromiter(e.running, dtype=np.int64, count=len(e.running))
-            est = e._est_array[run]
-            order = np.argsort(est, kind="stable")
-            remaining = np.repeat(self._time(est[order] - e.now), e.need[run[order]])
-            obs[w + free:w + free + remaining.size, 1] = remaining
-
-    def _time(self, seconds: np.ndarray) -> np.ndarray:
-        return np.log1p(np.maximum(seconds, 0.0) / 60.0) / np.log1p(self.time_scale / 60.0)
-
-    def _waits(self) -> np.ndarray:
-        e = self.engine
-        return e.now - e.jobs.submit[e.waiting_rows()]
-
     def _capability(self, row: int) -> float:
-        e = self.engine
-        waits = self._waits()
-        return capability_reward(int(e.need[row]), e.now - float(e.jobs.submit[row]),
-                                 float(waits.max()) if waits.size else 0.0, e.free_nodes,
+        view = self.view
+        waits = view.now - view.jobs.submit[view.queue]
+        return capability_reward(int(view.nodes_needed[row]),
+                                 view.now - float(view.jobs.submit[row]),
+                                 float(waits.max()) if waits.size else 0.0, view.free_nodes,
                                  self.nodes)
 
-    def _capacity(self) -> float:
-        waits = self._waits()
+    def _capacity(self, view) -> float:
+        waits = view.now - view.jobs.submit[view.queue]
         return -float(waits.mean()) / self.time_scale if waits.size else 0.0
 
     def _info(self) -> dict[str, Any]:
@@ -265,4 +281,4 @@ def with_options(profile: str | Profile = "cqsim", **options) -> Profile:
     return dataclasses.replace(get_profile(profile), **changes)
 
 
-__all__ = ["DrasEnv", "REWARDS", "WINDOW", "capability_reward", "check_reward", "with_options"]
+__all__ = ["DrasEnv", "DrasObserver", "REWARDS", "WINDOW", "capability_reward", "check_reward", "with_options"]

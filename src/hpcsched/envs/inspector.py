@@ -13,11 +13,11 @@ SchedGym's event loop, utilization over the makespan):
 
 - At every decision the base heuristic ranks the whole queue and proposes its first job
   (`Engine.choose`, exactly as a heuristic run does).
-- Accept: `engine.apply(row)`; the job is committed and starts as soon as it fits (with
+- Accept: `Pick(row)`; the job is committed and starts as soon as it fits (with
   backfilling around it if that is on), then the engine runs to the next non-empty queue.
 - Reject: the job stays queued, its rejection count goes up by one, and time passes to the next
   scheduling point: `max_interval` (600 s) later if that comes before the next arrival and the next
-  completion, else the earlier of those two events (`CommitEngine.idle`).
+  completion, else the earlier of those two events: `Wait(until=now + 600)` under commit semantics.
 - A job rejected `max_rejections` (72) times can only be accepted: reject is masked. Reject is also
   masked when nothing can happen while waiting (no running job, no arrival left: the authors' code
   loops there without time passing until the cap). A masked reject sent anyway is carried out as
@@ -45,7 +45,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.sim.engine import Engine, Policy, make_engine
+from hpcsched.sim.decisions import Pick, Wait
+from hpcsched.sim.engine import Policy
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.windows import sample_windows
@@ -125,59 +127,55 @@ def evaluation_windows(prepared: Prepared, count: int = 50, length: int = 256, s
 
 # -- one inspected run ----------------------------------------------------------------------------
 class Inspection:
-    """One engine run under a base heuristic with an inspector in the loop: the mechanics the
-    environment and the `inspect:` policy share, so that training and evaluation see the same
-    thing."""
+    """The inspector's side of one run under a base heuristic: the proposed job, the rejection
+    counts, and what the inspector observes, all read from the engine's view. The environment and
+    the `inspect:` policy share it, so that training and evaluation see the same thing."""
 
-    def __init__(self, engine: Engine, base: Policy, norm: dict[str, float], *,
-                 features: str = "code", metric: str = "bsld", max_interval: float = MAX_INTERVAL,
+    def __init__(self, norm: dict[str, float], jobs: int, *, features: str = "code",
+                 metric: str = "bsld", max_interval: float = MAX_INTERVAL,
                  max_rejections: int = MAX_REJECTIONS):
-        if not hasattr(engine, "idle"):
-            raise ValueError(f"the inspector needs commit semantics (the schedinspector or "
-                             f"rlscheduler profile), not the {engine.profile.name!r} profile")
-        self.engine = engine
-        self.base = base
         self.features = check_choice("feature set", features, FEATURE_SETS)
         self.metric = check_choice("metric", metric, METRICS)
         self.max_interval = float(max_interval)
         self.max_rejections = int(max_rejections)
         self.max_run_time = max(float(norm.get("max_run_time", 0.0)), 1.0)
         self.max_procs = max(float(norm.get("max_procs", 0.0)), 1.0)
-        self.rejected = np.zeros(engine.n, dtype=np.int64)  # rejections per job
+        self.rejected = np.zeros(jobs, dtype=np.int64)  # rejections per job
         self.inspections = 0
         self.rejections = 0
         self.forced_accepts = 0
+        self.view = None
         self.row: int | None = None  # the proposed job
-        self._req = engine.jobs.req_time
-        self._submit = engine.jobs.submit
 
-    def propose(self) -> int | None:
-        """The base heuristic's pick at the next decision, or None at the end."""
-        view = self.engine.next_decision()
-        if view is None:
-            self.row = None
-            return None
-        self.row = self.engine.choose(self.base, view)
-        return self.row
+    @staticmethod
+    def check(view) -> None:
+        if view.profile_loop != "commit":
+            raise ValueError(f"the inspector needs commit semantics (the schedinspector or "
+                             f"rlscheduler profile), not the {view.profile!r} profile")
+
+    def propose(self, view, row: int | None) -> None:
+        """The decision at hand (None at the end of the run) and the base heuristic's pick."""
+        self.view = view
+        self.row = row
 
     def can_reject(self) -> bool:
-        return bool(self.rejected[self.row] < self.max_rejections and self.engine.can_idle())
+        return bool(self.rejected[self.row] < self.max_rejections and self.view.can_wait)
 
     def mask(self) -> np.ndarray:
         return np.array([True, self.can_reject()])
 
-    def act(self, action: int) -> bool:
-        """Carry out the decision on the proposed job; then propose the next. False at the end."""
+    def decision(self, action: int):
+        """The engine decision for the inspector's action on the proposed job: accept is the
+        base's pick; reject lets time pass, `max_interval` at most (a masked reject is an accept,
+        counted)."""
         self.inspections += 1
         if action == REJECT and self.can_reject():
             self.rejections += 1
             self.rejected[self.row] += 1
-            self.engine.idle(self.max_interval)
-        else:
-            if action == REJECT:
-                self.forced_accepts += 1
-            self.engine.apply(self.row)
-        return self.propose() is not None
+            return Wait(until=self.view.now + self.max_interval)
+        if action == REJECT:
+            self.forced_accepts += 1
+        return Pick(self.row)
 
     def observe(self) -> np.ndarray:
         """The features of the proposed job and the system (the code's order):
@@ -187,20 +185,21 @@ class Inspection:
         queue: 600 / max(r, 10) per job (bsld form, the code's, always under "code"; also for
         utilization) or 600 per job (wait form, "paper" set with the wait metric), scaled by
         (600 / 10) x 128 or 600 x 128."""
-        e, row = self.engine, self.row
-        queue = np.fromiter(e.queue, dtype=np.int64, count=len(e.queue))
-        need = int(e.need[row])
-        free = e.free_nodes
+        v, row = self.view, self.row
+        queue = v.queue
+        need = int(v.nodes_needed[row])
+        free = v.free_nodes
+        req = v.jobs.req_time
         if self.features == "paper" and self.metric == "wait":
             delay = len(queue) / _QUEUE_SCALE
         else:
-            delay = float(np.sum(self.max_interval / np.maximum(self._req[queue], 10.0)))
+            delay = float(np.sum(self.max_interval / np.maximum(req[queue], 10.0)))
             delay /= self.max_interval / 10.0 * _QUEUE_SCALE
         out = [
-            (e.now - self._submit[row]) / _HALF_DAY,
-            self._req[row] / self.max_run_time,
-            e.jobs.procs[row] / self.max_procs,
-            free / e.cluster.nodes,
+            (v.now - v.jobs.submit[row]) / _HALF_DAY,
+            req[row] / self.max_run_time,
+            v.jobs.procs[row] / self.max_procs,
+            free / v.total_nodes,
             _TOP if need <= free else 1e-5,
             min(self.rejected[row] / self.max_rejections, 1.0),
             delay,
@@ -214,16 +213,18 @@ class Inspection:
     def _backfill_contribution(self, queue: np.ndarray, need: int) -> int:
         """With backfilling on and the proposed job not fitting: how many other waiting jobs fit
         now and would end (by their request) before the proposed job's reservation."""
-        e = self.engine
-        if e.backfill == "none" or need <= e.free_nodes or not e.running:
+        v = self.view
+        running = v.running
+        if v.backfill == "none" or need <= v.free_nodes or not running.size:
             return 0
         from hpcsched.sim.backfill import schedgym_shadow
 
-        running = sorted(e.running, key=e._est.__getitem__)
-        shadow = schedgym_shadow(e.now, e.jobs.procs[self.row], e.free_nodes, running, e._est,
-                                 e._need, e.cluster.procs_per_node)
+        est = v.estimated_end
+        running = running[np.argsort(est[running], kind="stable")].tolist()
+        shadow = schedgym_shadow(v.now, v.jobs.procs[self.row], v.free_nodes, running,
+                                 est.tolist(), v.nodes_needed.tolist(), v.procs_per_node)
         others = queue[queue != self.row]
-        fits = (e.need[others] <= e.free_nodes) & (e.now + self._req[others] < shadow)
+        fits = (v.nodes_needed[others] <= v.free_nodes) & (v.now + v.jobs.req_time[others] < shadow)
         return int(np.count_nonzero(fits))
 
     def summary(self) -> dict[str, float]:
@@ -291,6 +292,7 @@ class InspectEnv(gym.Env):
         self.action_space = spaces.Discrete(2)
         self._base_scores: dict[tuple[int, int], dict] = {}
         self.inspection: Inspection | None = None
+        self.engine = None
         self.window: tuple[int, int] | None = None
 
     def base_metrics(self, start: int, jobs: int) -> dict[str, Any]:
@@ -306,6 +308,13 @@ class InspectEnv(gym.Env):
         return self.inspection.mask() if self.inspection and self.inspection.row is not None \
             else np.array([True, False])
 
+    def _propose(self) -> int | None:
+        """Run to the next decision; the base heuristic proposes its top job (None at the end)."""
+        view = self.engine.next_decision()
+        row = None if view is None else int(self.engine.choose(self.base, view))
+        self.inspection.propose(view, row)
+        return row
+
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self.action_masks()}
 
@@ -318,21 +327,23 @@ class InspectEnv(gym.Env):
         else:
             start = int(self.np_random.integers(0, self.train_last_start, endpoint=True))
         self.window = (start, jobs)
-        engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
-                             self.prepared.profile, self.backfill)
-        self.inspection = Inspection(engine, self.base, self.norm, features=self.features,
+        self.engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
+                                  self.prepared.profile, self.backfill)
+        self.inspection = Inspection(self.norm, jobs, features=self.features,
                                      metric=self.metric, max_interval=self.max_interval,
                                      max_rejections=self.max_rejections)
-        self.inspection.propose()  # a window's first job arrives at once: never None here
+        self._propose()  # a window's first job arrives at once: never None here
+        Inspection.check(self.inspection.view)
         return self.inspection.observe(), self._info()
 
     def step(self, action):
         if self.inspection is None or self.inspection.row is None:
             raise RuntimeError("step() before reset() or after the end of the episode")
         insp = self.inspection
-        if not insp.act(int(action)):
+        self.engine.apply(insp.decision(int(action)))
+        if self._propose() is None:
             key, sign = METRICS[self.metric]
-            metrics = insp.engine.result().metrics
+            metrics = self.engine.result().metrics
             base = self.base_metrics(*self.window)
             reward = improvement(metrics[key], base[key], sign, self.reward_form)
             metrics.update(insp.summary())

@@ -42,7 +42,8 @@ from hpcsched.envs.observation import (
     padding_row,
     visible_rows,
 )
-from hpcsched.sim.engine import Engine, make_engine
+from hpcsched.sim.engine import Engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, check_backfill
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable

@@ -27,7 +27,7 @@ from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_
                                                 prepared_for, run_episode, split)
 from hpcsched.sim.cqsim import MODE_NAMES
 from hpcsched.report.plots import _pyplot, save_figure
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 
 HEURISTICS = ("fcfs-easy", "binpacking", "random", "optimization")
 LEARNED = {"decima-pg": "decima", "dras-pg": "pg", "dras-dql": "dql"}

@@ -240,27 +240,37 @@ def load_agent(path: str | Path):
 
 class DrasPolicy:
     """A trained DRAS-family agent as a policy of `hpcsched simulate` and `compare` (`dras:PATH`,
-    `dras:pretrained/NAME`): it drives the cqsim engine itself (`Engine.run` calls `drive`), level-1
-    picks and reservation, then level-2 backfill picks, greedy and frozen. It observes with the
-    time scale of the trace it schedules (`prepared`), as the experiment does."""
+    `dras:pretrained/NAME`): level-1 picks and reservation, then level-2 backfill picks, greedy and
+    frozen. It observes with the time scale of the trace it schedules (`prepared`), as the
+    experiment does, through the env's own `DrasObserver`."""
 
     def __init__(self, agent, config: DrasRunConfig, prepared: Prepared, name: str) -> None:
+        from hpcsched.envs.dras import DrasObserver
+
         self.agent, self.config, self.prepared, self.name = agent, config, prepared, name
+        hierarchy = config.algo != "decima"
+        self.decides_backfill = hierarchy
+        time_scale = float(np.max(prepared.jobs.req_time))
+        nodes = agent.rows - 2 * config.window
+        self.observer = DrasObserver(nodes, config.window, time_scale, hierarchy)
+        self._obs = np.zeros(self.observer.rows_shape, dtype=np.float32)
+        self._mask = np.zeros(config.window, dtype=bool)
 
-    def drive(self, engine) -> dict:
-        from hpcsched.envs.dras import DrasEnv
+    def reset(self, view) -> None:
+        self.observer.check(view, self.name)
 
-        env = DrasEnv(self.prepared, reward=self.config.reward, window=self.config.window,
-                      hierarchy=self.config.algo != "decima", profile=engine.profile)
-        expected = self.agent.rows
-        if env.rows_shape[0] != expected:
-            raise ValueError(f"{self.name}: the model observes {expected - 2 * env.window} nodes; "
-                             f"this cluster has {env.nodes}")
-        obs, info = env.reset(options={"engine": engine})
-        while True:
-            obs, _, done, _, info = env.step(self.agent.act(obs, info["action_mask"], False))
-            if done:
-                return {}
+    def decide(self, view):
+        from hpcsched.sim.decisions import Wait
+
+        offer = self.observer.offer(view)
+        if offer is None:
+            return Wait()
+        rows, mask = offer
+        self.observer.observe(view, rows, self._obs)
+        self._mask[:] = False
+        self._mask[: rows.size] = mask
+        slot = self.agent.act(self._obs.copy(), self._mask.copy(), False)
+        return self.observer.decision(view, int(rows[slot]))
 
 
 def export(src: str | Path, dest: str | Path) -> Path:

@@ -1,7 +1,9 @@
 """Backfilling rules, as pure functions over an engine's state.
 
 All of them plan with requested times (the only durations a real scheduler knows). Each returns the
-rows to start now, in order; the engine starts them.
+rows to start now, in order; the engine starts them. `backfill_starts` picks the rule for the
+engine's backfilling and resources: the functions below count identical whole nodes (a pool);
+`hpcsched.sim.backfill_nodes` holds the same rules on heterogeneous nodes, and HPCsim's own.
 
 - `easy`: one reservation, for the job the policy picked. A waiting job may start now if it fits and
   either ends (by its request) no later than the reservation's shadow time, or uses only nodes the
@@ -16,6 +18,39 @@ rows to start now, in order; the engine starts them.
 from __future__ import annotations
 
 from typing import Sequence
+
+
+def backfill_starts(engine, reserved: int, others: list[int]) -> list:
+    """What the engine's backfilling starts now around `reserved` (a waiting job that does not fit),
+    scanning `others` (the other waiting jobs, in queue order). Items are rows, or (row, nodes)
+    where the rule placed the job itself. EASY reservations are logged in `engine.reservations`."""
+    e = engine
+    mode = e.backfill
+    if not hasattr(e.res, "free"):
+        from hpcsched.sim import backfill_nodes
+
+        return backfill_nodes.starts(e, reserved, others)
+    if mode == "easy":
+        starts, shadow = easy_candidates(e.now, reserved, others, e.running, e.est, e.need_list,
+                                         e.req_list, e.res.free)
+        e.reservations.append((reserved, shadow))
+        return starts
+    if mode == "conservative":
+        return conservative_starts(e.now, [reserved] + others, e.running, e.est, e.need_list,
+                                   e.req_list, e.res.free, e.res.total)
+    if mode == "schedgym":  # the textbook loop rescans at every event
+        return schedgym_candidates(e.now, float(e.jobs.procs[reserved]),
+                                   sorted(others, key=e.submit_list.__getitem__), e.running, e.est,
+                                   e.need_list, e.req_list, e.res.free,
+                                   e.cluster.procs_per_node)
+    raise ValueError(f"unknown backfilling {mode!r}")
+
+
+def schedgym_shadow_of(engine, row: int, running_by_est: Sequence[int]) -> float:
+    """SchedGym's shadow time for `row` on the engine's pool (running jobs given by estimated end)."""
+    e = engine
+    return schedgym_shadow(e.now, e.jobs.procs[row], e.res.free, running_by_est, e.est,
+                           e.need_list, e.cluster.procs_per_node)
 
 
 def schedgym_shadow(

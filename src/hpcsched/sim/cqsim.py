@@ -15,6 +15,10 @@ At every instant where jobs arrive or complete, one scheduling instance runs, in
    which is EASY for FCFS); with `agent_backfill = True` every level-2 start is a decision too, and
    `next_decision()` offers the candidates (`view.level == 2`, `view.candidates`).
 
+Decisions: at level 1, `Pick(row)` starts the job if it fits and otherwise ends level 1 with it
+reserved; `Reserve(row)` reserves for it; `Wait()` ends the instance without a reservation (a
+one-level agent with nothing that fits). At level 2, `Start(row)` or `Pick(row)` starts a candidate.
+
 With `Profile.persist` (the released code) the reservation is kept across instances until its job
 starts: an instance then first starts the reserved job if it fits, and otherwise goes straight to
 backfilling. Without it (the paper) level 1 runs at every instance.
@@ -32,106 +36,95 @@ from __future__ import annotations
 import numpy as np
 
 from hpcsched.sim.backfill import _earliest_segment, _reserve
-from hpcsched.sim.engine import DecisionView, Engine
-from hpcsched.sim.passes import advance_to_next_event, start_job
-
-NOT_STARTED, READY, RESERVED, BACKFILLED = 0, 1, 2, 3
-MODE_NAMES = {READY: "ready", RESERVED: "reserved", BACKFILLED: "backfilled"}
-
-
-class CqsimView(DecisionView):
-    """A decision of the cqsim loop: `level` 1 (pick from the queue) or 2 (pick a backfill
-    candidate; `candidates` lists them in queue order, the reservation excluded)."""
-
-    __slots__ = ("level", "candidates", "reserved")
-
-    def __init__(self, engine: "CqsimEngine") -> None:
-        super().__init__(engine)
-        self.level: int = engine.level
-        self.candidates: list[int] = list(engine.candidates) if engine.level == 2 else []
-        self.reserved: int | None = engine.reserved
+from hpcsched.sim.decisions import Pick, Reserve, Start, Wait
+from hpcsched.sim.engine import (BACKFILLED, MODE_NAMES, NOT_STARTED, READY, RESERVED,
+                                 DecisionView, Engine)
+from hpcsched.sim.passes import PassLoop
 
 
-class CqsimEngine(Engine):
-    def __init__(self, jobs, cluster, profile, backfill) -> None:
-        super().__init__(jobs, cluster, profile, backfill)
-        if backfill not in ("none", "easy"):
+class CqsimLoop:
+    def __init__(self, engine: Engine) -> None:
+        e = self.e = engine
+        profile = engine.profile
+        if e.backfill not in ("none", "easy"):
             raise ValueError(f"the {profile.name!r} profile backfills with 'easy' (CQSim's "
-                             f"profile-based backfilling) or not at all ('none'), not {backfill!r}")
-        if np.any(np.diff(jobs.submit) < 0):
+                             f"profile-based backfilling) or not at all ('none'), not "
+                             f"{e.backfill!r}")
+        if np.any(np.diff(e.jobs.submit) < 0):
             raise ValueError(f"jobs must be in submit order under the {profile.name!r} profile; "
                              f"clean the trace with the profile's rules first")
-        self._est: list[float] = [0.0] * self.n
-        dur = jobs.req_time if profile.backfill_runtime == "estimate" else self.executed
+        if not hasattr(e.res, "free"):
+            raise ValueError(f"the {profile.name!r} profile schedules a pool of identical nodes")
+        dur = e.jobs.req_time if profile.backfill_runtime == "estimate" else e.executed
         self._dur = np.asarray(dur, dtype=np.float64)
-        self._completions: list[tuple[float, int]] = []
-        self.running: dict[int, None] = {}  # type: ignore[assignment]
-        self._next = 0
-        #: execution mode of every row (NOT_STARTED, READY, RESERVED, BACKFILLED)
-        self.mode = np.zeros(self.n, dtype=np.int8)
-        self._held = np.zeros(self.n, dtype=bool)  # rows that have held a reservation
+        self.events = PassLoop(engine)  # the same event handling as the textbook pass
+        self._held = np.zeros(e.n, dtype=bool)  # rows that have held a reservation
         self.reserved: int | None = None
         self.level = 0  # 0: between instances; 1: level-1 picks; 2: backfilling
         self.candidates: list[int] = []
         #: a learned agent orders the backfill starts itself (DRAS); else first fit in queue order
         self.agent_backfill = False
-        #: scheduling instances run so far (DRAS updates its network every 10 of them)
-        self.instances = 0
         self._times: list[float] = []
         self._free: list[int] = []
         # waiting rows as a mask too: the queue as an array in O(n / 8) instead of a list walk
-        self._waiting = np.zeros(self.n, dtype=bool)
+        self._waiting = np.zeros(e.n, dtype=bool)
         self._row_order = True  # the queue is in row (arrival) order unless a policy sorted it
-        self._est_array = np.zeros(self.n)
 
     def waiting_rows(self) -> np.ndarray:
         """The waiting rows in queue order, as an array."""
+        e = self.e
         if self._row_order:
-            return np.flatnonzero(self._waiting[: self._next])
-        return np.fromiter(self.queue, dtype=np.int64, count=len(self.queue))
+            return np.flatnonzero(self._waiting[: e.next_arrival])
+        return np.fromiter(e.queue, dtype=np.int64, count=len(e.queue))
 
-    def sort_queue(self, keys) -> int:
+    def queue_reordered(self) -> None:
         self._row_order = False
-        return super().sort_queue(keys)
-
-    def _sort_queue_static(self, rank) -> int:
-        self._row_order = False
-        return super()._sort_queue_static(rank)
 
     # -- stepped API -------------------------------------------------------------------------------
-    def next_decision(self) -> CqsimView | None:
+    def next_decision(self) -> DecisionView | None:
+        e = self.e
         while True:
             if self.level == 1:
-                if self.queue:
-                    return CqsimView(self)
+                if e.queue:
+                    return DecisionView(e, 1, None, self.reserved)
                 self.level = 0
             elif self.level == 2:
                 if self.candidates:
                     if self.agent_backfill:
-                        return CqsimView(self)
+                        return DecisionView(e, 2, list(self.candidates), self.reserved)
                     self._backfill(self.candidates[0])
                     continue
                 self.level = 0
             if not self._advance():
-                self.done = True
                 return None
             self._open_instance()
 
-    def apply(self, row: int) -> None:
+    def apply(self, d) -> None:
+        e = self.e
+        kind = type(d)
         if self.level == 2:
-            if row not in self.candidates:
-                raise ValueError(f"row {row} is not a backfill candidate now")
-            self.decisions += 1
-            self._backfill(row)
+            if kind is Wait:
+                self.candidates = []
+                return
+            if kind not in (Pick, Start) or d.row not in self.candidates:
+                raise ValueError(f"{d}: at level 2 the decision is Start(row) of a backfill "
+                                 f"candidate ({self.candidates[:10]}...)")
+            e.decisions += 1
+            self._backfill(d.row)
             return
         if self.level != 1:
             raise RuntimeError("apply() without a pending decision (call next_decision() first)")
-        if row >= self._next or self.start[row] >= 0:
-            raise ValueError(f"row {row} is not waiting in the queue")
-        self.decisions += 1
-        if self._need[row] <= self.free_nodes:
-            self._start_mode(row, RESERVED if self._held[row] else READY)
-            self.queue.remove(row)
+        if kind is Wait:
+            self.end_level1(None)
+            return
+        row = d.row
+        e.check_waiting(row)
+        e.decisions += 1
+        if kind is Start and not e.res.fits(row):
+            raise ValueError(f"Start({row}): the job does not fit now")
+        if e.res.fits(row):
+            self._start_mode(row, RESERVED if (self._held[row] or kind is Reserve) else READY)
+            e.queue.remove(row)
             return
         self.end_level1(row)
 
@@ -140,16 +133,17 @@ class CqsimEngine(Engine):
         `reserve="fcfs_head"`, the oldest waiting job gets the reservation, and backfilling
         follows. Without backfilling, or with `row=None` (a one-level agent with nothing that fits),
         the instance simply ends."""
-        if self.backfill == "none" or row is None:
+        e = self.e
+        if e.backfill == "none" or row is None:
             self.level = 0
             return
-        if self.profile.reserve == "fcfs_head":
-            row = min(self.queue)  # rows are in submit order
-            if self._need[row] <= self.free_nodes:
+        if e.profile.reserve == "fcfs_head":
+            row = min(e.queue)  # rows are in submit order
+            if e.res.fits(row):
                 # the code would reserve it "now" and start it at the next event; we start it now
                 self._held[row] = True
                 self._start_mode(row, RESERVED)
-                self.queue.remove(row)
+                e.queue.remove(row)
                 return
         self.reserved = row
         self._held[row] = True
@@ -157,14 +151,14 @@ class CqsimEngine(Engine):
 
     # -- the two levels ----------------------------------------------------------------------------
     def _open_instance(self) -> None:
-        self.instances += 1
-        if not self.profile.persist:
+        e = self.e
+        if not e.profile.persist:
             self.reserved = None
         r = self.reserved
         if r is not None:
-            if self._need[r] <= self.free_nodes:
+            if e.res.fits(r):
                 self._start_mode(r, RESERVED)
-                self.queue.remove(r)
+                e.queue.remove(r)
                 self.reserved = None
             else:
                 self._begin_backfill()
@@ -174,24 +168,27 @@ class CqsimEngine(Engine):
     def _begin_backfill(self) -> None:
         """Build the free-node profile from the running jobs' estimated ends, place the reservation
         at its earliest start, and list the candidates."""
-        run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+        e = self.e
+        run = np.fromiter(e.running, dtype=np.int64, count=len(e.running))
         # each running job frees its nodes at its estimated end (a second from now if overdue)
-        ends = np.maximum(self._est_array[run], self.now + 1.0)
+        ends = np.maximum(e.est_array[run], e.now + 1.0)
         uniq, inverse = np.unique(ends, return_inverse=True)
-        freed = np.cumsum(np.bincount(inverse, weights=self.need[run], minlength=uniq.size))
-        times = [self.now] + uniq.tolist()
-        free = [self.free_nodes] + (self.free_nodes + freed).astype(np.int64).tolist()
+        freed = np.cumsum(np.bincount(inverse, weights=e.need[run], minlength=uniq.size))
+        free_now = e.res.free
+        times = [e.now] + uniq.tolist()
+        free = [free_now] + (free_now + freed).astype(np.int64).tolist()
         r = self.reserved
         d = float(self._dur[r])
-        i = _earliest_segment(times, free, self._need[r], d)
-        _reserve(times, free, i, times[i] + d, self._need[r])
-        self.reservations.append((r, times[i]))
+        i = _earliest_segment(times, free, e.need_list[r], d)
+        _reserve(times, free, i, times[i] + d, e.need_list[r])
+        e.reservations.append((r, times[i]))
         self._times, self._free = times, free
         self.level = 2
         self._refresh_candidates()
 
     def _refresh_candidates(self) -> None:
         """Waiting jobs (not the reserved one) that fit the profile from now for their duration."""
+        e = self.e
         q = self.waiting_rows()
         if self.reserved is not None:
             q = q[q != self.reserved]
@@ -201,38 +198,38 @@ class CqsimEngine(Engine):
         times = np.asarray(self._times)
         lowest = np.minimum.accumulate(np.asarray(self._free))  # fewest free nodes up to each point
         # segments [times[k], times[k+1]) overlapping [now, now + d) are those with times[k] < now + d
-        k = np.searchsorted(times, self.now + self._dur[q], side="left")
-        fits = lowest[np.maximum(k, 1) - 1] >= self.need[q]
+        k = np.searchsorted(times, e.now + self._dur[q], side="left")
+        fits = lowest[np.maximum(k, 1) - 1] >= e.need[q]
         self.candidates = q[fits].tolist()
 
     def _backfill(self, row: int) -> None:
+        e = self.e
         self._start_mode(row, BACKFILLED)
-        self.queue.remove(row)
-        _reserve(self._times, self._free, 0, self.now + float(self._dur[row]), self._need[row])
+        e.queue.remove(row)
+        _reserve(self._times, self._free, 0, e.now + float(self._dur[row]), e.need_list[row])
         self._refresh_candidates()
 
     # -- events ------------------------------------------------------------------------------------
     def _start_mode(self, row: int, mode: int) -> None:
-        start_job(self, row)
-        self._est_array[row] = self._est[row]
+        self.events.start(row, None, mode)
         self._waiting[row] = False
-        self.mode[row] = mode
 
     def _advance(self) -> bool:
         """Jump to the next event time and process every event there. False at the end."""
-        arrived = advance_to_next_event(self)
+        e = self.e
+        arrived = self.events.advance_to_next_event()
         if arrived is None:
             return False
-        self.queue.extend(arrived)
+        e.queue.extend(arrived)
         self._waiting[arrived.start:arrived.stop] = True
+        e.instances += 1
         return True
 
-    def result(self, policy: str = ""):
-        res = super().result(policy)
-        res.metrics.update(mode_shares(self.jobs, self.mode, self.executed, self.need))
-        res.counts["instances"] = self.instances
-        res.modes = self.mode.copy()
-        return res
+    def finish(self, res) -> None:
+        e = self.e
+        res.metrics.update(mode_shares(e.jobs, e.mode, e.executed, e.need))
+        res.counts["instances"] = e.instances
+        res.modes = e.mode.copy()
 
 
 def mode_shares(jobs, mode: np.ndarray, executed: np.ndarray, need: np.ndarray) -> dict[str, float]:
@@ -249,5 +246,5 @@ def mode_shares(jobs, mode: np.ndarray, executed: np.ndarray, need: np.ndarray) 
     return out
 
 
-__all__ = ["BACKFILLED", "CqsimEngine", "CqsimView", "MODE_NAMES", "NOT_STARTED", "READY",
-           "RESERVED", "mode_shares"]
+__all__ = ["BACKFILLED", "CqsimLoop", "MODE_NAMES", "NOT_STARTED", "READY", "RESERVED",
+           "mode_shares"]

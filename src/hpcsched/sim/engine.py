@@ -2,15 +2,19 @@
 
 The engine is stepped, not called back::
 
-    engine = make_engine(jobs, cluster, profile="standard", backfill="easy")
+    engine = make_engine(jobs, cluster, profile="standard", backfill="easy")   # sim.factory
     while (view := engine.next_decision()) is not None:
-        engine.apply(engine.choose(policy, view))   # or the row a trained agent picks
+        engine.apply(engine.choose(policy, view))   # or the decision a trained agent makes
     result = engine.result()
 
 `next_decision()` runs events until a decision is needed and returns a read-only `DecisionView`;
-`apply(row)` starts (or commits to) the job in that row of the engine's job table. How a decision is
-carried out depends on the profile: see `commit.py` (SchedGym's semantics) and `passes.py` (the
-textbook one). The engine knows nothing of the decision maker beyond the `Policy` protocol below.
+`apply(decision)` carries out a typed decision (`hpcsched.sim.decisions`: Pick, Start, Reserve, Wait;
+a plain row number means Pick). When decisions are asked and what they mean is the *loop* of the
+profile, a strategy object the engine holds (`passes.PassLoop`: the textbook pass and HPCsim's;
+`commit.CommitLoop`: SchedGym's; `cqsim.CqsimLoop`: CQSim's scheduling instances;
+`discrete.DiscreteLoop`: DeepRM's grid). The engine holds the state every loop shares (clock, queue,
+running jobs, what is free on the machine) and changes it only through `start_job` and `end_job`.
+It knows nothing of the decision maker beyond the `Policy` protocol below.
 
 Rows are 0-based positions in the JobTable the engine was given (usually one window of a trace).
 """
@@ -22,46 +26,68 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from hpcsched.cluster.pool import ClusterError, NodePool
 from hpcsched.sim import metrics as metrics_mod
-from hpcsched.sim.profiles import Profile, check_backfill, get_profile
+from hpcsched.sim.decisions import Decision, Pick, as_decision
+from hpcsched.sim.profiles import Profile
 from hpcsched.workload.jobs import JobTable
+
+#: execution mode of every started job (CQSim's categories, the DRAS paper's Table IV): started
+#: when picked and fitting, after holding a reservation, or backfilled around a reservation
+NOT_STARTED, READY, RESERVED, BACKFILLED = 0, 1, 2, 3
+MODE_NAMES = {READY: "ready", RESERVED: "reserved", BACKFILLED: "backfilled"}
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """Anything that picks the next job. `select` gets a view and returns a row of `view.queue`.
+    """Anything that decides. `decide(view)` returns a `Decision` (or a row, meaning Pick).
 
-    Optional fast paths an engine uses when present (results are identical to calling `select`):
-    `static_keys(jobs) -> array` when the priority of a job never changes during a run, or
-    `keys(view) -> array` (aligned with `view.queue`) for priorities that depend on the clock.
-    Smaller keys go first.
+    Older policies have `select(view) -> row` instead; the engine reads that as Pick(row).
+    Optional, used by the engine when present:
+    - `static_keys(jobs) -> array` (a priority that never changes during a run) or `keys(view) ->
+      array` aligned with `view.queue` (one that depends on the clock): smaller goes first. The
+      engine keeps its queue in that order (so backfilling scans candidates in it, as a real
+      priority scheduler does), and a policy without `decide` picks the first job;
+    - `reset(view)`: called with the first decision of a run (per-run state, e.g. counters);
+    - `summary() -> dict`: numbers that join the result's metrics at the end of a run;
+    - `decides_backfill = True`: under CQSim's loop, the policy is asked for every backfill start
+      too (level-2 decisions, `view.level == 2`, among `view.candidates`).
     """
 
     name: str
 
-    def select(self, view: "DecisionView") -> int: ...
-
 
 class DecisionView:
-    """What a policy may look at when it decides. Read-only; valid until the next `apply`."""
+    """What a policy may look at when it decides. Read-only; valid until the next `apply`.
 
-    __slots__ = ("_engine", "now", "free_nodes")
+    Loops add what their decisions need: `level` and `candidates` (CQSim's backfill picks),
+    `reserved` (the job holding the reservation), `can_wait` (whether waiting can change anything).
+    """
 
-    def __init__(self, engine: "Engine") -> None:
+    __slots__ = ("_engine", "now", "free_nodes", "level", "candidates", "reserved", "_queue")
+
+    def __init__(self, engine: "Engine", level: int = 1, candidates: list | None = None,
+                 reserved: int | None = None) -> None:
         self._engine = engine
         self.now: float = engine.now
-        self.free_nodes: int = engine.free_nodes
+        self.free_nodes: int = engine.res.free_nodes
+        self.level = level
+        self.candidates: list[int] = candidates if candidates is not None else []
+        self.reserved = reserved
+        self._queue: np.ndarray | None = None
 
     @property
     def queue(self) -> np.ndarray:
         """Rows of the waiting jobs, in the engine's current queue order."""
-        return np.fromiter(self._engine.queue, dtype=np.int64, count=len(self._engine.queue))
+        if self._queue is None:
+            q = self._engine.queue
+            self._queue = np.fromiter(q, dtype=np.int64, count=len(q))
+        return self._queue
 
     @property
     def running(self) -> np.ndarray:
-        """Rows of the running jobs."""
-        return np.fromiter(self._engine.running, dtype=np.int64, count=len(self._engine.running))
+        """Rows of the running jobs, in the order they started."""
+        r = self._engine.running
+        return np.fromiter(r, dtype=np.int64, count=len(r))
 
     @property
     def jobs(self) -> JobTable:
@@ -74,7 +100,7 @@ class DecisionView:
 
     @property
     def total_nodes(self) -> int:
-        return self._engine.cluster.nodes
+        return self._engine.res.total
 
     @property
     def start_time(self) -> np.ndarray:
@@ -82,13 +108,65 @@ class DecisionView:
         return self._engine.start_array
 
     @property
+    def estimated_end(self) -> np.ndarray:
+        """Start + requested time of every started row (0 for the others). Read-only, no copy."""
+        return self._engine.est_array
+
+    @property
     def executed(self) -> np.ndarray:
         """Time each row runs (its run time, or its request where the profile kills it there)."""
         return self._engine.executed
 
+    @property
+    def can_wait(self) -> bool:
+        """Whether letting time pass can change anything: a job is running or one is to arrive."""
+        e = self._engine
+        return bool(e.running) or e.next_arrival < e.n
+
+    @property
+    def cluster(self):
+        """The cluster (a NodePool or a heterogeneous Cluster; immutable)."""
+        return self._engine.cluster
+
+    @property
+    def procs_per_node(self) -> int:
+        """Processors per node of a pool of identical nodes."""
+        return int(self._engine.cluster.procs_per_node)
+
+    @property
+    def profile(self) -> str:
+        """The name of the profile the engine runs under."""
+        return self._engine.profile.name
+
+    @property
+    def profile_loop(self) -> str:
+        """The profile's loop: pass, cqsim or discrete (commit semantics: `commit`)."""
+        p = self._engine.profile
+        return "commit" if p.commit else p.loop
+
+    @property
+    def backfill(self) -> str:
+        return self._engine.backfill
+
+    @property
+    def instances(self) -> int:
+        """Scheduling instances (passes) opened so far."""
+        return self._engine.instances
+
+    @property
+    def free(self) -> np.ndarray | None:
+        """(nodes, resources) free now on a heterogeneous cluster (read-only copy); None on a pool."""
+        m = getattr(self._engine.res, "free_matrix", None)
+        if m is None:
+            return None
+        out = m.copy()
+        out.flags.writeable = False
+        return out
+
     def fits(self, rows: np.ndarray) -> np.ndarray:
-        """Whether each of `rows` fits in the free nodes now."""
-        return self._engine.need[rows] <= self.free_nodes
+        """Whether each of `rows` fits on the free resources now."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return self._engine.res.fits_rows(rows, self._engine.need)
 
 
 @dataclass
@@ -106,72 +184,103 @@ class Result:
     counts: dict[str, int] = field(default_factory=dict)  # e.g. jobs killed at their request
     #: execution mode of every row where the loop records one (cqsim: ready, reserved, backfilled)
     modes: np.ndarray | None = None
+    #: the node indices of every row's allocation, in allocation order (None: not started); None
+    #: on a pool of identical nodes, where `records()` assigns node ids from the schedule
+    allocations: list | None = None
+    #: node names of the cluster (hostnames, or n0, n1, ...)
+    node_names: tuple[str, ...] = ()
+    #: nodes each row took (whole nodes on a pool), for the node column of a pool's records
+    need: np.ndarray | None = None
 
     def records(self) -> dict[str, np.ndarray]:
-        """Per-job records as columns (job_id, submit, start, end, wait, run, procs, bsld, ...)."""
-        return metrics_mod.per_job_records(self.jobs, self.start, self.executed)
+        """Per-job records as columns (job_id, submit, start, end, wait, run, procs, bsld, ...,
+        nodes: the names of the job's nodes, space-separated, in allocation order)."""
+        rec = metrics_mod.per_job_records(self.jobs, self.start, self.executed)
+        if self.allocations is not None:
+            allocs = self.allocations
+        elif self.need is not None and self.node_names:
+            allocs = metrics_mod.pool_allocations(self.start, self.end, self.need,
+                                                  len(self.node_names))
+        else:
+            return rec
+        names = self.node_names
+        rec["nodes"] = np.array([" ".join(names[i] for i in a) if a is not None else ""
+                                 for a in allocs], dtype=object)
+        return rec
 
 
 class Engine:
-    """Shared state and bookkeeping of both semantics. Build one with `make_engine`."""
+    """The state every loop shares, and the stepped API. Build one with `sim.factory.make_engine`.
 
-    def __init__(self, jobs: JobTable, cluster: NodePool, profile: Profile, backfill: str) -> None:
-        if len(jobs) == 0:
-            raise ValueError("nothing to simulate: the job table is empty")
+    State (read by loops and backfilling; policies and envs see it through `DecisionView`):
+    `now`, `queue` (waiting rows, in queue order), `running` (rows, insertion-ordered dict),
+    `start` (per row, -1 until started), `est` (estimated end = start + request), `res` (what is
+    free: a `PoolState` or `NodeState`), `mode` (per row), `need` (nodes per row), `executed`.
+    """
+
+    def __init__(self, jobs: JobTable, res, profile: Profile, backfill: str, need: np.ndarray,
+                 executed: np.ndarray, *, cluster=None) -> None:
         self.jobs = jobs
         self.cluster = cluster
+        self.res = res
         self.profile = profile
-        self.backfill = check_backfill(backfill)
+        self.backfill = backfill
         self.n = len(jobs)
-        need = cluster.nodes_needed(jobs.procs)
-        too_big = np.flatnonzero(need > cluster.nodes)
-        if too_big.size:
-            r = int(too_big[0])
-            raise ClusterError(
-                f"job {int(jobs.job_id[r])} (line {int(jobs.line[r])}) asks for {int(jobs.procs[r])} "
-                f"processors, more than the cluster's {cluster.total_procs}; {too_big.size} such "
-                f"job(s) in all (drop them with --drop-oversized)"
-            )
-        if np.any(need <= 0):
-            r = int(np.flatnonzero(need <= 0)[0])
-            raise ClusterError(f"job {int(jobs.job_id[r])} asks for no processors")
+        need = np.asarray(need, dtype=np.int64)
+        need.flags.writeable = False
         self.need = need
-        run = jobs.run_time
-        req = jobs.req_time
-        executed = np.minimum(run, req) if profile.kill_at_request else run.copy()
         executed.flags.writeable = False
         self.executed = executed
-        self.killed = int(np.count_nonzero(executed < run))
+        self.killed = int(np.count_nonzero(executed < jobs.run_time))
         # Python lists: the event loop reads single elements, which lists do far faster than arrays.
-        self._submit: list[float] = jobs.submit.tolist()
-        self._req: list[float] = req.tolist()
-        self._exec: list[float] = executed.tolist()
-        self._need: list[int] = need.tolist()
+        self.submit_list: list[float] = jobs.submit.tolist()
+        self.req_list: list[float] = jobs.req_time.tolist()
+        self.exec_list: list[float] = executed.tolist()
+        self.need_list: list[int] = need.tolist()
         self.start: list[float] = [-1.0] * self.n
+        self.est: list[float] = [0.0] * self.n
         # the same start times as an array (NaN = not started), for vectorised readers
         self._start_array = np.full(self.n, np.nan)
         self.start_array = self._start_array.view()
         self.start_array.flags.writeable = False
-        self.now: float = self._submit[0]
-        self.free_nodes: int = cluster.nodes
+        self._est_array = np.zeros(self.n)
+        self.est_array = self._est_array.view()
+        self.est_array.flags.writeable = False
+        self.mode = np.zeros(self.n, dtype=np.int8)
+        self.now: float = self.submit_list[0]
         self.queue: list[int] = []
-        self.running: list[int] = []
+        self.running: dict[int, None] = {}
+        self.next_arrival = 0  # first row not yet arrived
         self.done = False
         self.decisions = 0
         self.started = 0
+        self.instances = 0
         self._ranked_for: object = None
         self._rank: list = []
+        self._reset_policy: object = None
         #: (row, shadow time) of every EASY reservation made, for checking and explaining schedules
         self.reservations: list[tuple[int, float]] = []
+        self.loop = None  # set by the factory
 
     # -- the stepped API ---------------------------------------------------------------------------
     def next_decision(self) -> DecisionView | None:
-        raise NotImplementedError
+        """Run events until a decision is needed; None at the end of the run."""
+        view = self.loop.next_decision()
+        if view is None:
+            self.done = True
+        return view
 
-    def apply(self, row: int) -> None:
-        raise NotImplementedError
+    def apply(self, decision: Decision | int) -> None:
+        """Carry out a decision (a plain row number means Pick(row))."""
+        if self.done:
+            raise RuntimeError("apply() after the end of the run")
+        self.loop.apply(as_decision(decision))
 
-    # -- helpers for priority policies --------------------------------------------------------------
+    def view(self) -> DecisionView:
+        """A read-only view of the state now, between decisions (e.g. to score the last one)."""
+        return DecisionView(self)
+
+    # -- policies ----------------------------------------------------------------------------------
     def sort_queue(self, keys: np.ndarray) -> int:
         """Reorder the waiting queue by `keys` (aligned with the current queue; smaller first) and
         return the first row. Ties keep the current queue order (a stable sort), as SchedGym's
@@ -183,13 +292,15 @@ class Engine:
         else:
             order = np.lexsort((np.fromiter(q, np.int64, len(q)), keys))
         self.queue = [q[i] for i in order.tolist()]
+        self.loop.queue_reordered()
         return self.queue[0]
 
     def _sort_queue_static(self, rank: list) -> int:
         self.queue.sort(key=rank.__getitem__)
+        self.loop.queue_reordered()
         return self.queue[0]
 
-    def _static_rank(self, keys: np.ndarray) -> list:
+    def static_rank(self, keys: np.ndarray) -> list:
         """Sort keys for list.sort from a static key per row. Under the textbook profile ties are
         broken by row, so the rank is a total order; otherwise equal keys stay equal (stable sort)."""
         keys = np.asarray(keys, dtype=np.float64)
@@ -199,47 +310,95 @@ class Engine:
         rank[np.lexsort((np.arange(self.n), keys))] = np.arange(self.n)
         return rank.tolist()
 
-    def choose(self, policy: Policy, view: DecisionView) -> int:
-        """The row `policy` picks now. A priority policy first ranks the whole queue (stably), so
-        that backfilling scans candidates in its order, as a real priority scheduler does; a policy
-        that only picks (a trained agent) leaves the queue in arrival order."""
+    def rank(self, policy) -> int | None:
+        """Order the queue by `policy`'s priority (if it has one) and return the first row."""
         static = getattr(policy, "static_keys", None)
         if static is not None:
             if self._ranked_for is not policy:
-                self._rank = self._static_rank(static(self.jobs))
+                self._rank = self.static_rank(static(self.jobs))
                 self._ranked_for = policy
             return self._sort_queue_static(self._rank)
         keys = getattr(policy, "keys", None)
         if keys is not None:
-            return self.sort_queue(keys(view))
+            return self.sort_queue(keys(DecisionView(self)))
+        return None
+
+    def choose(self, policy, view: DecisionView) -> Decision | int:
+        """What `policy` decides now. A priority policy first ranks the whole queue (stably), so
+        that backfilling scans candidates in its order, as a real priority scheduler does; a policy
+        that only picks (a trained agent) leaves the queue in arrival order."""
+        if self._reset_policy is not policy:
+            self._reset_policy = policy
+            reset = getattr(policy, "reset", None)
+            if reset is not None:
+                reset(view)
+        head = self.rank(policy)
+        decide = getattr(policy, "decide", None)
+        if decide is not None:
+            if head is not None:
+                view = DecisionView(self, view.level, view.candidates, view.reserved)
+            return decide(view)
+        if head is not None and view.level == 1:
+            return head
         return policy.select(view)
 
-    def run(self, policy: Policy) -> Result:
-        """Run to the end with `policy` deciding, and return the result.
-
-        A policy that also decides when to let time pass without starting a job (SchedInspector's
-        inspector) has a `drive(engine) -> dict` method instead: it runs the loop itself, and the
-        numbers it returns (its rejections, say) join the result's metrics."""
-        drive = getattr(policy, "drive", None)
-        if drive is not None:
-            extra = drive(self)
+    def run(self, policy) -> Result:
+        """Run to the end with `policy` deciding, and return the result. A policy's `summary()`
+        (its rejections, say) joins the result's metrics."""
+        if getattr(policy, "decides_backfill", False):
+            if not hasattr(self.loop, "agent_backfill"):
+                raise ValueError(f"{getattr(policy, 'name', policy)} decides backfill starts "
+                                 f"(level 2 of the cqsim loop): run it under the cqsim profile, "
+                                 f"not {self.profile.name}")
+            self.loop.agent_backfill = True
+        fast = getattr(self.loop, "run_fast", None)
+        if fast is not None and fast(policy):
+            pass
         else:
-            extra = None
             while (view := self.next_decision()) is not None:
                 self.apply(self.choose(policy, view))
         result = self.result(getattr(policy, "name", type(policy).__name__))
-        if extra:
-            result.metrics.update(extra)
+        summary = getattr(policy, "summary", None)
+        if summary is not None:
+            result.metrics.update(summary())
         return result
 
-    # -- bookkeeping shared by both semantics --------------------------------------------------------
-    def _start(self, row: int) -> None:
-        self.started += 1
-        self.start[row] = self.now
-        self._start_array[row] = self.now
-        self.free_nodes -= self._need[row]
-        self.running.append(row)
+    # -- what loops call ---------------------------------------------------------------------------
+    def arrive_until(self, t: float) -> range:
+        """Rows submitted by `t` that have not arrived yet (they arrive now, in row order)."""
+        first = self.next_arrival
+        submit, n = self.submit_list, self.n
+        i = first
+        while i < n and submit[i] <= t:
+            i += 1
+        self.next_arrival = i
+        return range(first, i)
 
+    def start_job(self, row: int, nodes=None, mode: int = READY):
+        """Start `row` now (on `nodes`, or where the allocator puts it). Returns its allocation
+        (None on a pool)."""
+        chosen = self.res.take(row, nodes)
+        now = self.now
+        self.started += 1
+        self.start[row] = now
+        self._start_array[row] = now
+        est = now + self.req_list[row]
+        self.est[row] = est
+        self._est_array[row] = est
+        self.running[row] = None
+        self.mode[row] = mode
+        return chosen
+
+    def end_job(self, row: int) -> None:
+        """`row` finishes now: its resources are free again."""
+        del self.running[row]
+        self.res.give(row)
+
+    def check_waiting(self, row: int) -> None:
+        if row < 0 or row >= self.next_arrival or self.start[row] >= 0:
+            raise ValueError(f"row {row} is not waiting in the queue")
+
+    # -- results -----------------------------------------------------------------------------------
     def result(self, policy: str = "") -> Result:
         start = np.asarray(self.start, dtype=np.float64)
         start = np.where(start < 0, np.nan, start)
@@ -248,40 +407,40 @@ class Engine:
             self.jobs,
             start,
             self.executed,
-            total_procs=self.cluster.total_procs,
+            total_procs=self.total_procs,
             utilization=self.profile.utilization,
             end_clock=self.now,
         )
         m["decisions"] = self.decisions
         counts = {"killed_at_request": self.killed} if self.profile.kill_at_request else {}
-        return Result(self.jobs, start, end, self.executed, m, self.profile.name, self.backfill,
-                      policy, counts)
+        allocations = None
+        names: tuple[str, ...] = ()
+        res = self.res
+        if hasattr(res, "alloc_log"):
+            allocations = res.alloc_log
+            names = tuple(self.cluster.names)
+            m.update(metrics_mod.resource_utilization(start, self.executed, res.count,
+                                                      res.demand, res.capacity,
+                                                      self.cluster.resources, allocations,
+                                                      float(self.jobs.submit[0]),
+                                                      exclusive=res.exclusive))
+        else:
+            names = tuple(f"n{i}" for i in range(res.total))
+        result = Result(self.jobs, start, end, self.executed, m, self.profile.name, self.backfill,
+                        policy, counts, allocations=allocations, node_names=names,
+                        need=self.need)
+        self.loop.finish(result)
+        return result
+
+    @property
+    def total_procs(self) -> int:
+        c = self.cluster
+        return int(c.total_procs) if hasattr(c, "total_procs") else int(c.total[0])
+
+    @property
+    def free_nodes(self) -> int:
+        return self.res.free_nodes
 
 
-def make_engine(
-    jobs: JobTable,
-    cluster: NodePool,
-    profile: str | Profile = "standard",
-    backfill: str = "none",
-) -> Engine:
-    """An engine for `jobs` (already cleaned under the profile's rules) on `cluster`."""
-    prof = get_profile(profile)
-    check_backfill(backfill)
-    if prof.discrete:
-        from hpcsched.sim.discrete import engine_for_trace
-
-        if backfill != "none":
-            raise ValueError(f"the {prof.name} profile has no backfilling (got --backfill "
-                             f"{backfill}): its scheduler may reserve into the future itself")
-        return engine_for_trace(jobs, cluster)
-    if prof.commit:
-        from hpcsched.sim.commit import CommitEngine
-
-        return CommitEngine(jobs, cluster, prof, backfill)
-    if prof.loop == "cqsim":
-        from hpcsched.sim.cqsim import CqsimEngine
-
-        return CqsimEngine(jobs, cluster, prof, backfill)
-    from hpcsched.sim.passes import PassEngine
-
-    return PassEngine(jobs, cluster, prof, backfill)
+__all__ = ["BACKFILLED", "DecisionView", "Engine", "MODE_NAMES", "NOT_STARTED", "Pick", "Policy",
+           "READY", "RESERVED", "Result"]

@@ -120,3 +120,51 @@ def per_job_records(jobs: JobTable, start: np.ndarray, executed: np.ndarray) -> 
         "bsld": bounded_slowdown(wait, executed),
         "slowdown": slowdown(wait, executed),
     }
+
+
+def pool_allocations(start: np.ndarray, end: np.ndarray, need: np.ndarray,
+                     nodes: int) -> list:
+    """Node ids for a schedule on identical nodes, which only counts them: at every start the
+    lowest-numbered free nodes (a job ending at t frees its nodes for one starting at t). Any
+    assignment is as good on identical nodes; this one is reproducible."""
+    import heapq
+
+    started = np.flatnonzero(np.isfinite(start))
+    out: list = [None] * len(start)
+    # events in time order: ends before starts at the same instant; starts in row order
+    order = sorted([(float(end[r]), 0, int(r)) for r in started] +
+                   [(float(start[r]), 1, int(r)) for r in started])
+    free = list(range(nodes))
+    for _, kind, r in order:
+        if kind == 0:
+            if out[r] is not None:
+                for i in out[r]:
+                    heapq.heappush(free, i)
+        else:
+            k = int(need[r])
+            if k > len(free):
+                raise ValueError(f"row {r} needs {k} nodes at {start[r]}, {len(free)} are free")
+            out[r] = tuple(heapq.heappop(free) for _ in range(k))
+    return out
+
+
+def resource_utilization(start: np.ndarray, executed: np.ndarray, count: np.ndarray,
+                         demand: np.ndarray, capacity: np.ndarray, resources, allocations,
+                         first_submit: float, exclusive: bool = False) -> dict[str, float]:
+    """Per resource (cores, memory, GPUs, ...), `utilization_<resource>`: the resource-seconds
+    the jobs used over the cluster's capacity times the makespan (first submit to last end), as
+    HPCsim divides its CPU and GPU utilization. Exclusive clusters count whole nodes as used."""
+    started = np.flatnonzero(np.isfinite(start))
+    out: dict[str, float] = {}
+    if started.size == 0:
+        return out
+    span = float(np.max(start[started] + executed[started]) - first_submit)
+    total = capacity.sum(axis=0).astype(np.float64)
+    used = np.zeros(capacity.shape[1])
+    for r in started.tolist():
+        per = capacity[allocations[r]].sum(axis=0) if exclusive else demand[r] * count[r]
+        used += per * executed[r]
+    for i, name in enumerate(resources):
+        out[f"utilization_{name}"] = float(used[i] / (total[i] * span)) if total[i] and span > 0 \
+            else 0.0
+    return out

@@ -1,4 +1,4 @@
-"""Pass semantics: the textbook scheduler loop (the `standard` profile).
+"""Pass semantics: the textbook scheduler loop (the `standard` profile) and HPCsim's (`hpcsim`).
 
 At every instant where jobs arrive or complete, the scheduler makes a pass: it asks for the next job;
 if that job fits it starts and the scheduler asks again; if it does not fit, it is the job the
@@ -6,6 +6,15 @@ backfilling reserves for (nothing else starts without backfilling), the backfill
 may, and the pass ends until the next event. The choice is not committed: at the next event the
 policy may pick another job. Jobs are killed at their requested time; the run ends when every job has
 finished.
+
+HPCsim (the thesis's simulator) differs in one place: after a backfilling call that started a job,
+its pass goes on (the selector picks again, and backfills again), and it ends only when a
+backfilling call starts nothing (`Profile.backfill_repeats`); its backfilling rule is its own
+(`backfill.hpcsim_starts`).
+
+Decisions: `Pick(row)` starts the job if it fits, else reserves for it; `Reserve(row)` reserves for
+it (it starts if it fits); `Start(row, nodes)` starts it where told (it must fit); `Wait(until)` ends
+the pass, and with `until` the engine wakes then even if nothing happens.
 """
 
 from __future__ import annotations
@@ -15,12 +24,16 @@ import heapq
 import numpy as np
 
 from hpcsched.sim import backfill as bf
-from hpcsched.sim.engine import DecisionView, Engine
+from hpcsched.sim.decisions import Pick, Reserve, Start, Wait
+from hpcsched.sim.engine import BACKFILLED, DecisionView, Engine, READY, RESERVED
+
+INF = float("inf")
 
 
-class PassEngine(Engine):
-    def __init__(self, jobs, cluster, profile, backfill) -> None:
-        super().__init__(jobs, cluster, profile, backfill)
+class PassLoop:
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+        jobs, profile = engine.jobs, engine.profile
         if np.any(np.diff(jobs.submit) < 0):
             r = int(np.flatnonzero(np.diff(jobs.submit) < 0)[0]) + 1
             raise ValueError(
@@ -28,101 +41,116 @@ class PassEngine(Engine):
                 f"(job {int(jobs.job_id[r])} is submitted before the job above it); "
                 f"clean the trace with the profile's rules first"
             )
-        self._est: list[float] = [0.0] * self.n
-        self._completions: list[tuple[float, int]] = []  # heap of (end, row)
-        # running jobs as dict keys: insertion-ordered, and removed in O(1) at completion
-        self.running: dict[int, None] = {}  # type: ignore[assignment]
-        self._next = 0
-        self._in_pass = False
+        self.completions: list[tuple[float, int]] = []  # heap of (end, row)
+        self.wakeups: list[float] = []  # heap of times a Wait(until) asked to be woken at
+        self.in_pass = False
+        self.repeats = profile.backfill_repeats
 
     # -- stepped API -------------------------------------------------------------------------------
     def next_decision(self) -> DecisionView | None:
+        e = self.e
         while True:
-            if self._in_pass and self.queue:
-                return DecisionView(self)
-            self._in_pass = False
-            if not self._advance():
-                self.done = True
+            if self.in_pass and e.queue:
+                return DecisionView(e)
+            self.in_pass = False
+            if not self.advance():
                 return None
 
-    def apply(self, row: int) -> None:
-        if not self._in_pass:
+    def apply(self, d) -> None:
+        if not self.in_pass:
             raise RuntimeError("apply() without a pending decision (call next_decision() first)")
-        if row >= self._next or self.start[row] >= 0:
-            raise ValueError(f"row {row} is not waiting in the queue")
-        self.decisions += 1
-        if self._need[row] <= self.free_nodes:
-            self._start(row)
-            self.queue.remove(row)
+        e = self.e
+        e.decisions += 1
+        if type(d) is Pick:
+            row = d.row
+            e.check_waiting(row)
+            if e.res.fits(row):
+                self.start(row, None, READY)
+                e.queue.remove(row)
+                return
+            self.reserve(row)
+        elif type(d) is Start:
+            e.check_waiting(d.row)
+            if not e.res.fits(d.row):
+                raise ValueError(f"Start({d.row}): the job does not fit now")
+            self.start(d.row, d.nodes, READY)
+            e.queue.remove(d.row)
+        elif type(d) is Reserve:
+            e.check_waiting(d.row)
+            if e.res.fits(d.row):
+                self.start(d.row, None, RESERVED)
+                e.queue.remove(d.row)
+                return
+            self.reserve(d.row)
+        elif type(d) is Wait:
+            self.in_pass = False
+            if d.until is not None and d.until > e.now:
+                heapq.heappush(self.wakeups, float(d.until))
+
+    def queue_reordered(self) -> None:
+        pass
+
+    def finish(self, result) -> None:
+        pass
+
+    # -- the pass ------------------------------------------------------------------------------------
+    def reserve(self, row: int) -> None:
+        """`row` does not fit: it gets the backfilling's reservation, backfilling starts what it
+        may, and the pass ends (HPCsim's goes on if something started)."""
+        e = self.e
+        self.in_pass = False
+        if e.backfill == "none":
             return
-        self._in_pass = False
-        if self.backfill == "none":
-            return
-        others = [c for c in self.queue if c != row]
-        if self.backfill == "easy":
-            starts, shadow = bf.easy_candidates(self.now, row, others, self.running, self._est,
-                                                self._need, self._req, self.free_nodes)
-            self.reservations.append((row, shadow))
-        elif self.backfill == "conservative":
-            starts = bf.conservative_starts(self.now, [row] + others, self.running, self._est,
-                                            self._need, self._req, self.free_nodes,
-                                            self.cluster.nodes)
-        else:  # schedgym, rescanned at every event
-            starts = bf.schedgym_candidates(self.now, float(self.jobs.procs[row]),
-                                            sorted(others, key=self._submit.__getitem__),
-                                            self.running, self._est, self._need, self._req,
-                                            self.free_nodes, self.cluster.procs_per_node)
+        others = [c for c in e.queue if c != row]
+        starts = bf.backfill_starts(e, row, others)
         if starts:
             for c in starts:
-                self._start(c)
-            started = set(starts)
-            self.queue = [c for c in self.queue if c not in started]
+                if type(c) is tuple:  # (row, nodes) where backfilling placed the job itself
+                    self.start(c[0], c[1], BACKFILLED)
+                else:
+                    self.start(c, None, BACKFILLED)
+            started = {c[0] if type(c) is tuple else c for c in starts}
+            e.queue = [c for c in e.queue if c not in started]
+            if self.repeats:
+                self.in_pass = True
 
-    # -- events ------------------------------------------------------------------------------------
-    def _start(self, row: int) -> None:
-        start_job(self, row)
+    def start(self, row: int, nodes, mode: int) -> None:
+        e = self.e
+        e.start_job(row, nodes, mode)
+        heapq.heappush(self.completions, (e.now + e.exec_list[row], row))
 
-    def _advance(self) -> bool:
-        """Jump to the next instant with events, process all of them, open a pass. False at the end."""
-        arrived = advance_to_next_event(self)
+    def advance(self) -> bool:
+        """Jump to the next instant with events, process all of them, open a pass. False at the
+        end."""
+        arrived = self.advance_to_next_event()
         if arrived is None:
             return False
-        self.queue.extend(arrived)
-        self._in_pass = True
+        e = self.e
+        e.queue.extend(arrived)
+        e.instances += 1
+        self.in_pass = True
         return True
 
+    def advance_to_next_event(self) -> range | None:
+        """Move to the next instant with a completion, an arrival or a wake-up, finish the jobs
+        that end then, and return the rows that arrive then. None at the end."""
+        e = self.e
+        heap = self.completions
+        wake = self.wakeups
+        t = heap[0][0] if heap else INF
+        if e.next_arrival < e.n and e.submit_list[e.next_arrival] < t:
+            t = e.submit_list[e.next_arrival]
+        if wake and wake[0] < t:
+            t = wake[0]
+        if t == INF:
+            return None
+        while wake and wake[0] <= t:
+            heapq.heappop(wake)
+        e.now = t
+        while heap and heap[0][0] <= t:
+            _, r = heapq.heappop(heap)
+            e.end_job(r)
+        return e.arrive_until(t)
 
-def start_job(engine, row: int) -> None:
-    """Start `row` now on `engine` (the pass and cqsim engines): its nodes, its estimated end
-    (start + request) and its real end on the completion heap."""
-    engine.started += 1
-    engine.start[row] = engine.now
-    engine._start_array[row] = engine.now
-    engine.free_nodes -= engine._need[row]
-    engine.running[row] = None
-    engine._est[row] = engine.now + engine._req[row]
-    heapq.heappush(engine._completions, (engine.now + engine._exec[row], row))
 
-
-def advance_to_next_event(engine) -> range | None:
-    """Move `engine` (one with a completion heap of (end, row) and rows arriving in order: the pass
-    and cqsim engines) to the next instant with a completion or an arrival, finish the jobs that
-    end then, and return the rows that arrive then, for the caller to queue. None at the end."""
-    heap = engine._completions
-    t_arr = engine._submit[engine._next] if engine._next < engine.n else None
-    if heap and (t_arr is None or heap[0][0] <= t_arr):
-        t = heap[0][0]
-    elif t_arr is not None:
-        t = t_arr
-    else:
-        return None
-    engine.now = t
-    while heap and heap[0][0] <= t:
-        _, r = heapq.heappop(heap)
-        del engine.running[r]
-        engine.free_nodes += engine._need[r]
-    first = engine._next
-    submit, n = engine._submit, engine.n
-    while engine._next < n and submit[engine._next] <= t:
-        engine._next += 1
-    return range(first, engine._next)
+__all__ = ["PassLoop"]

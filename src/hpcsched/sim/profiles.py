@@ -44,6 +44,14 @@ class Profile:
     #: the duration backfilling plans with for waiting jobs: "estimate" (the request, textbook
     #: EASY) or "actual" (the logged run time, CQSim's oracle quirk)
     backfill_runtime: str = "estimate"
+    #: pass loop: after a backfilling call that started something, the pass goes on (HPCsim's)
+    backfill_repeats: bool = False
+    #: whose heuristics, allocators and backfilling a name means under this profile: "" (ours) or
+    #: "hpcsim" (`--policy f1` is then HPCsim's f_1, `--allocator best-fit` its best fit, and
+    #: `--backfill easy` its backfilling)
+    dialect: str = ""
+    #: the allocator of a heterogeneous cluster when none is named
+    allocator: str = "best-fit"
 
     def __post_init__(self) -> None:
         if self.reserve not in ("agent_pick", "fcfs_head"):
@@ -111,6 +119,19 @@ PROFILES: dict[str, Profile] = {
         utilization="makespan",
         description="SchedInspector (HPDC'22): SchedGym's semantics, with utilization over the "
         "makespan as its code divides it (spec schedinspector.md section 6)",
+    ),
+    "hpcsim": Profile(
+        name="hpcsim",
+        cleaning="hpcsim",
+        commit=False,
+        kill_at_request=True,
+        end="last_finish",
+        utilization="makespan",
+        backfill_repeats=True,
+        dialect="hpcsim",
+        description="HPCsim, the simulator of Wang's thesis, exactly: one pass per event time, "
+        "its selectors, allocators (best fit ignores memory) and backfilling (the head's earliest "
+        "start must not move), shared nodes",
     ),
 }
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsched.cluster.pool import ClusterError, NodePool
-from hpcsched.sim.engine import Policy, Result, make_engine
+from hpcsched.sim.engine import Policy, Result
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, get_profile
 from hpcsched.workload.cleaning import CleaningReport, clean
 from hpcsched.workload.jobs import JobTable

@@ -31,6 +31,10 @@ changes without a trace in the run's summary.
 3. a run time longer than the request is clamped to the request (CQSim kills the job there);
 4. the jobs are sorted by submit time (a stable sort).
 
+``"hpcsim"``: HPCsim's (the thesis's simulator), whose reader (`hpcsched.workload.slurm`) has already
+applied its own rules to its traces: as ``standard``, except that jobs with a run time of 0 are kept
+(HPCsim runs them: they end where they start).
+
 A request shorter than the run time is kept under the first two rules: under ``standard`` the engine kills
 such a job at its request and counts it itself; SchedGym lets it run to its logged run time.
 
@@ -50,7 +54,7 @@ import numpy as np
 
 from hpcsched.workload.jobs import PROCS, JobTable
 
-RULES: tuple[str, ...] = ("rlscheduler", "standard", "cqsim")
+RULES: tuple[str, ...] = ("rlscheduler", "standard", "cqsim", "hpcsim")
 
 # what the report calls each rule
 PROCS_RULE = "procs = max(allocated, requested)"
@@ -170,14 +174,14 @@ def _clean_rlscheduler(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
     return table, _report("rlscheduler", jobs, table, log)
 
 
-def _clean_standard(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
+def _clean_standard(jobs: JobTable, rules: str = "standard") -> tuple[JobTable, CleaningReport]:
     log = _Log()
     procs = np.maximum(jobs.alloc_procs, jobs.req_procs)
     run_time = jobs.run_time
     # each dropped row is counted once, under the first reason that applies
     no_procs = procs <= 0
     no_run = ~no_procs & (run_time < 0)
-    zero_run = ~no_procs & (run_time == 0)
+    zero_run = ~no_procs & (run_time == 0) & (rules != "hpcsim")
     log.drop(DROP_PROCS, no_procs)
     log.drop(DROP_RUN_UNKNOWN, no_run)
     log.drop(DROP_RUN_ZERO, zero_run)
@@ -190,7 +194,7 @@ def _clean_standard(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
 
     table = jobs.with_columns(procs=procs, req_time=req_time).take(keep)
     table = _sort(table, table.submit, SORT_BY_SUBMIT, log)
-    return table, _report("standard", jobs, table, log)
+    return table, _report(rules, jobs, table, log)
 
 
 def _clean_cqsim(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
@@ -225,6 +229,6 @@ def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningRep
 
 
 _CLEANERS = {"rlscheduler": _clean_rlscheduler, "standard": _clean_standard,
-             "cqsim": _clean_cqsim}
+             "cqsim": _clean_cqsim, "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
 
 __all__ = ["CleaningReport", "RULES", "clean", "norm_constants"]

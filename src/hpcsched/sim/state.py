@@ -1,0 +1,167 @@
+"""What is free on the machine while a run goes on: the engine's resource state.
+
+Two kinds answer the same questions (does this job fit now, take its resources, give them back):
+
+- `PoolState`: identical whole nodes, counted. A job takes `need` nodes; which ones does not matter,
+  so only the count of free nodes is kept. The fast path of every published simulator.
+- `NodeState`: named nodes with a capacity vector each (cores, memory, GPUs, ...). A job asks for
+  `count` distinct nodes with a per-node request free on each; an allocator chooses them; several jobs
+  may share a node, or (an exclusive cluster) a job takes whole idle nodes. The free vector of every
+  node is the state.
+
+The engine owns one of them; loops and backfilling read it, and change it only through `take` and
+`give`, so that the allocation of every running job is known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class PoolState:
+    """`total` identical nodes; `free` of them idle."""
+
+    exclusive = True
+
+    def __init__(self, total: int, need: np.ndarray) -> None:
+        self.total = int(total)
+        self.free = int(total)
+        self.need: list[int] = np.asarray(need, dtype=np.int64).tolist()
+
+    @property
+    def free_nodes(self) -> int:
+        return self.free
+
+    def fits(self, row: int) -> bool:
+        return self.need[row] <= self.free
+
+    def fits_rows(self, rows: np.ndarray, need: np.ndarray) -> np.ndarray:
+        return need[rows] <= self.free
+
+    def take(self, row: int, nodes=None) -> None:
+        if nodes is not None:
+            raise ValueError("a pool of identical nodes does not place jobs on given nodes: its "
+                             "nodes are only counted")
+        self.free -= self.need[row]
+
+    def give(self, row: int) -> None:
+        self.free += self.need[row]
+
+
+class NodeState:
+    """Free resources of every node of a heterogeneous cluster, and where each running job is.
+
+    `count[row]` distinct nodes, each with `demand[row]` (one entry per resource) free, make a job
+    fit. On an exclusive cluster a node must be idle (nothing running on it) and a job takes all of
+    it. `allocator` picks the nodes when the caller does not.
+    """
+
+    def __init__(self, cluster, count: np.ndarray, demand: np.ndarray, allocator) -> None:
+        self.cluster = cluster
+        self.capacity = np.asarray(cluster.capacity, dtype=np.int64)
+        self.free_matrix = self.capacity.copy()
+        self.exclusive = bool(getattr(cluster, "exclusive", False))
+        self.count = np.asarray(count, dtype=np.int64)
+        self._count: list[int] = self.count.tolist()
+        self.demand = np.asarray(demand, dtype=np.int64)
+        self.allocator = allocator
+        self.total = int(self.capacity.shape[0])
+        self.alloc: dict[int, np.ndarray] = {}  # the running jobs' nodes
+        self.alloc_log: list = [None] * len(self.count)  # every started job's nodes
+        # jobs with equal requests share one cached answer to "how many nodes fit it now"
+        _, self._klass = np.unique(self.demand, axis=0, return_inverse=True)
+        self._klass = self._klass.reshape(-1).tolist()
+        self._fit_cache: dict[int, np.ndarray] = {}
+        self._idle = np.ones(self.total, dtype=bool)
+        self._users = np.zeros(self.total, dtype=np.int64)  # jobs running on each node
+
+    # -- questions ------------------------------------------------------------------------------
+    @property
+    def free_nodes(self) -> int:
+        """Nodes with nothing running on them."""
+        return int(np.count_nonzero(self._idle))
+
+    def fitting(self, row: int) -> np.ndarray:
+        """Bool mask of the nodes that can take one share of `row`'s request now (read-only)."""
+        k = self._klass[row]
+        mask = self._fit_cache.get(k)
+        if mask is None:
+            mask = self.nodes_fitting(self.free_matrix, self.demand[row])
+            mask.flags.writeable = False
+            self._fit_cache[k] = mask
+        return mask
+
+    def nodes_fitting(self, free: np.ndarray, demand: np.ndarray, idle: np.ndarray | None = None
+                      ) -> np.ndarray:
+        """Nodes of a free matrix (now or projected) on which `demand` fits. Exclusive clusters:
+        only idle nodes (`idle`, or nodes whose free vector is their whole capacity)."""
+        ok = np.all(free >= demand, axis=1)
+        if self.exclusive:
+            ok &= (np.all(free == self.capacity, axis=1) if idle is None else idle)
+        return ok
+
+    def fits(self, row: int) -> bool:
+        return int(np.count_nonzero(self.fitting(row))) >= self._count[row]
+
+    def fits_rows(self, rows: np.ndarray, need=None) -> np.ndarray:
+        return np.fromiter((self.fits(r) for r in rows.tolist()), dtype=bool, count=len(rows))
+
+    # -- changes ---------------------------------------------------------------------------------
+    def choose(self, row: int, free: np.ndarray | None = None) -> np.ndarray | None:
+        """The nodes the allocator gives `row` on `free` (default: now), or None if it does not fit."""
+        if free is None:
+            fits = self.fitting(row)
+            free = self.free_matrix
+        else:
+            fits = self.nodes_fitting(free, self.demand[row])
+        if int(np.count_nonzero(fits)) < self._count[row]:
+            return None
+        return self.allocator.allocate(self.cluster, free, self.demand[row], self._count[row],
+                                       fits=fits)
+
+    def take(self, row: int, nodes=None) -> np.ndarray:
+        if nodes is None:
+            chosen = self.choose(row)
+            if chosen is None:
+                raise ValueError(f"row {row} does not fit now")
+        else:
+            chosen = np.asarray(nodes, dtype=np.int64)
+            self.check_nodes(row, chosen)
+        self.free_matrix[chosen] -= self.used_per_node(row, chosen)
+        self._users[chosen] += 1
+        self._idle[chosen] = False
+        self.alloc[row] = chosen
+        self.alloc_log[row] = chosen
+        self._fit_cache.clear()
+        return chosen
+
+    def give(self, row: int) -> None:
+        nodes = self.alloc.pop(row)
+        self.free_matrix[nodes] += self.used_per_node(row, nodes)
+        self._users[nodes] -= 1
+        self._idle[nodes] = self._users[nodes] == 0
+        self._fit_cache.clear()
+
+    def used_per_node(self, row: int, nodes: np.ndarray) -> np.ndarray:
+        """What `row` takes from each of `nodes`: its request, or whole nodes when exclusive."""
+        return self.capacity[nodes] if self.exclusive else self.demand[row]
+
+    def check_nodes(self, row: int, nodes: np.ndarray) -> None:
+        """A caller's allocation must name `count` distinct nodes that can each take the request."""
+        names = self.cluster.names
+        if nodes.ndim != 1 or len(nodes) != self._count[row]:
+            raise ValueError(f"row {row} asks for {self._count[row]} node(s); the allocation "
+                             f"names {len(nodes)}")
+        if len(np.unique(nodes)) != len(nodes):
+            raise ValueError(f"row {row}: the allocation names a node twice ({nodes.tolist()})")
+        if nodes.min() < 0 or nodes.max() >= self.total:
+            raise ValueError(f"row {row}: node indices must be in 0..{self.total - 1}")
+        ok = self.fitting(row)[nodes]
+        if not ok.all():
+            bad = int(nodes[np.argmin(ok)])
+            raise ValueError(f"row {row} does not fit on node {names[bad]} now "
+                             f"(free {self.free_matrix[bad].tolist()}, asks "
+                             f"{self.demand[row].tolist()}{', exclusive' if self.exclusive else ''})")
+
+
+__all__ = ["NodeState", "PoolState"]
