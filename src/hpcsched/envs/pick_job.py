@@ -145,7 +145,7 @@ class Episode:
     """One window being scheduled: its engine, where it sits in the trace, and (for the fairness
     variant) the per-user scores so far."""
 
-    __slots__ = ("engine", "start", "jobs", "users")
+    __slots__ = ("engine", "start", "jobs", "users", "view")
 
     def __init__(self, prepared: Prepared, start: int, jobs: int, backfill: str,
                  fairness: bool = False) -> None:
@@ -154,11 +154,17 @@ class Episode:
         self.start = start
         self.jobs = jobs
         self.users = UserScores(window, self.engine.executed) if fairness else None
-        self.engine.next_decision()  # run to the first decision (the textbook engine needs it)
+        self.view = self.engine.next_decision()  # the first decision: what the agent sees
+
+    def apply(self, row: int) -> bool:
+        """Pick `row` and run to the next decision; False at the end of the episode."""
+        self.engine.apply(row)
+        self.view = self.engine.next_decision()
+        return self.view is not None
 
     def user_feature(self, local_rows: np.ndarray) -> np.ndarray:
         users = self.users
-        users.sync(self.engine.start)
+        users.sync(self.view.start_time)
         return users.feature(local_rows)
 
 
@@ -273,11 +279,10 @@ class PickJobEnv(gym.Env):
                 f"invalid action {a}: slot {a} holds no waiting job (valid slots: 0..."
                 f"{int(self._mask.sum()) - 1}); pick a slot whose action mask is True"
             )
-        engine = self.episode.engine
-        engine.apply(int(self._rows[a]))
-        if engine.next_decision() is None:
+        ep = self.episode
+        if not ep.apply(int(self._rows[a])):
             self._done = True
-            metrics = engine.result().metrics
+            metrics = ep.engine.result().metrics
             self._obs[:] = self.features.pad
             self._mask[:] = False
             self._rows[:] = -1
@@ -324,13 +329,12 @@ class PickJobEnv(gym.Env):
 
     def _observe(self) -> None:
         ep = self.episode
-        engine = ep.engine
-        g = np.fromiter(engine.queue, dtype=np.int64, count=len(engine.queue))
-        g += ep.start
+        view = ep.view
+        g = view.queue + ep.start
         g = visible_rows(g, self.features, self.slots, self.cutoff)
         user = ep.user_feature(g - ep.start) if ep.users is not None else None
-        fill_slots(self._obs, self._mask, self._rows, self.features, g, ep.start, engine.now,
-                   engine.free_nodes, self.need, user)
+        fill_slots(self._obs, self._mask, self._rows, self.features, g, ep.start, view.now,
+                   view.free_nodes, self.need, user)
 
     def _info(self) -> dict[str, Any]:
         ep = self.episode

@@ -18,7 +18,6 @@ of all N are built together, with a handful of numpy calls per step, into preall
 from __future__ import annotations
 
 import os
-from itertools import chain
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -147,10 +146,8 @@ class VecPickJob:
         episodes = self._episodes
         for i, row in enumerate(rows.tolist()):
             ep = episodes[i]
-            engine = ep.engine
-            engine.apply(row)
-            if engine.next_decision() is None:
-                metrics = engine.result().metrics
+            if not ep.apply(row):
+                metrics = ep.engine.result().metrics
                 reward[i] = episode_reward(metrics, self.metric)
                 done[i] = True
                 infos[i] = {"metrics": metrics, "window": (ep.start, ep.jobs)}
@@ -197,12 +194,12 @@ class VecPickJob:
 
     def _observe_all(self) -> None:
         tf, slots = self.features, self.slots
-        engines = [ep.engine for ep in self._episodes]
-        queues = [e.queue for e in engines]
+        views = [ep.view for ep in self._episodes]
+        queues = [v.queue for v in views]
         lens = np.fromiter(map(len, queues), dtype=np.int64, count=self.num_envs)
         total = int(lens.sum())
         env = np.repeat(self._arange, lens)
-        g = np.fromiter(chain.from_iterable(queues), dtype=np.int64, count=total)
+        g = np.concatenate(queues) if total else np.zeros(0, dtype=np.int64)
         g += self._base[env]
         # FCFS order within each env: by (env, submit, row); env stays grouped as it was
         if tf.monotone:
@@ -218,8 +215,8 @@ class VecPickJob:
                 g, env, pos = g[keep], env[keep], pos[keep]
             else:
                 g, env, pos = self._interleave_full(g, lens, first)
-        now = np.fromiter((e.now for e in engines), dtype=np.float64, count=self.num_envs)
-        free = np.fromiter((e.free_nodes for e in engines), dtype=np.int64, count=self.num_envs)
+        now = np.fromiter((v.now for v in views), dtype=np.float64, count=self.num_envs)
+        free = np.fromiter((v.free_nodes for v in views), dtype=np.int64, count=self.num_envs)
         x = tf.static[g]
         x[:, 0] = np.minimum((now[env] - tf.submit[g]) * (1.0 / MAX_WAIT), HIGH)
         x[:, -1] = np.where(self.need[g] <= free[env], HIGH, LOW)
