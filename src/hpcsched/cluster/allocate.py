@@ -1,0 +1,329 @@
+"""Allocators: which `count` nodes a job gets, given what is free on each node now.
+
+Every allocator is a small object with one method,
+
+    allocate(cluster, free, request, count, fits=None) -> np.ndarray | None
+
+- `free` (N, R) int64: what is free on each node, columns as `cluster.resources`;
+- `request` (R,): what the job needs on *each* of its nodes;
+- `count`: how many distinct nodes it needs;
+- `fits` (N,) bool, optional: the nodes that can take `request` now (`fitting_nodes`). The engine
+  computes it once per decision and passes it in; when given it is trusted, not recomputed.
+
+It returns the chosen node indices (int64) in allocation order (the order the records print), or
+None when fewer than `count` nodes can take the request. An allocator never changes `free`.
+
+The first three are ours: `first-available`, `best-fit`, `topology` (Slurm's topology/tree
+behaviour). The three `hpcsim-*` reproduce HPCsim's allocators exactly (`specs/hpcsim-semantics.md`
+§6), ties and quirks included, for the `hpcsim` profile; they are checked against HPCsim's own code
+by `tests/cluster/test_hpcsim_allocators.py`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from hpcsched.cluster.nodes import Cluster
+from hpcsched.cluster.pool import ClusterError
+
+
+def fitting_nodes(cluster: Cluster, free: np.ndarray, request: np.ndarray) -> np.ndarray:
+    """(N,) bool: the nodes that can take `request` now. On an exclusive cluster only an idle node
+    (everything free) can take a job."""
+    fits = np.all(free >= request, axis=1)
+    if cluster.exclusive:
+        fits &= np.all(free == cluster.capacity, axis=1)
+    return fits
+
+
+class Allocator(Protocol):
+    name: str
+
+    def allocate(self, cluster: Cluster, free: np.ndarray, request: np.ndarray, count: int,
+                 fits: np.ndarray | None = None) -> np.ndarray | None: ...
+
+
+def _candidates(cluster, free, request, count, fits) -> np.ndarray | None:
+    """Indices of the fitting nodes (cluster order), or None when there are fewer than `count`."""
+    if count < 0:
+        raise ValueError(f"a job needs a number of nodes >= 0, got {count}")
+    if fits is None:
+        fits = fitting_nodes(cluster, free, np.asarray(request))
+    nodes = np.flatnonzero(fits)
+    return nodes if len(nodes) >= count else None
+
+
+def _column(cluster: Cluster, free: np.ndarray, resource: str, nodes: np.ndarray) -> np.ndarray:
+    r = cluster.resource_index(resource)
+    return free[nodes, r] if r is not None else np.zeros(len(nodes), dtype=np.int64)
+
+
+def best_fit_order(cluster: Cluster, free: np.ndarray, request: np.ndarray,
+                   nodes: np.ndarray) -> np.ndarray:
+    """`nodes` (ascending indices of fitting nodes) sorted best fit first: the least left over
+    after placing `request`, compared as GPUs left, then cores left, then every other resource
+    (memory, ...) left as a fraction of the node's capacity; ties in cluster order."""
+    left = free[nodes] - np.asarray(request)
+    keys = []  # np.lexsort: the last key is the primary one
+    for r, resource in reversed(list(enumerate(cluster.resources))):
+        if resource in ("gpus", "cores"):
+            continue
+        cap = cluster.capacity[nodes, r]
+        keys.append(left[:, r] / np.maximum(cap, 1))
+    keys.append(left[:, cluster.resources.index("cores")])
+    g = cluster.resource_index("gpus")
+    if g is not None:
+        keys.append(left[:, g])
+    return nodes[np.lexsort(keys)]
+
+
+class FirstAvailable:
+    """The first `count` fitting nodes in cluster order."""
+
+    name = "first-available"
+
+    def allocate(self, cluster, free, request, count, fits=None):
+        nodes = _candidates(cluster, free, request, count, fits)
+        return None if nodes is None else nodes[:count].astype(np.int64)
+
+
+class BestFit:
+    """The `count` fitting nodes with the least left over after placing the request.
+
+    The key, compared in order: GPUs left (a GPU node half-filled by CPU jobs strands its GPUs,
+    the costliest waste on a mixed cluster, so a CPU job goes to a CPU node when it can), then cores
+    left (the unit jobs are counted in, so small jobs fill partly used nodes and keep whole nodes
+    whole for large jobs), then memory left as a fraction of the node (MB are not comparable across
+    nodes of different sizes, and memory rarely decides). Ties go in cluster order.
+    """
+
+    name = "best-fit"
+
+    def allocate(self, cluster, free, request, count, fits=None):
+        nodes = _candidates(cluster, free, request, count, fits)
+        if nodes is None:
+            return None
+        return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
+
+
+class TopologyAware:
+    """Slurm's topology/tree placement: the job's nodes under as low a switch as possible.
+
+    1. Find the lowest switch level at which some switch has `count` fitting nodes under it.
+    2. Among the switches of that level that can hold the job, take the one with the fewest
+       fitting nodes (the tightest: it keeps larger free groups for larger jobs, as Slurm does);
+       ties in switch order.
+    3. Under it, fill leaf by leaf as Slurm does: if one leaf alone can hold what is still
+       needed, the tightest such leaf; otherwise the leaf with the most fitting nodes, all of
+       them, and repeat. Within a leaf, best fit (`BestFit`'s key).
+
+    Topology is a preference, not a constraint (thesis §1.4): when no switch can hold the job, or
+    the cluster has no switches, the job gets `BestFit`'s nodes.
+    """
+
+    name = "topology"
+
+    def allocate(self, cluster, free, request, count, fits=None):
+        nodes = _candidates(cluster, free, request, count, fits)
+        if nodes is None:
+            return None
+        if not cluster.switches or count == 0:
+            return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
+        fitting = np.zeros(cluster.nodes, dtype=bool)
+        fitting[nodes] = True
+        held = cluster.switch_members @ fitting.astype(np.int64)  # fitting nodes under each switch
+        can = held >= count
+        if not can.any():
+            return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
+        level = cluster.switch_level[can].min()
+        options = np.flatnonzero(can & (cluster.switch_level == level))
+        top = options[np.argmin(held[options])]
+
+        # the switches with nodes of their own under `top`, each with its fitting nodes, best first
+        groups = []
+        for s in np.flatnonzero(cluster.switch_members[:, nodes].any(axis=1)):
+            if not np.all(cluster.switch_members[top] >= cluster.switch_members[s]):
+                continue
+            own = nodes[cluster.leaf[nodes] == s]
+            if len(own):
+                groups.append(best_fit_order(cluster, free, request, own))
+        chosen, needed = [], count
+        while needed:
+            sizes = np.array([len(g) for g in groups])
+            enough = sizes >= needed
+            if enough.any():
+                pick = int(np.argmin(np.where(enough, sizes, np.iinfo(np.int64).max)))
+                chosen.append(groups[pick][:needed])
+                break
+            pick = int(np.argmax(sizes))
+            chosen.append(groups.pop(pick))
+            needed -= sizes[pick]
+        return np.concatenate(chosen).astype(np.int64)
+
+
+# -- HPCsim's allocators, exactly ------------------------------------------------------------------
+
+#: HPCsim's allocation weights (Scheduler.py, `Allocator.__init__`): a free GPU counts 100 cores.
+HPCSIM_GPU_WEIGHT = 100
+
+
+def _hpcsim_waste(cluster: Cluster, free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    return (_column(cluster, free, "gpus", nodes) * HPCSIM_GPU_WEIGHT
+            + _column(cluster, free, "cores", nodes))
+
+
+@lru_cache(maxsize=16)
+def _hpcsim_name_rank(n: int) -> np.ndarray:
+    """rank[i] = position of HPCsim's id `n<i>` in Python string order ('n10' < 'n2')."""
+    rank = np.empty(n, dtype=np.int64)
+    rank[sorted(range(n), key=lambda i: f"n{i}")] = np.arange(n)
+    rank.flags.writeable = False
+    return rank
+
+
+class HpcsimFirstAvailable(FirstAvailable):
+    """HPCsim's `first_available`: the first `count` fitting nodes in cluster order (ours)."""
+
+    name = "hpcsim-first-available"
+
+
+class HpcsimBestFit:
+    """HPCsim's `best_fit`: the fitting nodes by free GPUs x 100 + free cores, smallest first;
+    memory is ignored, and ties go by the *string* order of HPCsim's node ids `n<index>` (so
+    node 10 comes before node 2). Node index i is HPCsim's `n<i>` for a cluster read from its
+    platform files (topology-file order)."""
+
+    name = "hpcsim-best-fit"
+
+    def allocate(self, cluster, free, request, count, fits=None):
+        nodes = _candidates(cluster, free, request, count, fits)
+        if nodes is None:
+            return None
+        waste = _hpcsim_waste(cluster, free, nodes)
+        order = np.lexsort((_hpcsim_name_rank(cluster.nodes)[nodes], waste))
+        return nodes[order[:count]].astype(np.int64)
+
+
+class HpcsimTopology:
+    """HPCsim's `topology_aware`. For every fitting node as a start (cluster order), a breadth-first
+    search over the graph of the fitting nodes and all switches lists the start, then the other
+    fitting nodes in discovery order, until `count`; the list with the least sum of free GPUs x 100
+    + free cores wins, ties to the first start.
+
+    HPCsim searches with networkx over a graph whose edges it adds switch-to-switch first (each
+    switch's `Switches=` in order, switches in file order), then switch-to-node; discovery order
+    follows that insertion order. Compute nodes hang off one switch each, so the search from a
+    node is its leaf switch's search with the node moved to the front, and leaving out nodes that
+    do not fit changes nothing else: the discovery order from each leaf switch is computed once per
+    cluster, and each call is a few vectorised steps per leaf.
+
+    Where HPCsim has no answer we give one: nodes without a switch form one group of their own
+    (a cluster without switches is one group, in cluster order), and a start from which fewer than
+    `count` fitting nodes can be reached is skipped (HPCsim raises an error if such a short list
+    were the cheapest).
+    """
+
+    name = "hpcsim-topology"
+
+    def __init__(self) -> None:
+        self._prepared: tuple[Cluster, list[tuple[int, np.ndarray]]] | None = None
+
+    def _orders(self, cluster: Cluster) -> list[tuple[int, np.ndarray]]:
+        """(leaf switch or -1, compute nodes in discovery order from it) for every group."""
+        if self._prepared is not None and self._prepared[0] is cluster:
+            return self._prepared[1]
+        s = len(cluster.switches)
+        adjacency: list[dict[int, None]] = [dict() for _ in range(s + cluster.nodes)]
+
+        def link(u: int, v: int) -> None:  # networkx keeps the first insertion's position
+            adjacency[u].setdefault(v, None)
+            adjacency[v].setdefault(u, None)
+
+        for sw, below in enumerate(cluster.switch_children):
+            for child in below:
+                link(sw, child)
+        for sw in range(s):
+            for i in np.flatnonzero(cluster.leaf == sw):
+                link(sw, s + int(i))
+        orders = []
+        for sw in range(s):
+            if not np.any(cluster.leaf == sw):
+                continue
+            seen, queue, found = {sw}, [sw], []
+            for vertex in queue:  # the list grows as we go: breadth-first
+                for w in adjacency[vertex]:
+                    if w not in seen:
+                        seen.add(w)
+                        queue.append(w)
+                        if w >= s:
+                            found.append(w - s)
+            orders.append((sw, np.array(found, dtype=np.int64)))
+        loose = np.flatnonzero(cluster.leaf < 0)
+        if len(loose):
+            orders.append((-1, loose.astype(np.int64)))
+        self._prepared = (cluster, orders)
+        return orders
+
+    def allocate(self, cluster, free, request, count, fits=None):
+        nodes = _candidates(cluster, free, request, count, fits)
+        if nodes is None:
+            return None
+        if count == 0:
+            return np.zeros(0, dtype=np.int64)
+        fitting = np.zeros(cluster.nodes, dtype=bool)
+        fitting[nodes] = True
+        waste = np.zeros(cluster.nodes, dtype=np.int64)
+        waste[nodes] = _hpcsim_waste(cluster, free, nodes)
+        best = None  # (sum, start, group order of fitting nodes)
+        for sw, order in self._orders(cluster):
+            reach = order[fitting[order]]
+            if len(reach) < count:
+                continue
+            starts_at = np.flatnonzero(cluster.leaf[reach] == sw)  # positions of this leaf's nodes
+            if not len(starts_at):
+                continue
+            head = waste[reach[:count]].sum()
+            head_short = head - waste[reach[count - 1]]
+            starts = reach[starts_at]
+            sums = np.where(starts_at < count, head, waste[starts] + head_short)
+            pick = np.lexsort((starts, sums))[0]
+            candidate = (int(sums[pick]), int(starts[pick]), reach)
+            if best is None or candidate[:2] < best[:2]:
+                best = candidate
+        if best is None:
+            return None
+        _, start, reach = best
+        rest = reach[reach != start][: count - 1]
+        return np.concatenate(([start], rest)).astype(np.int64)
+
+
+#: name -> (class, one-line description), for `get_allocator` and the command line.
+_REGISTRY: dict[str, tuple[type, str]] = {
+    "first-available": (FirstAvailable, "the first fitting nodes in cluster order"),
+    "best-fit": (BestFit, "the fitting nodes with the least left over: GPUs, then cores, then "
+                          "memory as a fraction of the node"),
+    "topology": (TopologyAware, "under the lowest, tightest switch that can hold the job, best "
+                                "fit there (Slurm's topology/tree)"),
+    "hpcsim-first-available": (HpcsimFirstAvailable, "HPCsim's first_available (= first-available)"),
+    "hpcsim-best-fit": (HpcsimBestFit, "HPCsim's best_fit: free GPUs x 100 + free cores, memory "
+                                       "ignored, ties by node-id string"),
+    "hpcsim-topology": (HpcsimTopology, "HPCsim's topology_aware: breadth-first groups from every "
+                                        "start node, least free GPUs x 100 + cores"),
+}
+
+#: Allocator names and what each does.
+ALLOCATORS: dict[str, str] = {name: text for name, (_, text) in _REGISTRY.items()}
+
+
+def get_allocator(name: str | Allocator) -> Allocator:
+    """A new allocator by name (an allocator object is returned as it is)."""
+    if not isinstance(name, str):
+        if hasattr(name, "allocate"):
+            return name
+        raise ClusterError(f"not an allocator: {name!r}")
+    if name not in _REGISTRY:
+        raise ClusterError(f"unknown allocator {name!r}; choose one of {', '.join(_REGISTRY)}")
+    return _REGISTRY[name][0]()
