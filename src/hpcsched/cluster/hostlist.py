@@ -69,17 +69,19 @@ _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
 
 def compress_hostlist(names: list[str] | tuple[str, ...]) -> str:
     """A short Slurm host list for `names` (for printing): hosts sharing a prefix and a number width
-    are merged into one bracket of ranges, groups in order of first appearance."""
+    are merged into one bracket of ranges, groups in order of first appearance. A number written
+    with leading zeros fixes its group's width; one without joins a group of its length if there is
+    one (`bm099`, `bm100` -> `bm[099-100]`), else the unpadded group (`n9`, `n10` -> `n[9-10]`)."""
+    split = [_TRAILING_NUMBER.match(name) for name in names]
+    padded = {(m.group(1), len(m.group(2))) for m in split if m and m.group(2).startswith("0")}
     groups: dict[tuple[str, int], list[int]] = {}
     order: list[tuple[str, int] | str] = []
-    for name in names:
-        m = _TRAILING_NUMBER.match(name)
+    for name, m in zip(names, split):
         if not m:
             order.append(name)
             continue
         prefix, digits = m.groups()
-        width = len(digits) if digits.startswith("0") else 0
-        key = (prefix, width)
+        key = (prefix, len(digits)) if (prefix, len(digits)) in padded else (prefix, 0)
         if key not in groups:
             groups[key] = []
             order.append(key)

@@ -44,7 +44,7 @@ def _int64(values, what: str) -> np.ndarray:
 
 def _memory_label(mb: int) -> str:
     if mb >= 1024:
-        return f"{round(mb / 1024)}G"
+        return f"{int(mb / 1024 + 0.5)}G"  # half up, not Python's half-to-even
     return f"{mb}M"
 
 

@@ -243,6 +243,9 @@ def gpu_count(line: ConfLine, gres: str, key: str = "gres") -> int:
     return total
 
 
+_TOPOLOGY_KEYS = {"sockets", "socketsperboard", "boards", "corespersocket", "threadspercore"}
+
+
 def _node_cores(line: ConfLine, values: dict[str, str]) -> int:
     cpus = line.integer("cpus", values=values)
     if cpus is not None:
@@ -278,6 +281,8 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
                 node_defaults.update({k: v for k, v in line.values.items() if k != "nodename"})
                 continue
             values = {**node_defaults, **line.values}
+            if "cpus" not in line.values and _TOPOLOGY_KEYS & set(line.values):
+                values.pop("cpus", None)  # the line's own sockets/cores win over a default CPUs=
             cores = _node_cores(line, values)
             memory = line.integer("realmemory", 0, values)
             gpus = gpu_count(line, values["gres"]) if values.get("gres") else 0
