@@ -21,6 +21,7 @@ by `tests/cluster/test_hpcsim_allocators.py`.
 
 from __future__ import annotations
 
+import weakref
 from functools import lru_cache
 from typing import Protocol
 
@@ -56,9 +57,33 @@ def _candidates(cluster, free, request, count, fits) -> np.ndarray | None:
     return nodes if len(nodes) >= count else None
 
 
-def _column(cluster: Cluster, free: np.ndarray, resource: str, nodes: np.ndarray) -> np.ndarray:
-    r = cluster.resource_index(resource)
-    return free[nodes, r] if r is not None else np.zeros(len(nodes), dtype=np.int64)
+class _Prepared:
+    """What the allocators need of a cluster beyond its fields, computed once per cluster."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        res = cluster.resources
+        self.cores = res.index("cores")
+        self.gpus = cluster.resource_index("gpus")
+        self.memory = cluster.resource_index("memory")
+        # best fit's key folds into one float when the resources are the usual three: GPUs left x
+        # (most cores + 1) + cores left + half the memory fraction left (< 1, so it only breaks ties)
+        self.simple = set(res) <= {"cores", "memory", "gpus"}
+        self.gpu_scale = int(cluster.capacity[:, self.cores].max()) + 1
+        if self.memory is not None:
+            self.half_per_mb = 0.5 / np.maximum(cluster.capacity[:, self.memory], 1)
+        self.switch_members = cluster.switch_members.astype(np.int64)
+        self.hpcsim_rank = _hpcsim_name_rank(cluster.nodes)
+        self.hpcsim_topology: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+_PREPARED: "weakref.WeakKeyDictionary[Cluster, _Prepared]" = weakref.WeakKeyDictionary()
+
+
+def _prepared(cluster: Cluster) -> _Prepared:
+    prep = _PREPARED.get(cluster)
+    if prep is None:
+        prep = _PREPARED[cluster] = _Prepared(cluster)
+    return prep
 
 
 def best_fit_order(cluster: Cluster, free: np.ndarray, request: np.ndarray,
@@ -66,17 +91,22 @@ def best_fit_order(cluster: Cluster, free: np.ndarray, request: np.ndarray,
     """`nodes` (ascending indices of fitting nodes) sorted best fit first: the least left over
     after placing `request`, compared as GPUs left, then cores left, then every other resource
     (memory, ...) left as a fraction of the node's capacity; ties in cluster order."""
-    left = free[nodes] - np.asarray(request)
+    prep = _prepared(cluster)
+    left = free[nodes] - request
+    if prep.simple:
+        key = left[:, prep.cores].astype(np.float64)
+        if prep.gpus is not None:
+            key += left[:, prep.gpus] * prep.gpu_scale
+        if prep.memory is not None:
+            key += left[:, prep.memory] * prep.half_per_mb[nodes]
+        return nodes[np.argsort(key, kind="stable")]
     keys = []  # np.lexsort: the last key is the primary one
     for r, resource in reversed(list(enumerate(cluster.resources))):
-        if resource in ("gpus", "cores"):
-            continue
-        cap = cluster.capacity[nodes, r]
-        keys.append(left[:, r] / np.maximum(cap, 1))
-    keys.append(left[:, cluster.resources.index("cores")])
-    g = cluster.resource_index("gpus")
-    if g is not None:
-        keys.append(left[:, g])
+        if resource not in ("gpus", "cores"):
+            keys.append(left[:, r] / np.maximum(cluster.capacity[nodes, r], 1))
+    keys.append(left[:, prep.cores])
+    if prep.gpus is not None:
+        keys.append(left[:, prep.gpus])
     return nodes[np.lexsort(keys)]
 
 
@@ -130,26 +160,26 @@ class TopologyAware:
         nodes = _candidates(cluster, free, request, count, fits)
         if nodes is None:
             return None
+        ordered = best_fit_order(cluster, free, request, nodes)
         if not cluster.switches or count == 0:
-            return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
-        fitting = np.zeros(cluster.nodes, dtype=bool)
-        fitting[nodes] = True
-        held = cluster.switch_members @ fitting.astype(np.int64)  # fitting nodes under each switch
+            return ordered[:count].astype(np.int64)
+        fitting = np.zeros(cluster.nodes, dtype=np.int64)
+        fitting[nodes] = 1
+        held = _prepared(cluster).switch_members @ fitting  # fitting nodes under each switch
         can = held >= count
         if not can.any():
-            return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
+            return ordered[:count].astype(np.int64)
         level = cluster.switch_level[can].min()
         options = np.flatnonzero(can & (cluster.switch_level == level))
         top = options[np.argmin(held[options])]
+        leaf_of = cluster.leaf[ordered]
+        if not cluster.switch_children[top]:  # a leaf: best fit among its nodes
+            return ordered[leaf_of == top][:count].astype(np.int64)
 
-        # the switches with nodes of their own under `top`, each with its fitting nodes, best first
-        groups = []
-        for s in np.flatnonzero(cluster.switch_members[:, nodes].any(axis=1)):
-            if not np.all(cluster.switch_members[top] >= cluster.switch_members[s]):
-                continue
-            own = nodes[cluster.leaf[nodes] == s]
-            if len(own):
-                groups.append(best_fit_order(cluster, free, request, own))
+        # the switches under `top` with fitting nodes of their own, each with its nodes best first
+        inside = cluster.switch_members[top][ordered]
+        groups = [ordered[inside & (leaf_of == s)] for s in dict.fromkeys(leaf_of[inside].tolist())]
+        groups.sort(key=lambda g: int(cluster.leaf[g[0]]))  # switch order
         chosen, needed = [], count
         while needed:
             sizes = np.array([len(g) for g in groups])
@@ -170,9 +200,12 @@ class TopologyAware:
 HPCSIM_GPU_WEIGHT = 100
 
 
-def _hpcsim_waste(cluster: Cluster, free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    return (_column(cluster, free, "gpus", nodes) * HPCSIM_GPU_WEIGHT
-            + _column(cluster, free, "cores", nodes))
+def _hpcsim_waste(cluster: Cluster, free: np.ndarray, nodes: np.ndarray | slice) -> np.ndarray:
+    prep = _prepared(cluster)
+    waste = free[nodes, prep.cores].astype(np.int64)
+    if prep.gpus is not None:
+        waste = waste + free[nodes, prep.gpus] * HPCSIM_GPU_WEIGHT
+    return waste
 
 
 @lru_cache(maxsize=16)
@@ -202,9 +235,11 @@ class HpcsimBestFit:
         nodes = _candidates(cluster, free, request, count, fits)
         if nodes is None:
             return None
-        waste = _hpcsim_waste(cluster, free, nodes)
-        order = np.lexsort((_hpcsim_name_rank(cluster.nodes)[nodes], waste))
-        return nodes[order[:count]].astype(np.int64)
+        # one exact integer key: (waste, name rank) in lexicographic order
+        key = _hpcsim_waste(cluster, free, nodes) * cluster.nodes + _prepared(cluster).hpcsim_rank[nodes]
+        if count == 1:
+            return nodes[[int(np.argmin(key))]].astype(np.int64)
+        return nodes[np.argsort(key)[:count]].astype(np.int64)
 
 
 class HpcsimTopology:
@@ -217,8 +252,10 @@ class HpcsimTopology:
     switch's `Switches=` in order, switches in file order), then switch-to-node; discovery order
     follows that insertion order. Compute nodes hang off one switch each, so the search from a
     node is its leaf switch's search with the node moved to the front, and leaving out nodes that
-    do not fit changes nothing else: the discovery order from each leaf switch is computed once per
-    cluster, and each call is a few vectorised steps per leaf.
+    do not fit changes nothing else. So the discovery order from each leaf switch is computed once
+    per cluster, and a call is a few vectorised steps over (leaf switches x nodes): the cost of
+    start i is the first `count` fitting nodes of its leaf's order if i is among them, else i plus
+    the first `count - 1`.
 
     Where HPCsim has no answer we give one: nodes without a switch form one group of their own
     (a cluster without switches is one group, in cluster order), and a start from which fewer than
@@ -228,15 +265,15 @@ class HpcsimTopology:
 
     name = "hpcsim-topology"
 
-    def __init__(self) -> None:
-        self._prepared: tuple[Cluster, list[tuple[int, np.ndarray]]] | None = None
-
-    def _orders(self, cluster: Cluster) -> list[tuple[int, np.ndarray]]:
-        """(leaf switch or -1, compute nodes in discovery order from it) for every group."""
-        if self._prepared is not None and self._prepared[0] is cluster:
-            return self._prepared[1]
-        s = len(cluster.switches)
-        adjacency: list[dict[int, None]] = [dict() for _ in range(s + cluster.nodes)]
+    @staticmethod
+    def _orders(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(order (G, N): node indices in discovery order from each group's switch, unreachable
+        nodes last; reachable (G, N) bool along `order`; group (N,) each node's row)."""
+        prep = _prepared(cluster)
+        if prep.hpcsim_topology is not None:
+            return prep.hpcsim_topology
+        s, n = len(cluster.switches), cluster.nodes
+        adjacency: list[dict[int, None]] = [dict() for _ in range(s + n)]
 
         def link(u: int, v: int) -> None:  # networkx keeps the first insertion's position
             adjacency[u].setdefault(v, None)
@@ -248,10 +285,12 @@ class HpcsimTopology:
         for sw in range(s):
             for i in np.flatnonzero(cluster.leaf == sw):
                 link(sw, s + int(i))
-        orders = []
+        rows, group = [], np.empty(n, dtype=np.int64)
         for sw in range(s):
-            if not np.any(cluster.leaf == sw):
+            members = np.flatnonzero(cluster.leaf == sw)
+            if not len(members):
                 continue
+            group[members] = len(rows)
             seen, queue, found = {sw}, [sw], []
             for vertex in queue:  # the list grows as we go: breadth-first
                 for w in adjacency[vertex]:
@@ -260,12 +299,19 @@ class HpcsimTopology:
                         queue.append(w)
                         if w >= s:
                             found.append(w - s)
-            orders.append((sw, np.array(found, dtype=np.int64)))
+            rows.append(found)
         loose = np.flatnonzero(cluster.leaf < 0)
         if len(loose):
-            orders.append((-1, loose.astype(np.int64)))
-        self._prepared = (cluster, orders)
-        return orders
+            group[loose] = len(rows)
+            rows.append(loose.tolist())
+        order = np.zeros((len(rows), n), dtype=np.int64)
+        reachable = np.zeros((len(rows), n), dtype=bool)
+        for g, found in enumerate(rows):
+            rest = np.setdiff1d(np.arange(n), found)
+            order[g] = np.concatenate((np.array(found, dtype=np.int64), rest))
+            reachable[g, : len(found)] = True
+        prep.hpcsim_topology = (order, reachable, group)
+        return prep.hpcsim_topology
 
     def allocate(self, cluster, free, request, count, fits=None):
         nodes = _candidates(cluster, free, request, count, fits)
@@ -273,29 +319,28 @@ class HpcsimTopology:
             return None
         if count == 0:
             return np.zeros(0, dtype=np.int64)
+        order, reachable, group = self._orders(cluster)
         fitting = np.zeros(cluster.nodes, dtype=bool)
         fitting[nodes] = True
         waste = np.zeros(cluster.nodes, dtype=np.int64)
         waste[nodes] = _hpcsim_waste(cluster, free, nodes)
-        best = None  # (sum, start, group order of fitting nodes)
-        for sw, order in self._orders(cluster):
-            reach = order[fitting[order]]
-            if len(reach) < count:
-                continue
-            starts_at = np.flatnonzero(cluster.leaf[reach] == sw)  # positions of this leaf's nodes
-            if not len(starts_at):
-                continue
-            head = waste[reach[:count]].sum()
-            head_short = head - waste[reach[count - 1]]
-            starts = reach[starts_at]
-            sums = np.where(starts_at < count, head, waste[starts] + head_short)
-            pick = np.lexsort((starts, sums))[0]
-            candidate = (int(sums[pick]), int(starts[pick]), reach)
-            if best is None or candidate[:2] < best[:2]:
-                best = candidate
-        if best is None:
+        listed = fitting[order] & reachable  # (G, N) fitting nodes along each order
+        seen = np.cumsum(listed, axis=1)  # fitting nodes so far along each order
+        weights = np.where(listed, waste[order], 0)
+        head = np.where(seen <= count, weights, 0).sum(axis=1)  # first `count` fitting nodes
+        head_short = np.where(seen <= count - 1, weights, 0).sum(axis=1)
+        complete = seen[:, -1] >= count
+        # each fitting node's rank among the fitting nodes of its own group's order
+        rank = np.empty_like(seen)
+        np.put_along_axis(rank, order, seen - 1, axis=1)
+        g = group[nodes]
+        cost = np.where(rank[g, nodes] < count, head[g], waste[nodes] + head_short[g])
+        cost = np.where(complete[g], cost, np.iinfo(np.int64).max)
+        best = int(np.argmin(cost))  # the first least: ties to the earliest start
+        if not complete[g[best]]:
             return None
-        _, start, reach = best
+        start = nodes[best]
+        reach = order[g[best]][listed[g[best]]]
         rest = reach[reach != start][: count - 1]
         return np.concatenate(([start], rest)).astype(np.int64)
 
