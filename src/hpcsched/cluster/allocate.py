@@ -71,9 +71,16 @@ class _Prepared:
         self.gpu_scale = int(cluster.capacity[:, self.cores].max()) + 1
         if self.memory is not None:
             self.half_per_mb = 0.5 / np.maximum(cluster.capacity[:, self.memory], 1)
-        self.switch_members = cluster.switch_members.astype(np.int64)
+        # under[l, s] = 1 if switch l is switch s or below it: the fitting nodes under each switch
+        # are then (fitting nodes hanging off each switch) @ under
+        self.under = np.eye(len(cluster.switches), dtype=np.int64)
+        for low in range(len(cluster.switches)):
+            up = cluster.switch_parent[low]
+            while up >= 0:
+                self.under[low, up] = 1
+                up = cluster.switch_parent[up]
         self.hpcsim_rank = _hpcsim_name_rank(cluster.nodes)
-        self.hpcsim_topology: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.hpcsim_topology: _HpcsimBlocks | None = None
 
 
 _PREPARED: "weakref.WeakKeyDictionary[Cluster, _Prepared]" = weakref.WeakKeyDictionary()
@@ -163,9 +170,9 @@ class TopologyAware:
         ordered = best_fit_order(cluster, free, request, nodes)
         if not cluster.switches or count == 0:
             return ordered[:count].astype(np.int64)
-        fitting = np.zeros(cluster.nodes, dtype=np.int64)
-        fitting[nodes] = 1
-        held = _prepared(cluster).switch_members @ fitting  # fitting nodes under each switch
+        leaves = cluster.leaf[nodes]
+        hanging = np.bincount(leaves[leaves >= 0], minlength=len(cluster.switches))
+        held = hanging @ _prepared(cluster).under  # fitting nodes under each switch
         can = held >= count
         if not can.any():
             return ordered[:count].astype(np.int64)
@@ -253,9 +260,9 @@ class HpcsimTopology:
     follows that insertion order. Compute nodes hang off one switch each, so the search from a
     node is its leaf switch's search with the node moved to the front, and leaving out nodes that
     do not fit changes nothing else. So the discovery order from each leaf switch is computed once
-    per cluster, and a call is a few vectorised steps over (leaf switches x nodes): the cost of
-    start i is the first `count` fitting nodes of its leaf's order if i is among them, else i plus
-    the first `count - 1`.
+    per cluster (`_HpcsimBlocks`), and a call is a few vectorised steps: the cost of start i is
+    the free sum of the first `count` fitting nodes of its leaf's order if i is among them, else
+    i's plus that of the first `count - 1`.
 
     Where HPCsim has no answer we give one: nodes without a switch form one group of their own
     (a cluster without switches is one group, in cluster order), and a start from which fewer than
@@ -266,51 +273,10 @@ class HpcsimTopology:
     name = "hpcsim-topology"
 
     @staticmethod
-    def _orders(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(order (G, N): node indices in discovery order from each group's switch, unreachable
-        nodes last; reachable (G, N) bool along `order`; group (N,) each node's row)."""
+    def _blocks(cluster: Cluster) -> "_HpcsimBlocks":
         prep = _prepared(cluster)
-        if prep.hpcsim_topology is not None:
-            return prep.hpcsim_topology
-        s, n = len(cluster.switches), cluster.nodes
-        adjacency: list[dict[int, None]] = [dict() for _ in range(s + n)]
-
-        def link(u: int, v: int) -> None:  # networkx keeps the first insertion's position
-            adjacency[u].setdefault(v, None)
-            adjacency[v].setdefault(u, None)
-
-        for sw, below in enumerate(cluster.switch_children):
-            for child in below:
-                link(sw, child)
-        for sw in range(s):
-            for i in np.flatnonzero(cluster.leaf == sw):
-                link(sw, s + int(i))
-        rows, group = [], np.empty(n, dtype=np.int64)
-        for sw in range(s):
-            members = np.flatnonzero(cluster.leaf == sw)
-            if not len(members):
-                continue
-            group[members] = len(rows)
-            seen, queue, found = {sw}, [sw], []
-            for vertex in queue:  # the list grows as we go: breadth-first
-                for w in adjacency[vertex]:
-                    if w not in seen:
-                        seen.add(w)
-                        queue.append(w)
-                        if w >= s:
-                            found.append(w - s)
-            rows.append(found)
-        loose = np.flatnonzero(cluster.leaf < 0)
-        if len(loose):
-            group[loose] = len(rows)
-            rows.append(loose.tolist())
-        order = np.zeros((len(rows), n), dtype=np.int64)
-        reachable = np.zeros((len(rows), n), dtype=bool)
-        for g, found in enumerate(rows):
-            rest = np.setdiff1d(np.arange(n), found)
-            order[g] = np.concatenate((np.array(found, dtype=np.int64), rest))
-            reachable[g, : len(found)] = True
-        prep.hpcsim_topology = (order, reachable, group)
+        if prep.hpcsim_topology is None:
+            prep.hpcsim_topology = _HpcsimBlocks(cluster)
         return prep.hpcsim_topology
 
     def allocate(self, cluster, free, request, count, fits=None):
@@ -319,30 +285,94 @@ class HpcsimTopology:
             return None
         if count == 0:
             return np.zeros(0, dtype=np.int64)
-        order, reachable, group = self._orders(cluster)
+        b = self._blocks(cluster)
         fitting = np.zeros(cluster.nodes, dtype=bool)
         fitting[nodes] = True
-        waste = np.zeros(cluster.nodes, dtype=np.int64)
-        waste[nodes] = _hpcsim_waste(cluster, free, nodes)
-        listed = fitting[order] & reachable  # (G, N) fitting nodes along each order
-        seen = np.cumsum(listed, axis=1)  # fitting nodes so far along each order
-        weights = np.where(listed, waste[order], 0)
-        head = np.where(seen <= count, weights, 0).sum(axis=1)  # first `count` fitting nodes
-        head_short = np.where(seen <= count - 1, weights, 0).sum(axis=1)
-        complete = seen[:, -1] >= count
-        # each fitting node's rank among the fitting nodes of its own group's order
-        rank = np.empty_like(seen)
-        np.put_along_axis(rank, order, seen - 1, axis=1)
-        g = group[nodes]
-        cost = np.where(rank[g, nodes] < count, head[g], waste[nodes] + head_short[g])
-        cost = np.where(complete[g], cost, np.iinfo(np.int64).max)
-        best = int(np.argmin(cost))  # the first least: ties to the earliest start
-        if not complete[g[best]]:
+        # the fitting nodes block by block (cluster order inside a block), their free sums
+        listed = b.perm[fitting[b.perm]]
+        bounds = np.searchsorted(b.group[listed], b.block_ids).tolist()  # block k: [bounds[k], bounds[k+1])
+        free_sum = _hpcsim_waste(cluster, free, listed)
+        prefix = [0] + np.cumsum(free_sum).tolist()
+        listed = listed.tolist()
+
+        def first(group: int, k: int) -> int | None:
+            """The free sum of the first k fitting nodes from `group`'s switch (None: fewer)."""
+            acc = 0
+            for block in b.sequence[group]:
+                lo, hi = bounds[block], bounds[block + 1]
+                if k <= hi - lo:
+                    return acc + prefix[lo + k] - prefix[lo]
+                acc += prefix[hi] - prefix[lo]
+                k -= hi - lo
+            return None if k else acc
+
+        best = None  # (cost, start)
+        for group in range(len(b.sequence)):
+            lo, hi = bounds[group], bounds[group + 1]
+            if lo == hi:
+                continue
+            head = first(group, count)
+            if head is None:
+                continue  # fewer than `count` fitting nodes can be reached from here
+            # a start among the first `count` of its block costs `head`; the earliest is the
+            # block's first; a later start costs its own free sum plus the first `count - 1`
+            options = [(head, listed[lo])]
+            if hi - lo > count:
+                later = lo + count + int(np.argmin(free_sum[lo + count:hi]))  # first least
+                options.append((int(free_sum[later]) + first(group, count - 1), listed[later]))
+            for option in options:
+                if best is None or option < best:
+                    best = option
+        if best is None:
             return None
-        start = nodes[best]
-        reach = order[g[best]][listed[g[best]]]
-        rest = reach[reach != start][: count - 1]
-        return np.concatenate(([start], rest)).astype(np.int64)
+        start = best[1]
+        group = int(b.group[start])
+        chosen = [start]
+        for block in b.sequence[group]:
+            for i in listed[bounds[block]:bounds[block + 1]]:
+                if len(chosen) == count:
+                    return np.array(chosen, dtype=np.int64)
+                if i != start:
+                    chosen.append(i)
+        return np.array(chosen, dtype=np.int64)
+
+
+class _HpcsimBlocks:
+    """The discovery order of HPCsim's topology search, as blocks.
+
+    From a leaf switch, the search meets its own nodes first (one edge away; every other compute
+    node is at least three), and each switch's nodes come together, in the order their edges were
+    added (cluster order), when the search reaches that switch. So the order from leaf g is a
+    sequence of whole blocks (one per switch with nodes), g's first, in the order a breadth-first
+    search over the switches alone reaches them."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        s = len(cluster.switches)
+        adjacency: list[dict[int, None]] = [dict() for _ in range(s)]
+        for sw, below in enumerate(cluster.switch_children):
+            for child in below:  # networkx keeps the position of an edge's first insertion
+                adjacency[sw].setdefault(child, None)
+                adjacency[child].setdefault(sw, None)
+        with_nodes = [sw for sw in range(s) if np.any(cluster.leaf == sw)]
+        block_of_switch = {sw: k for k, sw in enumerate(with_nodes)}
+        blocks = list(with_nodes) + ([-1] if np.any(cluster.leaf < 0) else [])
+        g_count = len(blocks)
+        self.sequence: list[list[int]] = []  # per group, the blocks its search reaches, in order
+        for sw in blocks:
+            if sw < 0:  # nodes without a switch: a group of their own
+                self.sequence.append([g_count - 1])
+                continue
+            seen, queue = {sw}, [sw]
+            for vertex in queue:  # the list grows as we go: breadth-first
+                for w in adjacency[vertex]:
+                    if w not in seen:
+                        seen.add(w)
+                        queue.append(w)
+            self.sequence.append([block_of_switch[v] for v in queue if v in block_of_switch])
+        self.group = np.array([block_of_switch.get(int(sw), g_count - 1) for sw in cluster.leaf],
+                              dtype=np.int64)  # (N,) each node's block
+        self.perm = np.argsort(self.group, kind="stable")  # block by block, cluster order inside
+        self.block_ids = np.arange(g_count + 1)
 
 
 #: name -> (class, one-line description), for `get_allocator` and the command line.
