@@ -137,3 +137,11 @@ def test_topology_without_nodes_csv(tmp_path):
     (tmp_path / "p_topology.txt").write_text("SwitchName=a Nodes=h1\n")
     with pytest.raises(ClusterError, match="nodes.csv"):
         load_cluster(tmp_path / "p_topology.txt")
+
+
+def test_node_without_cores_names_both_files(tmp_path):
+    path = _platform(tmp_path, "SwitchName=a Nodes=h[1-2]\n",
+                     ["f,4,100,h1,x,(null),p,0", "f,0,100,h2,x,(null),p,0"])
+    with pytest.raises(ClusterError, match=r"nodes.csv:3 \(p_topology.txt:1\): node 'h2': the node "
+                                           r"has no cores"):
+        load_cluster(path)
