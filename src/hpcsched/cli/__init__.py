@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from hpcsched import __version__
-from hpcsched.cli import core
+from hpcsched.cli import cluster, core
 from hpcsched.cli.common import fmt_parent
 from hpcsched.cluster.pool import ClusterError
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     fmt = fmt_parent()
     core.register(sub, fmt)
+    cluster.register(sub, fmt)
 
     p = sub.add_parser("train", help="train a learned scheduler",
                        description="Train a learned scheduler; `hpcsched train ALGORITHM --help` "
