@@ -80,7 +80,8 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
         return load_policy(model_path(spec[3:]), sample=sample, seed=seed, name=spec, norm=norm)
     from hpcsched.policies.priority import get_policy
 
-    return get_policy(spec, seed=seed)
+    dialect = prepared.profile.dialect if prepared is not None else ""
+    return get_policy(spec, seed=seed, dialect=dialect)
 
 
 def model_profiles(specs: list[str]) -> dict[str, str]:

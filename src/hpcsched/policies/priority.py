@@ -180,9 +180,14 @@ def policy_names() -> list[str]:
     return list(DESCRIPTIONS)
 
 
-def get_policy(name: str, seed: int = 0):
-    """The heuristic called `name` (case-insensitive)."""
+def get_policy(name: str, seed: int = 0, dialect: str = ""):
+    """The heuristic called `name` (case-insensitive), in a profile's dialect: under "hpcsim" the
+    names are HPCsim's selectors (`hpcsched.policies.hpcsim`)."""
     key = name.strip().lower()
+    if dialect == "hpcsim":
+        from hpcsched.policies.hpcsim import get_hpcsim_policy
+
+        return get_hpcsim_policy(key)
     if key in _STATIC:
         return StaticPriority(key, _STATIC[key])
     if key in _DYNAMIC:

@@ -48,8 +48,8 @@ def make_engine(
                              f"{backfill}): its scheduler may reserve into the future itself")
         return engine_for_trace(jobs, cluster)
     if isinstance(cluster, NodePool):
-        if allocator is not None and allocator not in ("first-available", "best-fit", "topology"):
-            raise ValueError(f"unknown allocator {allocator!r}")
+        if allocator is not None:
+            resolve_allocator(allocator, prof)  # an unknown name fails with the list of names
         need = cluster.nodes_needed(jobs.procs)
         _check_pool(jobs, cluster, need)
         res = PoolState(cluster.nodes, need)
@@ -99,27 +99,31 @@ def _check_pool(jobs: JobTable, cluster: NodePool, need: np.ndarray) -> None:
 
 
 def _node_state(jobs: JobTable, cluster, prof: Profile, allocator):
-    from hpcsched.cluster.allocate import get_allocator
-    from hpcsched.cluster.request import job_requests, never_fits
+    from hpcsched.cluster.request import job_requests, never_fits, why_never_fits
 
     count, per_node = job_requests(jobs, cluster)
-    bad = np.flatnonzero(never_fits(count, per_node, cluster))
+    bad = np.flatnonzero(never_fits(count, per_node, cluster) | (count <= 0))
     if bad.size:
         r = int(bad[0])
+        why = why_never_fits(int(count[r]), per_node[r], cluster) if count[r] > 0 else \
+            "asks for no processors"
         raise ClusterError(
-            f"job {int(jobs.job_id[r])} (line {int(jobs.line[r])}) asks for {int(count[r])} "
-            f"node(s) with {_request_text(per_node[r], cluster)} each, which "
-            f"{cluster.name or 'the cluster'} can never give ({cluster.describe()}); "
-            f"{bad.size} such job(s) in all (drop them with --drop-oversized)")
-    if allocator is None or isinstance(allocator, str):
-        allocator = get_allocator(allocator or prof.allocator, dialect=prof.dialect)
-    return NodeState(cluster, count, per_node, allocator), count
+            f"job {int(jobs.job_id[r])} (line {int(jobs.line[r])}) {why}; {bad.size} such job(s) "
+            f"in all (drop them with --drop-oversized)")
+    return NodeState(cluster, count, per_node, resolve_allocator(allocator, prof)), count
 
 
-def _request_text(vector, cluster) -> str:
-    units = {"memory": " MB"}
-    return ", ".join(f"{int(v)}{units.get(name, '')} {name}"
-                     for v, name in zip(vector, cluster.resources))
+def resolve_allocator(allocator, profile: str | Profile = "standard"):
+    """An allocator object from a name (or an object), in the profile's dialect: under `hpcsim`,
+    `best-fit` is HPCsim's best fit, and so on. None: the profile's default."""
+    from hpcsched.cluster.allocate import get_allocator
+
+    prof = get_profile(profile)
+    if allocator is None:
+        allocator = prof.allocator
+    if isinstance(allocator, str) and prof.dialect and not allocator.startswith(prof.dialect):
+        allocator = f"{prof.dialect}-{allocator}"
+    return get_allocator(allocator)
 
 
-__all__ = ["make_engine"]
+__all__ = ["make_engine", "resolve_allocator"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpcsched.cluster.allocate import fitting_nodes
+
 
 class PoolState:
     """`total` identical nodes; `free` of them idle."""
@@ -68,37 +70,28 @@ class NodeState:
         self.total = int(self.capacity.shape[0])
         self.alloc: dict[int, np.ndarray] = {}  # the running jobs' nodes
         self.alloc_log: list = [None] * len(self.count)  # every started job's nodes
-        # jobs with equal requests share one cached answer to "how many nodes fit it now"
-        _, self._klass = np.unique(self.demand, axis=0, return_inverse=True)
-        self._klass = self._klass.reshape(-1).tolist()
+        # jobs with equal requests share one cached answer to "which nodes fit it now"
+        _, klass = np.unique(self.demand, axis=0, return_inverse=True)
+        self.klass: list[int] = klass.reshape(-1).tolist()
         self._fit_cache: dict[int, np.ndarray] = {}
-        self._idle = np.ones(self.total, dtype=bool)
-        self._users = np.zeros(self.total, dtype=np.int64)  # jobs running on each node
+        #: the rows running on each node, in the order they were placed there
+        self.node_tasks: list[list[int]] = [[] for _ in range(self.total)]
 
     # -- questions ------------------------------------------------------------------------------
     @property
     def free_nodes(self) -> int:
         """Nodes with nothing running on them."""
-        return int(np.count_nonzero(self._idle))
+        return sum(1 for t in self.node_tasks if not t)
 
     def fitting(self, row: int) -> np.ndarray:
         """Bool mask of the nodes that can take one share of `row`'s request now (read-only)."""
-        k = self._klass[row]
+        k = self.klass[row]
         mask = self._fit_cache.get(k)
         if mask is None:
-            mask = self.nodes_fitting(self.free_matrix, self.demand[row])
+            mask = fitting_nodes(self.cluster, self.free_matrix, self.demand[row])
             mask.flags.writeable = False
             self._fit_cache[k] = mask
         return mask
-
-    def nodes_fitting(self, free: np.ndarray, demand: np.ndarray, idle: np.ndarray | None = None
-                      ) -> np.ndarray:
-        """Nodes of a free matrix (now or projected) on which `demand` fits. Exclusive clusters:
-        only idle nodes (`idle`, or nodes whose free vector is their whole capacity)."""
-        ok = np.all(free >= demand, axis=1)
-        if self.exclusive:
-            ok &= (np.all(free == self.capacity, axis=1) if idle is None else idle)
-        return ok
 
     def fits(self, row: int) -> bool:
         return int(np.count_nonzero(self.fitting(row))) >= self._count[row]
@@ -113,7 +106,7 @@ class NodeState:
             fits = self.fitting(row)
             free = self.free_matrix
         else:
-            fits = self.nodes_fitting(free, self.demand[row])
+            fits = fitting_nodes(self.cluster, free, self.demand[row])
         if int(np.count_nonzero(fits)) < self._count[row]:
             return None
         return self.allocator.allocate(self.cluster, free, self.demand[row], self._count[row],
@@ -128,8 +121,8 @@ class NodeState:
             chosen = np.asarray(nodes, dtype=np.int64)
             self.check_nodes(row, chosen)
         self.free_matrix[chosen] -= self.used_per_node(row, chosen)
-        self._users[chosen] += 1
-        self._idle[chosen] = False
+        for i in chosen.tolist():
+            self.node_tasks[i].append(row)
         self.alloc[row] = chosen
         self.alloc_log[row] = chosen
         self._fit_cache.clear()
@@ -138,8 +131,8 @@ class NodeState:
     def give(self, row: int) -> None:
         nodes = self.alloc.pop(row)
         self.free_matrix[nodes] += self.used_per_node(row, nodes)
-        self._users[nodes] -= 1
-        self._idle[nodes] = self._users[nodes] == 0
+        for i in nodes.tolist():
+            self.node_tasks[i].remove(row)
         self._fit_cache.clear()
 
     def used_per_node(self, row: int, nodes: np.ndarray) -> np.ndarray:
