@@ -12,6 +12,7 @@ from hpcsched.workload.slurm import (
     CAP_RULE,
     DROP_PARTITION,
     DROP_UNBALANCED,
+    REPEATED_ID,
     looks_like_hpcsim,
     read_hpcsim,
     read_hpcsim_with_report,
@@ -275,6 +276,12 @@ def test_job_ids_other_than_numbers_are_reported(tmp_path):
     with pytest.raises(TraceError, match=r"2 JobID.*line 3: '123_4' \(an array task\); "
                                          r"line 4: '124\+0' \(a heterogeneous-job component\)"):
         read_hpcsim(path)
+
+
+def test_repeated_job_ids_are_counted(tmp_path):
+    jobs, report = read_hpcsim_with_report(write(tmp_path, [job(7), job(8), job(7), job(7)]))
+    assert jobs.job_id.tolist() == [7, 8, 7, 7]
+    assert report.changed == {REPEATED_ID: 2}
 
 
 def test_wrong_number_of_fields_names_the_line(tmp_path):

@@ -27,7 +27,7 @@ plain or gzipped. Columns are found by name, in any order. What each one becomes
   is an error (HPCsim crashes on it while reading);
 * Partition: with `partition` given, only rows whose Partition is exactly that are kept (the others
   are counted); the table's `partition` column indexes `header.partitions`;
-* JobID (a number; array tasks ``123_4`` and heterogeneous-job components ``123+0`` are not read yet
+* JobID (a number, counted in the report where it repeats; array tasks ``123_4`` and heterogeneous-job components ``123+0`` are not read yet
   and are an error listing them), UID, GID, Start (``wait`` = Start - Submit where both parse, else
   -1) and State (SWF status: 1 COMPLETED, 0 FAILED / TIMEOUT / NODE_FAIL / OUT_OF_MEMORY /
   PREEMPTED / BOOT_FAIL / DEADLINE, 5 CANCELLED, else -1).
@@ -81,6 +81,7 @@ MEMORY_FRACTIONAL = "memory not a multiple of the node count (per node fractiona
 REORDERED = "reordered by submit time"
 WAIT_UNKNOWN = "Start unreadable (wait -1)"
 ZERO_LIMIT = "time limit 0 (HPCsim's WFP3 and UNICEP divide by it)"
+REPEATED_ID = "JobID repeated (HPCsim confuses such jobs when they run at once, and crashes)"
 
 _MEMORY_UNITS = {"K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024}
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -245,6 +246,11 @@ def read_hpcsim_with_report(path: str | os.PathLike, partition: str | None = Non
     keep = balanced
     if bad.size:
         dropped[DROP_UNBALANCED] = int(bad.size)
+    _, first = np.unique(job_id[keep], return_index=True)
+    repeated = np.ones(int(keep.sum()), dtype=bool)
+    repeated[first] = False
+    changes[REPEATED_ID] = np.zeros(n, dtype=bool)
+    changes[REPEATED_ID][np.flatnonzero(keep)[repeated]] = True
     for rule, mask in changes.items():
         _count(changed, rule, mask & keep)
     order = np.flatnonzero(keep)
