@@ -294,11 +294,12 @@ def test_wrong_number_of_fields_names_the_line(tmp_path):
 def test_wait_status_user_group(tmp_path):
     rows = [job(1, Start="2024-03-04T08:02:00", State="TIMEOUT"),
             job(2, Start="Unknown", State="CANCELLED by 1001", UID=7, GID=""),
-            job(3, Submit="2024-03-04 08:00:30", Start="2024-03-04T08:00:40", State="PENDING")]
+            job(3, Submit="2024-03-04 08:00:30", Start="2024-03-04T08:00:40", State="PENDING",
+                UID="alice")]
     jobs = read_hpcsim(write(tmp_path, rows))
     assert jobs.wait.tolist() == [120, -1, 10]
     assert jobs.status.tolist() == [0, 5, -1]
-    assert jobs.user.tolist() == [1001, 7, 1001] and jobs.group.tolist() == [2002, -1, 2002]
+    assert jobs.user.tolist() == [1001, 7, -1] and jobs.group.tolist() == [2002, -1, 2002]
     assert jobs.submit.tolist() == [0, 0, 30]
     assert jobs.req_mem.tolist() == jobs.used_mem.tolist() == [-1, -1, -1]
 

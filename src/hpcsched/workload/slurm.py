@@ -27,8 +27,9 @@ plain or gzipped. Columns are found by name, in any order. What each one becomes
   is an error (HPCsim crashes on it while reading);
 * Partition: with `partition` given, only rows whose Partition is exactly that are kept (the others
   are counted); the table's `partition` column indexes `header.partitions`;
-* JobID (a number, counted in the report where it repeats; array tasks ``123_4`` and heterogeneous-job components ``123+0`` are not read yet
-  and are an error listing them), UID, GID, Start (``wait`` = Start - Submit where both parse, else
+* JobID (a number, counted in the report where it repeats; array tasks ``123_4`` and
+  heterogeneous-job components ``123+0`` are not read yet and are an error listing them), UID and
+  GID (-1 where not a number), Start (``wait`` = Start - Submit where both parse, else
   -1) and State (SWF status: 1 COMPLETED, 0 FAILED / TIMEOUT / NODE_FAIL / OUT_OF_MEMORY /
   PREEMPTED / BOOT_FAIL / DEADLINE, 5 CANCELLED, else -1).
 
@@ -377,10 +378,11 @@ def _numbers(texts: list[str], column: str, line_no: np.ndarray, where: str, *,
 
 
 def _optional_numbers(values, col, column, line_no, where, n) -> np.ndarray:
+    """A column the schedule does not depend on (UID, GID): -1 where absent, empty or not a number."""
     if column not in col:
         return np.full(n, -1.0)
-    out = _numbers(values(column), column, line_no, where, allow_empty=True)
-    return np.where(np.isnan(out), -1.0, out)
+    return np.array([float(t) if _NUMBER.match(t := raw.strip()) else -1.0
+                     for raw in values(column)], dtype=np.float64)
 
 
 def _memory(texts: list[str], column: str, line_no: np.ndarray, where: str) -> np.ndarray:
