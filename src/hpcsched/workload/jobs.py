@@ -63,6 +63,9 @@ class TraceHeader:
     unix_start_time: int | None = None
     fields: Mapping[str, str] = field(default_factory=dict)  # every "; Key: value" line, verbatim
     comments: tuple[str, ...] = ()  # every header line, verbatim, for round-tripping
+    # names of the partitions the `partition` column indexes, where the trace names them (Slurm
+    # accounting); empty for SWF, whose partition field is a number already
+    partitions: tuple[str, ...] = ()
 
 
 def _unknown(n: int) -> np.ndarray:

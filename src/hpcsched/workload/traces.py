@@ -3,6 +3,11 @@
     jobs = load_trace("lublin-1")              # a bundled trace
     jobs = load_trace("lublin_256.swf")        # the same, by its original file name
     jobs = load_trace("~/logs/my-cluster.swf") # any SWF file, plain or gzip
+    jobs = load_trace("jobs.tsv", partition="physical")  # HPCsim's Slurm-accounting format
+
+A file is read as HPCsim's tab-separated Slurm accounting (`hpcsched.workload.slurm`) when its first
+line is a tab-separated header naming JobID, TimelimitRaw, AdminComment, AllocCPUS and Submit, and
+as SWF otherwise.
 
 Loading gives the raw table; `hpcsched.workload.cleaning.clean` applies a profile's rules. Where the
 bundled files come from is written in `hpcsched/data/traces/PROVENANCE.md`.
@@ -16,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.slurm import looks_like_hpcsim, read_hpcsim
 from hpcsched.workload.swf import TraceError, read_swf
 
 PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/logs.html"
@@ -92,9 +98,15 @@ def trace_path(name: str) -> Path:
     return Path(str(resources.files("hpcsched") / "data" / "traces" / info.file))
 
 
-def load_trace(name_or_path: str | os.PathLike) -> JobTable:
+def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
+               drop_unbalanced: bool = False) -> JobTable:
     """The raw (uncleaned) jobs of a bundled trace, by short name (or original file name), or of
-    any SWF file by path.
+    any SWF or HPCsim (tab-separated Slurm accounting) file by path; the format is recognised from
+    the file's first line.
+
+    `partition` keeps only that partition's jobs and `drop_unbalanced` drops the jobs HPCsim cannot
+    schedule for their AdminComment (see `hpcsched.workload.slurm.read_hpcsim`); both apply to
+    Slurm-accounting files only, and an SWF file given either is an error.
 
     An existing file path wins over a name of the same spelling. Raises TraceError naming the known
     traces when the argument is neither, and saying where to get a known trace that is not bundled.
@@ -102,11 +114,21 @@ def load_trace(name_or_path: str | os.PathLike) -> JobTable:
     text = os.fspath(name_or_path)
     path = os.path.expanduser(text)
     if os.path.exists(path):
+        if os.path.isfile(path) and looks_like_hpcsim(path):
+            return read_hpcsim(path, partition, drop_unbalanced=drop_unbalanced)
+        _swf_takes_no_slurm_options(text, partition, drop_unbalanced)
         return read_swf(path)
     info = _lookup(text)
     if info is not None:
+        _swf_takes_no_slurm_options(text, partition, drop_unbalanced)
         return read_swf(trace_path(info.name), name=info.name)
     raise TraceError(_unknown_message(text))
+
+
+def _swf_takes_no_slurm_options(text: str, partition: str | None, drop_unbalanced: bool) -> None:
+    if partition is not None or drop_unbalanced:
+        raise TraceError(f"{text}: an SWF trace; partition= and drop_unbalanced= apply to Slurm "
+                         f"accounting files (HPCsim's tab-separated format) only")
 
 
 def _lookup(name: str) -> TraceInfo | None:
