@@ -326,3 +326,15 @@ def test_the_old_engine_name_is_a_deprecated_alias():
     with pytest.warns(DeprecationWarning, match="grid_engine"):
         e = DiscreteEngine(jobs)
     assert e.run(ShortestJobFirst()).metrics == grid_engine(jobs).run(ShortestJobFirst()).metrics
+
+
+def test_what_the_grid_cannot_do_is_refused_when_the_engine_is_built():
+    from types import SimpleNamespace
+
+    from hpcsched.cluster.pool import ClusterError, NodePool
+    from hpcsched.sim.factory import make_engine
+
+    with pytest.raises(ValueError, match="level 2"):
+        make_engine(trace_window(), NodePool(10), "deeprm", backfill_decisions=True)
+    with pytest.raises(ClusterError, match="pool of identical nodes"):
+        make_engine(trace_window(), SimpleNamespace(nodes=3), "deeprm")
