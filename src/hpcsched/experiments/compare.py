@@ -72,7 +72,12 @@ def summarize(results: Iterable[Result]) -> dict[str, float]:
     """Mean of every metric over the windows' results."""
     results = list(results)
     row: dict[str, float] = {}
-    for k in MEAN_KEYS:
+    keys = MEAN_KEYS
+    if results and not all(k in r.metrics for r in results for k in MEAN_KEYS):
+        # a profile with metrics of its own (deeprm: slowdown and completion in steps, ...)
+        keys = tuple(k for k, v in results[0].metrics.items()
+                     if isinstance(v, (int, float)) and all(k in r.metrics for r in results))
+    for k in keys:
         row[k] = float(np.mean([r.metrics[k] for r in results]))
     # per-resource utilization of runs on a heterogeneous cluster
     for k in sorted(results[0].metrics) if results else ():
