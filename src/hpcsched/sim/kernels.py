@@ -45,30 +45,43 @@ BACKFILL_CODES = {"none": 0, "easy": 1, "conservative": 2, "schedgym": 3}
 _NONE, _EASY, _CONSERVATIVE, _SCHEDGYM = 0, 1, 2, 3
 
 #: the need stored at a tree leaf with no waiting job: larger than any node count
-_EMPTY = np.int64(1) << np.int64(62)
+_EMPTY = float(2**62)
+#: a node count that every waiting job fits in and no empty leaf does (not _EMPTY - 1, which
+#: rounds back to _EMPTY in float64)
+_ANY = float(2**61)
 
 
 # -- the waiting queue: a min-segment tree over positions in scan order -----------------------------
 #
 # Leaf `size + p` holds the job at position p while it waits: its need and its request. An inner
 # node holds the minimum of each over its subtree, which is enough to rule a whole subtree out of a
-# search ("nobody here fits in the free nodes") without looking at its jobs.
+# search ("nobody here fits in the free nodes") without looking at its jobs. Both live in one
+# (2 * size, 2) float64 array, so a node costs one cache line, not two (node counts are exact in
+# float64).
 
 
 @njit(cache=True)
-def _tree_set(tree_need, tree_req, size, pos, need, req):
+def _empty_tree(size):
+    tree = np.empty((2 * size, 2), np.float64)
+    tree[:, 0] = _EMPTY
+    tree[:, 1] = np.inf
+    return tree
+
+
+@njit(cache=True)
+def _tree_set(tree, size, pos, need, req):
     i = pos + size
-    tree_need[i] = need
-    tree_req[i] = req
+    tree[i, 0] = need
+    tree[i, 1] = req
     i >>= 1
     while i >= 1:
         left = 2 * i
-        n = min(tree_need[left], tree_need[left + 1])
-        r = min(tree_req[left], tree_req[left + 1])
-        if tree_need[i] == n and tree_req[i] == r:
+        n = min(tree[left, 0], tree[left + 1, 0])
+        r = min(tree[left, 1], tree[left + 1, 1])
+        if tree[i, 0] == n and tree[i, 1] == r:
             break  # nothing above changes either
-        tree_need[i] = n
-        tree_req[i] = r
+        tree[i, 0] = n
+        tree[i, 1] = r
         i >>= 1
 
 
@@ -87,7 +100,7 @@ def _may_start(need, req, now, free, shadow, extra, strict):
 
 
 @njit(cache=True)
-def _first_from(tree_need, tree_req, size, lo, now, free, shadow, extra, strict):
+def _first_from(tree, size, lo, now, free, shadow, extra, strict):
     """The first position >= lo whose job passes `_may_start`, or -1.
 
     Visits the subtrees covering [lo, size) from left to right; a subtree whose minima pass is
@@ -96,8 +109,10 @@ def _first_from(tree_need, tree_req, size, lo, now, free, shadow, extra, strict)
     if lo >= size:
         return -1
     i = lo + size
+    while (i & 1) == 0 and i > 1:
+        i >>= 1  # the largest subtree whose first leaf is lo: a search from 0 starts at the root
     while True:
-        if _may_start(tree_need[i], tree_req[i], now, free, shadow, extra, strict):
+        if _may_start(tree[i, 0], tree[i, 1], now, free, shadow, extra, strict):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -111,10 +126,9 @@ def _first_from(tree_need, tree_req, size, lo, now, free, shadow, extra, strict)
 
 
 @njit(cache=True)
-def _first_waiting(tree_need, tree_req, size, lo):
+def _first_waiting(tree, size, lo):
     """The first position >= lo that holds a waiting job, or -1."""
-    big = _EMPTY - 1
-    return _first_from(tree_need, tree_req, size, lo, 0.0, big, 0.0, big, False)
+    return _first_from(tree, size, lo, 0.0, _ANY, 0.0, _ANY, False)
 
 
 # -- the running jobs: sorted by (estimated end, row), and a heap of (real end, row) -----------------
@@ -274,7 +288,7 @@ def _reserve(times, free, k, i, end, n):
 
 
 @njit(cache=True)
-def _easy_starts(head_pos, now, free, shadow, extra, need, req, row_at, tree_need, tree_req, size,
+def _easy_starts(head_pos, now, free, shadow, extra, need, req, row_at, tree, size,
                  out):
     """`backfill.easy_candidates` once the shadow time and extra nodes are known.
 
@@ -284,7 +298,7 @@ def _easy_starts(head_pos, now, free, shadow, extra, need, req, row_at, tree_nee
     count = 0
     pos = head_pos
     while True:
-        pos = _first_from(tree_need, tree_req, size, pos + 1, now, free, shadow, extra, False)
+        pos = _first_from(tree, size, pos + 1, now, free, shadow, extra, False)
         if pos < 0:
             return count
         c = row_at[pos]
@@ -296,32 +310,33 @@ def _easy_starts(head_pos, now, free, shadow, extra, need, req, row_at, tree_nee
 
 
 @njit(cache=True)
-def _schedgym_starts(now, free, shadow, row_at, tree_need, tree_req, size, out):
+def _schedgym_starts(now, free, shadow, need, row_at, tree, size, out):
     """`backfill.schedgym_candidates` once the shadow time is known; the tree holds the queue in
     SchedGym's candidate order (submit time, then priority). The head does not fit, so the rule
     passes over it by itself."""
     count = 0
     pos = -1
     while True:
-        pos = _first_from(tree_need, tree_req, size, pos + 1, now, free, shadow, -1, True)
+        pos = _first_from(tree, size, pos + 1, now, free, shadow, -1, True)
         if pos < 0:
             return count
         c = row_at[pos]
-        free -= tree_need[pos + size]
+        free -= need[c]
         out[count] = c
         count += 1
 
 
 @njit(cache=True)
-def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree_need, tree_req, size,
+def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree, size,
                          run_est, run_need, n_run, times, free, out):
     """`backfill.conservative_starts` for the queue from the head on, in priority order.
 
     One shortcut: the scan stops once no job left in it fits in the nodes still free now. A job
     starts now only if its earliest breakpoint is the first (every later breakpoint is later than
-    now), which needs its nodes free at `free[0]`; reservations never lower `free[0]` except for a
-    job that starts now. So once nothing behind the scan fits in `free[0]`, nothing more starts, and
-    the reservations not yet made could only have moved later jobs further back."""
+    now: the running jobs' are, and a reservation's end is later than its start or equal to an
+    existing breakpoint), which needs its nodes free at `free[0]`; and only a job that starts now
+    lowers `free[0]`. So once nothing behind the scan fits in `free[0]`, nothing more starts now,
+    whatever the reservations not made would have been."""
     # the profile: times[i] .. times[i+1] has free[i] nodes; built from the running jobs as
     # `conservative_starts` does (same order, same +1 s rule), since ties here decide breakpoints
     times[0] = now
@@ -337,7 +352,7 @@ def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree_need
     count = 0
     pos = head_pos
     # the next job behind `pos` that could still start now
-    hope = _first_from(tree_need, tree_req, size, head_pos + 1, now, free[0], np.inf, -1, False)
+    hope = _first_from(tree, size, head_pos + 1, now, free[0], np.inf, -1, False)
     while hope >= 0:
         c = row_at[pos]
         i = _earliest_segment(times, free, k, need[c], req[c])
@@ -349,8 +364,8 @@ def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree_need
             count += 1
         k = _reserve(times, free, k, i, s + req[c], need[c])
         if pos == hope:
-            hope = _first_from(tree_need, tree_req, size, pos + 1, now, free[0], np.inf, -1, False)
-        pos = _first_waiting(tree_need, tree_req, size, pos + 1)
+            hope = _first_from(tree, size, pos + 1, now, free[0], np.inf, -1, False)
+        pos = _first_waiting(tree, size, pos + 1)
     return count
 
 
@@ -358,16 +373,16 @@ def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree_need
 
 
 @njit(cache=True)
-def _start_job(row, now, need, req, executed, rank, scan_pos, start, est, tree_need, tree_req,
-               size, scan_need, scan_req, scan_size, schedgym, run_est, run_row, run_need, n_run,
+def _start_job(row, now, need, req, executed, rank, scan_pos, start, est, tree,
+               size, scan_tree, scan_size, schedgym, run_est, run_row, run_need, n_run,
                heap_end, heap_row, n_heap):
     """Start `row` now: out of the queue, into the running jobs by its estimated end (start +
     request), its real end onto the heap. The caller counts the nodes and the two sizes."""
     start[row] = now
     est[row] = now + req[row]
-    _tree_set(tree_need, tree_req, size, rank[row], _EMPTY, np.inf)
+    _tree_set(tree, size, rank[row], _EMPTY, np.inf)
     if schedgym:
-        _tree_set(scan_need, scan_req, scan_size, scan_pos[row], _EMPTY, np.inf)
+        _tree_set(scan_tree, scan_size, scan_pos[row], _EMPTY, np.inf)
     _running_add(run_est, run_row, run_need, n_run, est[row], row, need[row])
     _heap_push(heap_end, heap_row, n_heap, now + executed[row], row)
 
@@ -390,16 +405,14 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
     row_at = np.empty(size, np.int64)
     for r in range(n):
         row_at[rank[r]] = r
-    tree_need = np.full(2 * size, _EMPTY, np.int64)
-    tree_req = np.full(2 * size, np.inf)
+    tree = _empty_tree(size)
     # ... and, for SchedGym's rule only, in its candidate order
     scan_size = size if schedgym else 1
     scan_row_at = np.empty(scan_size, np.int64)
     if schedgym:
         for r in range(n):
             scan_row_at[scan_pos[r]] = r
-    scan_need = np.full(2 * scan_size, _EMPTY, np.int64)
-    scan_req = np.full(2 * scan_size, np.inf)
+    scan_tree = _empty_tree(scan_size)
 
     # every running job holds at least one node: at most total_nodes run at once
     cap = total_nodes + 1
@@ -418,6 +431,9 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
 
     free = total_nodes
     nxt = 0
+    # position of the head (the first waiting job in priority order), `size` while none waits: it
+    # moves only when an arrival ranks first or the head starts, so no pass searches for it
+    head = size
     while True:
         # the next instant with a completion or an arrival; all of its events, then one pass
         if n_heap > 0 and (nxt >= n or heap_end[0] <= submit[nxt]):
@@ -432,15 +448,14 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
             n_run = _running_remove(run_est, run_row, run_need, n_run, est[r], r)
             free += need[r]
         while nxt < n and submit[nxt] <= now:
-            _tree_set(tree_need, tree_req, size, rank[nxt], need[nxt], req[nxt])
+            _tree_set(tree, size, rank[nxt], need[nxt], req[nxt])
+            head = min(head, rank[nxt])
             if schedgym:
-                _tree_set(scan_need, scan_req, scan_size, scan_pos[nxt], need[nxt], req[nxt])
+                _tree_set(scan_tree, scan_size, scan_pos[nxt], need[nxt], req[nxt])
             nxt += 1
 
-        while True:
-            p = _first_waiting(tree_need, tree_req, size, 0)
-            if p < 0:
-                break
+        while head < size:
+            p = head
             h = row_at[p]
             decisions += 1
             head_fits = need[h] <= free
@@ -458,25 +473,28 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
                     res_shadows[n_res] = shadow
                     n_res += 1
                     count = _easy_starts(p, now, free, shadow, extra, need, req, row_at,
-                                         tree_need, tree_req, size, starts)
+                                         tree, size, starts)
                 elif mode == _CONSERVATIVE:
-                    count = _conservative_starts(p, now, free, need, req, row_at, tree_need,
-                                                 tree_req, size, run_est, run_need, n_run,
+                    count = _conservative_starts(p, now, free, need, req, row_at, tree, size,
+                                                 run_est, run_need, n_run,
                                                  prof_times, prof_free, starts)
                 elif mode == _SCHEDGYM:
                     shadow = _schedgym_shadow(now, procs[h], free, ppn, run_est, run_need, n_run)
-                    count = _schedgym_starts(now, free, shadow, scan_row_at, scan_need, scan_req,
+                    count = _schedgym_starts(now, free, shadow, need, scan_row_at, scan_tree,
                                              scan_size, starts)
             for j in range(count):
                 r = starts[j]
-                _start_job(r, now, need, req, executed, rank, scan_pos, start, est, tree_need,
-                           tree_req, size, scan_need, scan_req, scan_size, schedgym, run_est,
+                _start_job(r, now, need, req, executed, rank, scan_pos, start, est, tree,
+                           size, scan_tree, scan_size, schedgym, run_est,
                            run_row, run_need, n_run, heap_end, heap_row, n_heap)
                 n_run += 1
                 n_heap += 1
                 free -= need[r]
             if not head_fits:
                 break  # the pass ends with the first head that does not fit, and its backfilling
+            head = _first_waiting(tree, size, p + 1)
+            if head < 0:
+                head = size
     return start, res_rows[:n_res].copy(), res_shadows[:n_res].copy(), decisions
 
 
@@ -547,7 +565,7 @@ def schedule_static(
     if need.min() < 1 or need.max() > total_nodes:
         raise ValueError(f"need must lie in 1 .. total_nodes ({total_nodes}); got "
                          f"{int(need.min())} .. {int(need.max())}")
-    if rank.min() != 0 or rank.max() != n - 1 or np.unique(rank).size != n:
+    if rank.min() != 0 or rank.max() != n - 1 or np.bincount(rank, minlength=n).max() != 1:
         raise ValueError("rank must be a permutation of 0 .. n-1 (a total order of the rows)")
     if backfill == "schedgym":
         if procs is None:
