@@ -80,35 +80,74 @@ def test_windows_of_every_bundled_trace(trace, backfill):
 
 @st.composite
 def job_tables(draw):
-    """Small clusters and the corners of the rules: many jobs submitted at once, equal keys (few
-    distinct requests and sizes), jobs that need the whole machine, zero-length requests and run
-    times (a job that ends the instant it starts), half-second times (a running job whose estimate
-    falls within one second of now), and jobs killed at their request."""
-    nodes = draw(st.integers(1, 6))
+    """Small clusters and the corners of the rules: many jobs submitted at once, equal keys and
+    equal estimated ends (few distinct durations and sizes), jobs that need the whole machine,
+    zero-length requests and run times (a job that ends the instant it starts), half-second times
+    (a running job whose estimate falls within one second of now), and jobs killed at their
+    request."""
+    nodes = draw(st.integers(1, 10))
     ppn = draw(st.sampled_from([1, 2, 3]))
-    n = draw(st.integers(1, 40))
-    half = st.integers(0, 2).map(lambda k: k / 2)  # 0, 0.5, 1
-    gaps = draw(st.lists(st.one_of(st.just(0.0), half, st.integers(0, 30).map(float)),
-                         min_size=n, max_size=n))
+    n = draw(st.integers(1, 50))
+    gaps = draw(st.lists(st.one_of(st.just(0.0), st.sampled_from([0.5, 1.0, 2.0, 5.0]),
+                                   st.integers(0, 30).map(float)), min_size=n, max_size=n))
     submit = np.cumsum(gaps)
-    times = st.one_of(st.just(0.0), half, st.integers(1, 60).map(float),
-                      st.integers(1, 60).map(lambda k: k + 0.5))
+    times = st.one_of(st.just(0.0), st.sampled_from([0.5, 1.0, 2.0, 3.0, 5.0, 10.0]),
+                      st.integers(1, 60).map(float), st.integers(1, 60).map(lambda k: k + 0.5))
     run = np.array(draw(st.lists(times, min_size=n, max_size=n)))
     req = np.array(draw(st.lists(times, min_size=n, max_size=n)))
     whole = nodes * ppn
-    procs = np.array(draw(st.lists(st.one_of(st.just(whole), st.integers(1, whole)),
+    procs = np.array(draw(st.lists(st.one_of(st.just(whole), st.integers(1, whole),
+                                             st.integers(1, max(1, whole // 3))),
                                    min_size=n, max_size=n)), dtype=float)
     jobs = JobTable.from_columns(submit=submit, run_time=run, req_time=req, req_procs=procs,
                                  alloc_procs=procs, user=np.arange(n) % 3)
     return jobs, NodePool(nodes, ppn)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(job_tables(), st.sampled_from(["fcfs", "sjf", "saf", "srf", "sqf", "lcfs", "f1", "random"]),
+@st.composite
+def crowded_tables(draw):
+    """A burst of small jobs with two or three distinct requests on a few nodes, some ending early:
+    running jobs share estimated ends, so the order among equal estimates, the extra nodes of an
+    EASY reservation and the completion of one of several equal estimates all come into play."""
+    nodes = draw(st.integers(3, 10))
+    n = draw(st.integers(5, 40))
+    submit = np.cumsum(draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0, 3.0]), min_size=n,
+                                     max_size=n)))
+    req = np.array(draw(st.lists(st.sampled_from(draw(st.lists(
+        st.sampled_from([1.0, 2.0, 4.0, 5.0, 8.0, 10.0]), min_size=2, max_size=3))),
+        min_size=n, max_size=n)))
+    early = np.array(draw(st.lists(st.sampled_from([1.0, 1.0, 0.5, 0.2]), min_size=n, max_size=n)))
+    procs = np.array(draw(st.lists(st.one_of(st.integers(1, 3), st.just(nodes)), min_size=n,
+                                   max_size=n)), dtype=float)
+    jobs = JobTable.from_columns(submit=submit, run_time=np.round(req * early), req_time=req,
+                                 req_procs=procs, alloc_procs=procs)
+    return jobs, NodePool(nodes)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(job_tables(), crowded_tables()), st.sampled_from(["fcfs", "sjf", "saf", "srf", "sqf", "lcfs", "f1", "random"]),
        st.integers(0, 3), st.sampled_from(BACKFILLS))
 def test_random_job_tables(table, name, seed, backfill):
     jobs, cluster = table
     assert_same(jobs, cluster, name, seed, backfill, "random table")
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+def test_seeded_random_tables(backfill):
+    """Volume where hypothesis gives variety: 150 crowded tables of 150 jobs on 4-16 nodes, with
+    few distinct durations (ties everywhere) and mostly small jobs (many backfilling chances)."""
+    for seed in range(150):
+        rng = np.random.default_rng(seed)
+        nodes = int(rng.integers(4, 17))
+        n = 150
+        submit = np.cumsum(rng.choice([0.0, 0.0, 1.0, 2.0, 5.0, 20.0], n))
+        req = rng.choice([0.0, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 100.0], n)
+        run = np.minimum(req, rng.choice([0.0, 1.0, 5.0, 10.0, 30.0, 100.0], n))
+        procs = np.where(rng.random(n) < 0.1, nodes, rng.integers(1, max(2, nodes // 2), n))
+        jobs = JobTable.from_columns(submit=submit, run_time=run, req_time=req,
+                                     req_procs=procs.astype(float), alloc_procs=procs.astype(float))
+        name, policy_seed = POLICIES[seed % len(POLICIES)]
+        assert_same(jobs, NodePool(nodes), name, policy_seed, backfill, f"table {seed}")
 
 
 def test_running_estimate_within_a_second_of_now():
@@ -127,13 +166,23 @@ def test_running_estimate_within_a_second_of_now():
         assert_same(jobs, NodePool(3), "fcfs", 0, backfill, "hand case")
 
 
-def test_whole_machine_jobs_and_one_node():
-    jobs = JobTable.from_columns(submit=[0.0, 0.0, 1.0, 1.0, 1.0], run_time=[3.0, 2.0, 0.0, 4.0, 1.0],
-                                 req_time=[3.0, 9.0, 0.0, 4.0, 2.0], req_procs=[1] * 5,
-                                 alloc_procs=[1] * 5)
-    for name in ["fcfs", "sjf", "lcfs"]:
-        for backfill in BACKFILLS:
-            assert_same(jobs, NodePool(1), name, 0, backfill, "one node")
+def test_backfill_ending_exactly_at_the_shadow_time():
+    """EASY starts a job that ends exactly at the shadow time, SchedGym's rule does not (it wants
+    strictly before), and conservative backfilling lets it run up to the reservation:
+
+        nodes  |AAAAAAAAAA|BBBBBBBBBB      A: 1 node, 10 s, starts at 0
+               |CCCCCCCCCC|BBBBBBBBBB      B: 2 nodes (the whole machine), reserved at 10
+               0          10               C: 1 node, 10 s: ends at the shadow time
+    """
+    jobs = JobTable.from_columns(submit=[0.0, 0.0, 0.0], run_time=[10.0, 10.0, 10.0],
+                                 req_time=[10.0, 10.0, 10.0], req_procs=[1, 2, 1],
+                                 alloc_procs=[1, 2, 1])
+    starts = {}
+    for backfill in BACKFILLS:
+        assert_same(jobs, NodePool(2), "fcfs", 0, backfill, "shadow time")
+        starts[backfill] = kernel(jobs, NodePool(2), "fcfs", 0, backfill)[0].tolist()
+    assert starts["easy"] == starts["conservative"] == [0.0, 10.0, 0.0]
+    assert starts["schedgym"] == starts["none"] == [0.0, 10.0, 20.0]
 
 
 # -- the contract ----------------------------------------------------------------------------------
