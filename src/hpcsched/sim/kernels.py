@@ -542,6 +542,8 @@ def schedule_static(
     - `decisions`: how many decisions the pass engine asks its policy for (`Engine.decisions`,
       `result.metrics["decisions"]`): one per head started, one per head that did not fit.
 
+    Input outside the contract raises ValueError naming the column and the rule it breaks.
+
     Equal, job for job and bit for bit, to `PassEngine.run` with a policy whose `static_keys` give
     this rank. The engine's clock at the end (`Engine.now`) is the last end, max(start + executed).
     The first call in a process compiles (see the module's docstring) unless numba's cache holds it.
