@@ -6,7 +6,7 @@
 
 `../shared/bench/easy.c` is compiled (`cc -O2 ... -lm`) into a temporary folder and run beside our
 engine: the compiled loop of `hpcsched.sim.kernels` (`schedule_table`, with the policy's keys
-computed in the timing) and the Python pass engine it replaces (`make_engine(...).run(policy)`).
+computed in the timing) and the Python pass engine it replaces (`make_engine(...).run(policy, compiled=False)`).
 Wherever easy.c covers the case (FCFS or SJF + EASY), its start times are checked equal to ours
 first, and the old path's are checked equal to the new one's on every run it makes.
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim import kernels
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 from hpcsched.workload.traces import TRACES
 
@@ -117,7 +117,8 @@ def new_path(jobs, cluster, policy: str, backfill: str):
 
 
 def old_path(jobs, cluster, policy: str, backfill: str):
-    return make_engine(jobs, cluster, "standard", backfill).run(get_policy(policy)).start
+    return make_engine(jobs, cluster, "standard", backfill).run(get_policy(policy),
+                                                                compiled=False).start
 
 
 def compile_times() -> list[tuple[float, float]]:

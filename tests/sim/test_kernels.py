@@ -2,7 +2,7 @@
 
 Every comparison is exact: start times bit for bit, the number of decisions, and every EASY
 reservation (row, shadow time) in order. The reference is the engine as a user runs it:
-`make_engine(jobs, cluster, "standard", backfill).run(policy)`.
+`make_engine(jobs, cluster, "standard", backfill).run(policy, compiled=False)`.
 """
 
 import json
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hpcsched.cluster.pool import NodePool
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim import kernels
-from hpcsched.sim.engine import make_engine
+from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.traces import trace_names
@@ -33,7 +33,7 @@ POLICIES = [("fcfs", 0), ("sjf", 0), ("f1", 0), ("saf", 0), ("random", 0), ("ran
 
 def python_engine(jobs, cluster, name, seed, backfill):
     engine = make_engine(jobs, cluster, "standard", backfill)
-    result = engine.run(get_policy(name, seed=seed))
+    result = engine.run(get_policy(name, seed=seed), compiled=False)
     return result.start, result.metrics["decisions"], engine.reservations
 
 

@@ -342,16 +342,21 @@ class Engine:
             return head
         return policy.select(view)
 
-    def run(self, policy) -> Result:
+    def run(self, policy, *, compiled: bool = True) -> Result:
         """Run to the end with `policy` deciding, and return the result. A policy's `summary()`
-        (its rejections, say) joins the result's metrics."""
+        (its rejections, say) joins the result's metrics.
+
+        Where the loop has a compiled version for this case (`sim.kernels`: the textbook pass with
+        a static priority; `sim.kernels_nodes`: the same on heterogeneous nodes), it runs the
+        whole table in one call and gives the same schedule; `compiled=False` always steps the
+        Python loop (the reference the compiled loops are tested against)."""
         if getattr(policy, "decides_backfill", False):
             if not hasattr(self.loop, "agent_backfill"):
                 raise ValueError(f"{getattr(policy, 'name', policy)} decides backfill starts "
                                  f"(level 2 of the cqsim loop): run it under the cqsim profile, "
                                  f"not {self.profile.name}")
             self.loop.agent_backfill = True
-        fast = getattr(self.loop, "run_fast", None)
+        fast = getattr(self.loop, "run_fast", None) if compiled else None
         if fast is not None and fast(policy):
             pass
         else:
@@ -420,6 +425,7 @@ class Engine:
         self.next_arrival = self.n
         self.queue = []
         self.running = {}
+        self.res.clear()
         if allocations is not None:
             self.res.alloc_log = list(allocations)
         self.done = True

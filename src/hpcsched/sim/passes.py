@@ -26,6 +26,7 @@ import numpy as np
 from hpcsched.sim import backfill as bf
 from hpcsched.sim.decisions import Pick, Reserve, Start, Wait
 from hpcsched.sim.engine import BACKFILLED, DecisionView, Engine, READY, RESERVED
+from hpcsched.sim.state import PoolState
 
 INF = float("inf")
 
@@ -92,6 +93,29 @@ class PassLoop:
 
     def finish(self, result) -> None:
         pass
+
+    def run_fast(self, policy) -> bool:
+        """Run the whole table in one compiled call (`sim.kernels`) when that gives the stepped
+        loop's schedule: the textbook pass on identical nodes, a priority that never changes
+        (`static_keys`) and nothing else to ask the policy. False, and nothing done, otherwise."""
+        e = self.e
+        if (e.started or self.in_pass or e.profile.dialect or self.repeats
+                or not isinstance(e.res, PoolState) or not hasattr(policy, "static_keys")
+                or hasattr(policy, "decide") or hasattr(policy, "reset")):
+            return False
+        from hpcsched.sim import kernels
+
+        if not kernels.HAVE_NUMBA:
+            return False  # the plain-Python kernel is slower than this loop
+        rank = e.static_rank(policy.static_keys(e.jobs))
+        if e.profile.commit or len(set(rank)) != e.n:
+            return False
+        start, rows, shadows, decisions = kernels.schedule_static(
+            e.jobs.submit, e.jobs.req_time, e.executed, e.need, np.asarray(rank), e.res.total,
+            e.backfill, procs=e.jobs.procs, procs_per_node=getattr(e.cluster, "procs_per_node", 1))
+        e.record_run(start, decisions=decisions,
+                     reservations=list(zip(rows.tolist(), shadows.tolist())))
+        return True
 
     # -- the pass ------------------------------------------------------------------------------------
     def reserve(self, row: int) -> None:

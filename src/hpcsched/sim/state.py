@@ -49,6 +49,10 @@ class PoolState:
     def give(self, row: int) -> None:
         self.free += self.need[row]
 
+    def clear(self) -> None:
+        """Every node free again (the end of a run)."""
+        self.free = self.total
+
 
 class NodeState:
     """Free resources of every node of a heterogeneous cluster, and where each running job is.
@@ -204,6 +208,16 @@ class NodeState:
         for i in nodes.tolist():
             self.node_tasks[i].remove(row)
             version[i] += 1
+        self._fit_cache.clear()
+        self._count_cache.clear()
+
+    def clear(self) -> None:
+        """Every node free again (the end of a run)."""
+        self.free_matrix[:] = self.capacity
+        self.alloc.clear()
+        for tasks in self.node_tasks:
+            tasks.clear()
+        self._version = [v + 1 for v in self._version]
         self._fit_cache.clear()
         self._count_cache.clear()
 
