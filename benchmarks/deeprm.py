@@ -1,7 +1,7 @@
 """Speed of the deeprm profile: `python benchmarks/deeprm.py`.
 
 Baselines measured in the same run: the same 100 jobsets (load 110%) run one at a time through
-`DiscreteEngine` (B = 1) against all together in one `DiscreteBatch`, with SJF; and one training
+`grid_engine` (an Engine with DeepRM's grid loop, B = 1) against all together in one `DiscreteBatch`, with SJF; and one training
 update (10 jobsets x 20 rollouts, the network run once per step for the whole batch) against the
 same rollouts stepped one environment at a time with a torch call per decision. Prints a table,
 then `name=value` pairs.
@@ -17,7 +17,7 @@ import torch
 
 from hpcsched.agents.reinforce import DeepRM, NumpyPolicy, ReinforceConfig, rollout
 from hpcsched.policies.deeprm import ShortestJobFirst
-from hpcsched.sim.discrete import DiscreteBatch, DiscreteEngine, run_batch
+from hpcsched.sim.discrete import DiscreteBatch, grid_engine, run_batch
 from hpcsched.workload.deeprm import TEST_SEED, generate, rate_for_load
 
 torch.set_num_threads(1)
@@ -36,7 +36,7 @@ def best(fn, repeat=3):
 jobs = generate(100, rate_for_load(1.1), 50, seed=TEST_SEED)
 t_batch, b = best(lambda: run_batch(DiscreteBatch(), jobs, ShortestJobFirst()))
 decisions = int(b.decisions.sum())
-t_one, _ = best(lambda: [DiscreteEngine(jobs.take([i])).run(ShortestJobFirst())
+t_one, _ = best(lambda: [grid_engine(jobs.take([i])).run(ShortestJobFirst())
                          for i in range(len(jobs))], 1)
 print(f"SJF on 100 jobsets at 110% load ({decisions} decisions)")
 print(f"  one DiscreteBatch of 100      {t_batch:7.2f} s  {decisions / t_batch:9.0f} decisions/s")

@@ -319,15 +319,6 @@ def test_a_grid_policy_outside_the_deeprm_profile_says_where_it_belongs():
         e.run(ShortestJobFirst())
 
 
-def test_the_old_engine_name_is_a_deprecated_alias():
-    from hpcsched.sim.discrete import DiscreteEngine
-
-    jobs = generate(1, 0.5, 30, seed=1)
-    with pytest.warns(DeprecationWarning, match="grid_engine"):
-        e = DiscreteEngine(jobs)
-    assert e.run(ShortestJobFirst()).metrics == grid_engine(jobs).run(ShortestJobFirst()).metrics
-
-
 def test_what_the_grid_cannot_do_is_refused_when_the_engine_is_built():
     from types import SimpleNamespace
 

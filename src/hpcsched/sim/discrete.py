@@ -40,7 +40,6 @@ them directly, as the env and the trainer step it.
 from __future__ import annotations
 
 import heapq
-import warnings
 
 import numpy as np
 
@@ -324,14 +323,5 @@ def grid_engine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int 
                    reward, t0=0.0, quantum=1.0, counts={}, profile="deeprm")
 
 
-def DiscreteEngine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
-                   backlog: int = 60, reward: str = "slowdown") -> Engine:
-    """Deprecated: `grid_engine`, an `Engine` running DeepRM's grid as its loop."""
-    warnings.warn("DiscreteEngine is deprecated: use hpcsched.sim.discrete.grid_engine (an Engine "
-                  "with the discrete loop; policies decide(view))", DeprecationWarning,
-                  stacklevel=2)
-    return grid_engine(jobs, grid, slots, backlog, reward)
-
-
-__all__ = ["REWARDS", "DiscreteBatch", "DiscreteEngine", "DiscreteLoop", "GridJobs", "GridPolicy",
+__all__ = ["REWARDS", "DiscreteBatch", "DiscreteLoop", "GridJobs", "GridPolicy",
            "GridState", "GridUnits", "GridView", "engine_for_trace", "grid_engine", "run_batch"]
