@@ -1,0 +1,112 @@
+"""A job that can never run on a heterogeneous cluster stops `make_engine` with a `ClusterError`
+naming the job and why, under every profile and backfilling, and never makes a run hang.
+
+The cluster is `hetero_helpers.mixed_cluster`: A 8c/32000 MB, B 4c/64000 MB, C 4c/16000 MB/2 GPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+
+import numpy as np
+import pytest
+
+from hetero_helpers import Job, mixed_cluster, table
+from hpcsched.cluster.pool import ClusterError
+from hpcsched.policies.priority import get_policy
+from hpcsched.sim.factory import make_engine
+from hpcsched.workload.jobs import JobTable
+
+
+@contextlib.contextmanager
+def deadline(seconds: int = 10):
+    """Fail instead of hanging: a SIGALRM after `seconds` raises in the test."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: a hang")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def with_ids(rows, ids, lines):
+    jobs = table(rows)
+    return jobs.with_columns(job_id=np.asarray(ids, dtype=float), line=np.asarray(lines, float))
+
+
+#: (the impossible job, what the message must say). Each is worked out from the three nodes.
+NEVER = [
+    # more nodes of its kind than exist: only C has GPUs
+    (Job(0, 10, 2, 1, 1000, 1), r"asks for 2 node\(s\) with 1 cores, 1000 MB memory, 1 gpus each: "
+                                r"only 1 node\(s\) of mixed can hold that"),
+    # only B has more than 32000 MB
+    (Job(0, 10, 2, 1, 40000), r"2 node\(s\) .*only 1 node\(s\) of mixed"),
+    # more nodes than the cluster has at all
+    (Job(0, 10, 4, 1), r"asks for 4 node\(s\) with 1 cores each: only 3 node\(s\)"),
+    # a per-node request larger than every node, resource by resource
+    (Job(0, 10, 1, 9), r"no node has enough cores \(largest node: 8\)"),
+    (Job(0, 10, 1, 1, 64001), r"no node has enough memory \(largest node: 64000\)"),
+    (Job(0, 10, 1, 1, 0, 3), r"no node has enough gpus \(largest node: 2\)"),
+    (Job(0, 10, 1, 9, 64001, 3), r"no node has enough cores \(largest node: 8\) and memory "
+                                 r"\(largest node: 64000\) and gpus \(largest node: 2\)"),
+    # each resource exists somewhere, but never together: 8 cores are on A, 64000 MB on B
+    (Job(0, 10, 1, 8, 64000), r"no single node has all of it"),
+    # a fractional memory request is rounded up: 16000.5 MB does not fit C's 16000
+    (Job(0, 10, 3, 4, 16000.5), r"3 node\(s\) with 4 cores, 16001 MB memory each: only 2"),
+]
+
+
+@pytest.mark.parametrize("job, why", NEVER)
+@pytest.mark.parametrize("profile, backfill", [("standard", "none"), ("standard", "easy"),
+                                               ("standard", "conservative"), ("hpcsim", "easy")])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_a_job_that_never_fits_is_named(job, why, profile, backfill, exclusive):
+    """The impossible job is the second of three (job id 102, trace line 7): the error names it,
+    says why, counts such jobs and says how to drop them."""
+    jobs = with_ids([Job(0, 5), job, Job(2, 5)], [101, 102, 103], [6, 7, 8])
+    with deadline(), pytest.raises(ClusterError) as info:
+        make_engine(jobs, mixed_cluster(exclusive=exclusive), profile, backfill)
+    text = str(info.value)
+    assert text.startswith("job 102 (line 7) ")
+    assert re.search(why, text), text
+    assert "1 such job(s) in all" in text and "--drop-oversized" in text
+
+
+def test_the_first_of_several_is_named_and_all_are_counted():
+    jobs = with_ids([Job(0, 5), Job(1, 5, 1, 9), Job(2, 5), Job(3, 5, 1, 1, 0, 3)],
+                    [1, 2, 3, 4], [1, 2, 3, 4])
+    with pytest.raises(ClusterError, match=r"^job 2 \(line 2\) .*; 2 such job\(s\) in all"):
+        make_engine(jobs, mixed_cluster(), "standard", "easy")
+
+
+def test_a_job_asking_for_no_processors_is_named():
+    jobs = JobTable.from_columns(submit=[0, 1], run_time=[5, 5], req_time=[5, 5],
+                                 req_procs=[1, 0], alloc_procs=[1, 0], job_id=[7, 8])
+    with pytest.raises(ClusterError, match=r"^job 8 .*asks for no processors"):
+        make_engine(jobs, mixed_cluster(), "standard", "none")
+
+
+@pytest.mark.parametrize("job, start", [
+    (Job(1, 10, 1, 1, 1000, 2), 1),     # both GPUs of C, exactly
+    (Job(1, 10, 3, 4, 16000), 5),       # every node: C's 4 cores and 16000 MB exactly
+    (Job(1, 10, 1, 8, 32000), 1),       # all of A
+    (Job(1, 10, 1, 4, 64000), 5),       # all of B
+    (Job(1, 10, 2, 1, 32000), 1),       # only A and B hold 32000 MB: exactly 2 nodes
+])
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+def test_a_job_that_fits_only_just_runs(job, start, backfill):
+    """The boundary: a request equal to a node's capacity, on exactly `count` nodes that hold
+    it, is no error. Behind it, a 1-core job runs [0, 5) on B (best fit: B leaves 3 cores, A 7,
+    C 3 cores and 2 GPUs), so a job that needs all of B's cores starts at 5, the others at 1."""
+    jobs = table([Job(0, 5), job])
+    with deadline():
+        result = make_engine(jobs, mixed_cluster(), "standard", backfill,
+                             allocator="best-fit").run(get_policy("fcfs"))
+    assert result.start.tolist() == [0, start]
+    assert result.allocations[0].tolist() == [1]
