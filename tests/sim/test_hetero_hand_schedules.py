@@ -281,6 +281,48 @@ def test_backfill_shares_the_heads_node_when_the_head_still_fits(backfill):
     assert nodes == ["A", "B", "C", "C", "C", "C"]
 
 
+@pytest.mark.parametrize("h_cores, p_start", [(6, 2), (7, 40)])
+def test_every_job_ending_at_the_shadow_gives_its_share_back(h_cores, p_start):
+    """EASY, FCFS, first-available. RA (1 x 4c) and RA2 (1 x 2c) share A, both until 30; RB
+    (1 x 4c/40000: only B holds it) and RC (1 x 4c/1000/1 GPU: only C) fill B and C until 100.
+    H (1 x `h_cores` cores, 10 s) comes at 1: only A can hold it; releasing RA alone at 30 would
+    give A 6 cores, but RA2 ends at the same instant, so at the shadow (30) A has all 8.
+
+            0    2        30         40
+        A   RA+RA2 (+P) . H (+P) ... .  (P: until 102)
+        B   RB .................................. (until 100)
+        C   RC .................................. (until 100)
+
+    P (1 x 2c, 100 s) comes at 2 and fits only A (2 cores left); it runs past 30, leaving A
+    8 - 2 = 6 cores then. With H asking 6, exactly that, P starts at 2 and H at 30 beside it.
+    With H asking 7, P would delay H: it waits; H starts at 30, and P at H's end, 40."""
+    rows = [Job(0, 30, 1, 4), Job(0, 30, 1, 2), Job(0, 100, 1, 4, 40000),
+            Job(0, 100, 1, 4, 1000, 1), Job(1, 10, 1, h_cores), Job(2, 100, 1, 2)]
+    starts, nodes, engine = run(rows, backfill="easy")
+    assert starts == [0, 0, 0, 0, 30, p_start]
+    assert nodes == ["A", "A", "B", "C", "A", "A"]
+    assert engine.reservations[0] == (4, 30.0)
+
+
+def test_easy_counts_every_job_that_runs_past_the_shadow():
+    """EASY, FCFS, first-available. RA (1 x 4c, 30 s) on A; RB (1 x 4c/40000) on B and RC
+    (1 x 4c/1000/1 GPU) on C until 100. H (1 x 6c, 10 s) at 1: shadow 30 on A (8 cores).
+    P1 and P2 (1 x 2c, 100 s each) at 2 both fit A now (4 cores free) and run past 30. Each
+    alone would leave A 6 cores at 30, enough for H; both would leave 4. P1 starts; P2 does
+    not (what P1 holds at the shadow counts against it). H starts at 30; P2 at 40 (H's end).
+
+            0    2          30        40
+        A   RA+P1 ........  H+P1 .... P1+P2 ..
+        B   RB .................................. (until 100)
+        C   RC .................................. (until 100)
+    """
+    rows = [Job(0, 30, 1, 4), Job(0, 100, 1, 4, 40000), Job(0, 100, 1, 4, 1000, 1),
+            Job(1, 10, 1, 6), Job(2, 100, 1, 2), Job(2, 100, 1, 2)]
+    starts, nodes, _ = run(rows, backfill="easy")
+    assert starts == [0, 0, 0, 30, 2, 40]
+    assert nodes == ["A", "B", "C", "A", "A", "A"]
+
+
 # -- decisions: Start on given nodes, Wait(until), Reserve ---------------------------------------------
 
 
