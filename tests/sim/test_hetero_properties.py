@@ -106,6 +106,9 @@ def test_schedules_are_possible_under_standard(case, allocator, backfill, policy
     engine = make_engine(jobs, cluster, "standard", backfill, allocator=allocator)
     result = engine.run(get_policy(policy, seed=7))
     check(cluster, jobs, count, demand, engine, result)
+    if policy == "fcfs" and backfill == "none":
+        # strict FCFS: no job starts before one submitted earlier (rows are in submit order)
+        assert np.all(np.diff(result.start) >= 0)
 
 
 @settings(max_examples=80, deadline=None)
@@ -117,6 +120,8 @@ def test_schedules_are_possible_under_hpcsim(case, allocator, backfill, policy):
     engine = make_engine(jobs, cluster, "hpcsim", backfill, allocator=allocator)
     result = engine.run(get_policy(policy, dialect="hpcsim"))
     check(cluster, jobs, count, demand, engine, result)
+    if policy == "fcfs" and backfill == "none":
+        assert np.all(np.diff(result.start) >= 0)
 
 
 @settings(max_examples=150, deadline=None)
