@@ -127,6 +127,59 @@ def test_exclusive_nodes_refuse_sharing():
     assert nodes == ["A", "B", "C", "A"]
 
 
+METRIC_ROWS = [Job(0, 10, 1, 2, 8000),        # J0: on A
+               Job(0, 20, 1, 4, 0, 2),        # J1: the GPU node C, all of it but memory
+               Job(5, 10, 1, 8, 1000)]        # J2: all of A's cores: waits for J0 until 10
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_metrics_by_hand(exclusive):
+    """First-available, no backfilling. Same starts shared or exclusive: J0 [0, 10) on A, J1
+    [0, 20) on C, J2 waits 5 s and runs [10, 20) on A.
+
+            0    5    10   20
+        A   J0 ...... J2 ..  .
+        B   .
+        C   J1 ............  .
+
+    Waits 0, 0, 5: mean 5/3, max 5. Bounded slowdown (wait + run) / max(run, 10): 1, 1, 15/10:
+    mean 3.5/3, max 1.5. Turnaround 10, 20, 15: mean 15. The makespan is 20; the cluster has 16
+    cores, 112000 MB, 2 GPUs. Utilization per resource = resource-seconds held / (total x 20):
+      shared:    cores (2x10 + 4x20 + 8x10) / 320 = 0.5625; memory (8000x10 + 1000x10) / 2240000;
+                 GPUs 2x20 / 40 = 1
+      exclusive: a job holds its whole nodes: cores (8x10 + 4x20 + 8x10) / 320 = 0.75; memory
+                 (32000x10 + 16000x20 + 32000x10) / 2240000 = 3/7; GPUs 2x20 / 40 = 1
+    """
+    starts, nodes, engine = run(METRIC_ROWS, exclusive=exclusive)
+    assert starts == [0, 0, 10] and nodes == ["A", "C", "A"]
+    m = engine.result().metrics
+    assert m["wait"] == pytest.approx(5 / 3) and m["max_wait"] == 5
+    assert m["bsld"] == pytest.approx(3.5 / 3) and m["max_bsld"] == 1.5
+    assert m["turnaround"] == 15
+    assert m["makespan"] == 20
+    if exclusive:
+        assert m["utilization_cores"] == pytest.approx(0.75)
+        assert m["utilization_memory"] == pytest.approx(3 / 7)
+    else:
+        assert m["utilization_cores"] == pytest.approx(0.5625)
+        assert m["utilization_memory"] == pytest.approx(90000 / 2240000)
+        assert m["utilization"] == pytest.approx(0.5625)  # processors asked: the same here
+    assert m["utilization_gpus"] == pytest.approx(1.0)
+
+
+def test_a_running_job_holds_a_whole_exclusive_node():
+    """What a policy sees: on an exclusive cluster a 1-core job leaves its node nothing free."""
+    engine = engine_for([Job(0, 10), Job(0, 10, 1, 1, 0, 1)], exclusive=True)
+    view = engine.next_decision()
+    assert view.free.tolist() == mixed_cluster().capacity.tolist()
+    engine.apply(Pick(0))
+    view = engine.next_decision()
+    assert view.free.tolist() == [[0, 0, 0], [4, 64000, 0], [4, 16000, 2]]
+    assert view.free_nodes == 2
+    engine.apply(Pick(1))
+    assert engine.view().free.tolist() == [[0, 0, 0], [4, 64000, 0], [0, 0, 0]]
+
+
 # -- memory and GPUs ---------------------------------------------------------------------------------
 
 
