@@ -3,6 +3,8 @@ an independent check of a finished schedule (rebuilt from starts, ends and alloc
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from typing import NamedTuple
 
 import numpy as np
@@ -11,6 +13,27 @@ from hpcsched.cluster.nodes import Cluster
 from hpcsched.workload.jobs import JobTable
 
 A, B, C = 0, 1, 2  # node indices of `mixed_cluster`
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Fail instead of hanging: after `seconds`, a SIGALRM raises TimeoutError in the test (a loop
+    that never advances its clock would otherwise stall the suite). No-op where SIGALRM is
+    missing."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: a hang?")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def mixed_cluster(*, exclusive: bool = False, switches: bool = False) -> Cluster:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hetero_helpers import A, B, C, Job, check_schedule, mixed_cluster, table
+from hetero_helpers import A, B, C, Job, check_schedule, deadline, mixed_cluster, table
 from hpcsched.cluster.request import job_requests
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.decisions import Pick, Reserve, Start, Wait
@@ -25,6 +25,14 @@ from hpcsched.sim.engine import BACKFILLED, READY, RESERVED
 from hpcsched.sim.factory import make_engine
 
 NAMES = "ABC"
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A schedule that never advances its clock fails the test instead of stalling the suite."""
+    with deadline(30):
+        yield
+
 
 
 def run(rows, *, backfill="none", allocator="first-available", policy="fcfs", **cluster_kw):

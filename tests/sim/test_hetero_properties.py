@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hetero_helpers import check_schedule
+from hetero_helpers import check_schedule, deadline
 from hpcsched.cluster.nodes import Cluster
 from hpcsched.cluster.pool import NodePool
 from hpcsched.policies.priority import get_policy
@@ -23,6 +23,7 @@ from hpcsched.workload.jobs import JobTable
 ALLOCATORS = ["first-available", "best-fit", "topology"]
 POLICIES = ["fcfs", "sjf", "f1", "wfp3", "random"]
 HPCSIM_POLICIES = ["fcfs", "sjf", "f1", "wfp3", "unicep", "lcfs"]
+
 
 
 @st.composite
@@ -85,6 +86,26 @@ def cases(draw, exclusive=None, max_jobs=20):
     return cluster, jobs, count, demand
 
 
+HUNG: list[str] = []  # the first run that hung, if one did
+
+
+def simulate(jobs, cluster, profile, backfill, policy, **kw):
+    """(engine, result) of one run, failing within seconds instead of hanging. Once one run has
+    hung, every later one fails at once with its description: hypothesis's shrinking would
+    otherwise wait out the deadline hundreds of times."""
+    if HUNG:
+        raise TimeoutError(HUNG[0])
+    try:
+        with deadline(20):
+            engine = make_engine(jobs, cluster, profile, backfill, **kw)
+            return engine, engine.run(policy)
+    except TimeoutError:
+        HUNG.append(f"a run hung: profile {profile}, backfill {backfill}, {kw}, "
+                    f"{getattr(policy, 'name', policy)}, cluster {cluster!r}, "
+                    f"jobs {dict((k, v.tolist()) for k, v in jobs.columns.items())}")
+        raise
+
+
 def expected_end(jobs, start):
     """Standard and hpcsim kill a job at its requested time."""
     return start + np.minimum(jobs.run_time, jobs.req_time)
@@ -103,8 +124,8 @@ def check(cluster, jobs, count, demand, engine, result):
        st.sampled_from(POLICIES))
 def test_schedules_are_possible_under_standard(case, allocator, backfill, policy):
     cluster, jobs, count, demand = case
-    engine = make_engine(jobs, cluster, "standard", backfill, allocator=allocator)
-    result = engine.run(get_policy(policy, seed=7))
+    engine, result = simulate(jobs, cluster, "standard", backfill, get_policy(policy, seed=7),
+                              allocator=allocator)
     check(cluster, jobs, count, demand, engine, result)
     if policy == "fcfs" and backfill == "none":
         # strict FCFS: no job starts before one submitted earlier (rows are in submit order)
@@ -117,8 +138,8 @@ def test_schedules_are_possible_under_standard(case, allocator, backfill, policy
 def test_schedules_are_possible_under_hpcsim(case, allocator, backfill, policy):
     """HPCsim's own backfilling and allocators, on shared nodes as HPCsim has them."""
     cluster, jobs, count, demand = case
-    engine = make_engine(jobs, cluster, "hpcsim", backfill, allocator=allocator)
-    result = engine.run(get_policy(policy, dialect="hpcsim"))
+    engine, result = simulate(jobs, cluster, "hpcsim", backfill,
+                              get_policy(policy, dialect="hpcsim"), allocator=allocator)
     check(cluster, jobs, count, demand, engine, result)
     if policy == "fcfs" and backfill == "none":
         assert np.all(np.diff(result.start) >= 0)
@@ -131,8 +152,8 @@ def test_easy_head_never_starts_after_its_reservation(case, allocator):
     backfilling must never push it past the shadow time computed when it was reserved (every
     reservation made, at every pass)."""
     cluster, jobs, count, demand = case
-    engine = make_engine(jobs, cluster, "standard", "easy", allocator=allocator)
-    result = engine.run(get_policy("fcfs"))
+    engine, result = simulate(jobs, cluster, "standard", "easy", get_policy("fcfs"),
+                              allocator=allocator)
     for row, shadow in engine.reservations:
         assert result.start[row] <= shadow, (row, shadow, result.start[row])
     check(cluster, jobs, count, demand, engine, result)
@@ -163,11 +184,10 @@ def test_identical_exclusive_nodes_schedule_as_the_pool(case, allocator, backfil
     """On identical nodes with whole-node allocation which nodes a job gets cannot matter, so the
     named-node engine must give the counting pool's start times exactly, whatever the allocator."""
     nodes, cores, jobs = case
-    pool = make_engine(jobs, NodePool(nodes, cores), "standard", backfill)
-    want = pool.run(get_policy(policy, seed=3)).start
-    named = make_engine(jobs, Cluster.identical(nodes, cores, exclusive=True), "standard",
-                        backfill, allocator=allocator)
-    got = named.run(get_policy(policy, seed=3)).start
+    want = simulate(jobs, NodePool(nodes, cores), "standard", backfill,
+                    get_policy(policy, seed=3))[1].start
+    got = simulate(jobs, Cluster.identical(nodes, cores, exclusive=True), "standard", backfill,
+                   get_policy(policy, seed=3), allocator=allocator)[1].start
     assert got.tolist() == want.tolist()
 
 
@@ -181,8 +201,8 @@ def test_no_waiting_on_a_machine_big_enough_for_everything(case, allocator, back
     big = Cluster(names=tuple(f"b{i}" for i in range(int(count.sum()))),
                   capacity=np.tile(np.asarray(cluster.capacity).max(axis=0), (int(count.sum()), 1)),
                   exclusive=cluster.exclusive, name="big")
-    engine = make_engine(jobs, big, "standard", backfill, allocator=allocator)
-    result = engine.run(get_policy(policy, seed=1))
+    engine, result = simulate(jobs, big, "standard", backfill, get_policy(policy, seed=1),
+                              allocator=allocator)
     assert result.start.tolist() == jobs.submit.tolist()
     check(big, jobs, count, demand, engine, result)
 
@@ -195,8 +215,8 @@ def test_no_waiting_on_a_big_machine_under_hpcsim(case, allocator, backfill, pol
     big = Cluster(names=tuple(f"b{i}" for i in range(int(count.sum()))),
                   capacity=np.tile(np.asarray(cluster.capacity).max(axis=0), (int(count.sum()), 1)),
                   name="big")
-    engine = make_engine(jobs, big, "hpcsim", backfill, allocator=allocator)
-    result = engine.run(get_policy(policy, dialect="hpcsim"))
+    engine, result = simulate(jobs, big, "hpcsim", backfill,
+                              get_policy(policy, dialect="hpcsim"), allocator=allocator)
     assert result.start.tolist() == jobs.submit.tolist()
 
 

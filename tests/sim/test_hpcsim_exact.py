@@ -28,6 +28,8 @@ from hpcsched.sim.factory import make_engine
 from hpcsched.workload.cleaning import clean
 from hpcsched.workload.slurm import read_hpcsim
 
+from hetero_helpers import deadline
+
 DATA = Path(__file__).parents[1] / "data" / "hpcsim_small"
 TRACES = {"phys2k_s11": "physical", "dl1k_s55": "deeplearn"}
 SELECTORS = ("fcfs", "lcfs", "sjf", "wfp3", "unicep", "f_1", "f_2")
@@ -94,6 +96,11 @@ def cluster_of(trace: str):
 def run_case(trace: str, key: str, allocator=None):
     """(engine, result) of one case of the grid; `allocator` replaces the case's (mutants)."""
     case = reference(trace)["cases"][key]
+    with deadline(300):  # 1-20 s a case; a loop that stops advancing its clock fails here
+        return _run(trace, case, allocator)
+
+
+def _run(trace, case, allocator):
     engine = make_engine(jobs_of(trace), cluster_of(trace), "hpcsim",
                          "easy" if case["backfill"] else "none",
                          allocator=allocator or ALLOCATOR[case["allocator"]])

@@ -6,33 +6,16 @@ The cluster is `hetero_helpers.mixed_cluster`: A 8c/32000 MB, B 4c/64000 MB, C 4
 
 from __future__ import annotations
 
-import contextlib
 import re
-import signal
 
 import numpy as np
 import pytest
 
-from hetero_helpers import Job, mixed_cluster, table
+from hetero_helpers import Job, deadline, mixed_cluster, table
 from hpcsched.cluster.pool import ClusterError
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 from hpcsched.workload.jobs import JobTable
-
-
-@contextlib.contextmanager
-def deadline(seconds: int = 10):
-    """Fail instead of hanging: a SIGALRM after `seconds` raises in the test."""
-    def expired(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s: a hang")
-
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def with_ids(rows, ids, lines):
@@ -70,7 +53,7 @@ def test_a_job_that_never_fits_is_named(job, why, profile, backfill, exclusive):
     """The impossible job is the second of three (job id 102, trace line 7): the error names it,
     says why, counts such jobs and says how to drop them."""
     jobs = with_ids([Job(0, 5), job, Job(2, 5)], [101, 102, 103], [6, 7, 8])
-    with deadline(), pytest.raises(ClusterError) as info:
+    with deadline(10), pytest.raises(ClusterError) as info:
         make_engine(jobs, mixed_cluster(exclusive=exclusive), profile, backfill)
     text = str(info.value)
     assert text.startswith("job 102 (line 7) ")
@@ -105,7 +88,7 @@ def test_a_job_that_fits_only_just_runs(job, start, backfill):
     it, is no error. Behind it, a 1-core job runs [0, 5) on B (best fit: B leaves 3 cores, A 7,
     C 3 cores and 2 GPUs), so a job that needs all of B's cores starts at 5, the others at 1."""
     jobs = table([Job(0, 5), job])
-    with deadline():
+    with deadline(10):
         result = make_engine(jobs, mixed_cluster(), "standard", backfill,
                              allocator="best-fit").run(get_policy("fcfs"))
     assert result.start.tolist() == [0, start]
