@@ -2,7 +2,8 @@
 
 Every expected start and node list below was worked out by hand from the documented rules (the
 allocators' keys in `cluster/allocate.py`, EASY and conservative in `sim/backfill_nodes.py`, the
-pass loop in `sim/passes.py`); each docstring says how. The cluster (`hetero_helpers.mixed_cluster`):
+pass loop in `sim/passes.py`); each docstring says how. The cluster
+(`hetero_helpers.mixed_cluster`):
 
     A: 8 cores, 32000 MB          B: 4 cores, 64000 MB          C: 4 cores, 16000 MB, 2 GPUs
 
@@ -32,7 +33,6 @@ def no_hang():
     """A schedule that never advances its clock fails the test instead of stalling the suite."""
     with deadline(30):
         yield
-
 
 
 def run(rows, *, backfill="none", allocator="first-available", policy="fcfs", **cluster_kw):
@@ -188,7 +188,7 @@ def test_a_running_job_holds_a_whole_exclusive_node():
     assert engine.view().free.tolist() == [[0, 0, 0], [4, 64000, 0], [0, 0, 0]]
 
 
-# -- memory and GPUs ---------------------------------------------------------------------------------
+# -- memory and GPUs -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mem, start", [(24000, 0), (24001, 10)])
@@ -247,7 +247,7 @@ def test_a_job_needs_exactly_count_fitting_nodes():
     assert nodes == ["ABC", "AB"]
 
 
-# -- EASY and conservative on heterogeneous nodes ------------------------------------------------------
+# -- EASY and conservative on heterogeneous nodes --------------------------------------------------
 
 
 def easy_rows(e_req: int):
@@ -384,7 +384,7 @@ def test_easy_counts_every_job_that_runs_past_the_shadow():
     assert nodes == ["A", "B", "C", "A", "A", "A"]
 
 
-# -- decisions: Start on given nodes, Wait(until), Reserve ---------------------------------------------
+# -- decisions: Start on given nodes, Wait(until), Reserve -----------------------------------------
 
 
 def engine_for(rows, backfill="none", **cluster_kw):

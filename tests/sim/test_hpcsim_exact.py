@@ -2,12 +2,16 @@
 
 `tests/data/hpcsim_small/<trace>.json.gz` holds what HPCsim (the thesis's simulator, run unmodified;
 see that folder's README) did on two synthetic traces in its own format: for 7 selectors x 3
-allocators x backfilling on/off (42 cases per trace), every job's start time, its nodes (hostnames in
-allocation order) and whether HPCsim started it by backfilling, and HPCsim's own metrics. Every
+allocators x backfilling on/off (42 cases per trace), every job's start time, its nodes (hostnames
+in allocation order) and whether HPCsim started it by backfilling, and HPCsim's own metrics. Every
 expected value here is read from those files; nothing is copied from our output.
 
-A representative subset runs by default (every selector once, every allocator with and without
-backfilling, on both traces); the whole grid of 84 cases is `slow` (`pytest -m slow`).
+A representative subset runs by default (14 cases: every selector once, every allocator with and
+without backfilling, on both traces); the other 70 cases of the grid are `slow` (`pytest -m slow`;
+all 84 with `pytest -m "slow or not slow"`).
+
+Whether a job was backfilled is read from `engine.mode` (BACKFILLED): the pass loop does not fill
+`Result.modes` (only CQSim's loop does).
 """
 
 from __future__ import annotations
