@@ -60,3 +60,19 @@ def test_bad_deeprm_input_gives_one_clear_line(capsys, tmp_path, small_swf):  # 
     code, _, err = run_cli(capsys, "train", "deeprm", "--init", "nonsense",
                            "--out", str(tmp_path / "r2"))
     assert_one_line_error(code, err, "nonsense")
+
+
+def test_records_of_a_deeprm_run_list_every_job_of_the_window(capsys, tmp_path, small_swf):  # noqa: F811
+    import csv
+
+    path = tmp_path / "jobs.csv"
+    code, out, err = run_cli(capsys, "simulate", str(small_swf), "--profile", "deeprm",
+                             "--policy", "sjf", "--records", str(path), "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    rec = list(csv.DictReader(open(path)))
+    assert len(rec) == 3 and "nodes" not in rec[0]  # the grid has no nodes
+    started = [r for r in rec if r["start"]]
+    assert len(started) == row["mapped_jobs"]
+    # the grid decides at step boundaries after each submit: nobody starts before it is submitted
+    assert all(float(r["start"]) >= float(r["submit"]) for r in started)

@@ -8,7 +8,7 @@ import pytest
 
 from hpcsched.experiments import deeprm as exp
 from hpcsched.policies.deeprm import get_grid_policy
-from hpcsched.sim.discrete import DiscreteBatch, run_batch
+from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
 from hpcsched.workload.deeprm import TEST_SEED, expected_load_per_arrival, generate, rate_for_load
 
 

@@ -1,5 +1,6 @@
-"""The deeprm profile's engine (sim/discrete.py, cluster/grid.py): hand-drawn states, placement,
-time, reward, and the batched engine against one-at-a-time runs."""
+"""The deeprm profile (sim/discrete_batch.py, sim/discrete.py, cluster/grid.py): hand-drawn states,
+placement, time, reward, the batched simulator against one-at-a-time engine runs, and the grid as a
+loop of the one engine (typed decisions, rows and grid jobs, the engine's state, the result)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from hpcsched.cluster.grid import ResourceGrid, earliest_start
 from hpcsched.policies.deeprm import RandomAction, ShortestJobFirst
-from hpcsched.sim.discrete import DiscreteBatch, DiscreteEngine, run_batch
+from hpcsched.sim.discrete import grid_engine
+from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
 from hpcsched.workload.deeprm import GridJobs, generate
 
 # four jobs arriving at step 0: (length, demand of resource 0, demand of resource 1)
@@ -94,7 +96,7 @@ def test_batched_runs_equal_one_at_a_time_runs():
     jobs = generate(6, 0.7, 40, seed=11)
     batch = run_batch(DiscreteBatch(), jobs, ShortestJobFirst()).job_records()
     for i in range(len(jobs)):
-        one = DiscreteEngine(jobs.take([i])).run(ShortestJobFirst()).records()
+        one = grid_engine(jobs.take([i])).run(ShortestJobFirst()).records()
         mine = batch["env"] == i
         np.testing.assert_array_equal(one["start"], batch["start"][mine])
 
@@ -133,3 +135,206 @@ def test_void_is_masked_only_on_an_idle_cluster_with_a_job_that_fits():
     # job 0 runs; job 1 can only be reserved behind it (offset 2): holding is allowed again
     assert b.offset[0].tolist() == [-1, 2]
     assert b.action_mask()[0].tolist() == [False, True, True]
+
+
+# -- the grid as a loop of the one engine ------------------------------------------------------------
+def hand_engine(horizon: int = 5):
+    """The hand-drawn jobs (rows 0-3, all shown at step 0) behind the engine: 2 slots, backlog."""
+    jobs = GridJobs.from_lists([(np.zeros(4, np.int64), np.array([j[0] for j in HAND_JOBS]),
+                                 np.array([j[1:] for j in HAND_JOBS]))])
+    return grid_engine(jobs, ResourceGrid(2, 4, horizon), slots=2, backlog=horizon)
+
+
+def test_typed_decisions_step_the_grid_and_the_engines_state_follows():
+    from hpcsched.sim.decisions import Pick, Wait
+    from hpcsched.sim.engine import READY, RESERVED
+
+    e = hand_engine()
+    view = e.next_decision()
+    assert view.grid.slot_rows().tolist() == [0, 1] and view.queue.tolist() == [0, 1, 2, 3]
+    assert view.profile_loop == "discrete" and view.now == 0
+    with pytest.raises(ValueError, match="backlog"):
+        e.apply(Pick(3))  # the backlog is beyond what a DeepRM policy sees
+    e.apply(Pick(0))  # fits now: starts now
+    view = e.next_decision()
+    assert view.running.tolist() == [0] and view.queue.tolist() == [1, 2, 3]
+    assert view.grid.slot_rows().tolist() == [2, 1]  # the backlog's head took the freed slot
+    assert view.free_nodes == 4 - 3  # resource 0's units
+    assert view.fits(np.array([1, 2, 3])).tolist() == [False, False, True]
+    e.apply(Pick(2))  # fits from step 2 on: reserved, not running yet
+    view = e.next_decision()
+    assert view.running.tolist() == [0] and 2 not in view.queue.tolist()
+    assert e.mode[0] == READY and e.start[2] == -1
+    e.apply(Wait())  # void: the step ends
+    view = e.next_decision()
+    assert view.now == 1
+    e.apply(view.grid.decision(view.grid.void))
+    view = e.next_decision()
+    assert view.now == 2 and sorted(view.running.tolist()) == [2]  # job 0 ended, job 2 started
+    assert e.mode[2] == RESERVED and e.start[2] == 2
+    with pytest.raises(ValueError, match="already placed"):
+        e.apply(Pick(2))
+
+
+def test_the_view_translates_deeprm_actions_and_is_read_only():
+    from hpcsched.sim.decisions import Pick, Wait
+
+    e = hand_engine()
+    g = e.next_decision().grid
+    assert g.decision(0) == Pick(0) and g.decision(1) == Pick(1) and g.decision(2) == Wait()
+    with pytest.raises(ValueError, match="outside DeepRM's 0..2"):
+        g.decision(3)
+    with pytest.raises(ValueError):
+        g.used[0, 0, 0] = 1
+    with pytest.raises(AttributeError):
+        g.step  # the view cannot drive the simulation
+    e.apply(Pick(0))  # slot 0 takes row 2 from the backlog
+    e.apply(Pick(1))  # reserved from step 2; slot 1 takes row 3, the backlog is empty
+    e.apply(Pick(3))  # fits now beside row 0
+    g = e.next_decision().grid
+    assert g.slot_rows().tolist() == [2, -1]
+    assert g.decision(1) == Wait()  # an empty slot acts as void, as in DeepRM
+
+
+def test_decisions_outside_deeprms_action_set_are_refused():
+    from hpcsched.sim.decisions import Reserve, Start, Wait
+
+    e = hand_engine()
+    e.next_decision()
+    for d, needle in ((Wait(until=3.0), "Wait\\(until\\)"), (Start(0), "Start"),
+                      (Reserve(0), "Reserve")):
+        with pytest.raises(ValueError, match=needle):
+            e.apply(d)
+    with pytest.raises(ValueError, match="not a row"):
+        e.apply(7)  # an integer is a row (Pick), as under every profile
+
+
+@pytest.mark.parametrize("name", ["fcfs", "sjf", "packer", "tetris", "tetris:0.3", "random"])
+def test_an_engine_run_equals_the_batched_run_of_the_same_policy(name):
+    from hpcsched.policies.deeprm import get_grid_policy
+
+    jobs = generate(4, 0.6, 40, seed=7)
+    for i in range(len(jobs)):
+        batch = run_batch(DiscreteBatch(), jobs.take([i]), get_grid_policy(name, seed=i))
+        result = grid_engine(jobs.take([i])).run(get_grid_policy(name, seed=i))
+        assert result.metrics == batch.metrics()
+        rec = batch.job_records()
+        np.testing.assert_array_equal(result.start, rec["start"])
+        np.testing.assert_array_equal(result.end, rec["finish"])
+
+
+def test_the_trained_policy_decides_on_the_engine_as_it_acts_on_the_batch():
+    from hpcsched.experiments.deeprm import resolve_grid_policy
+
+    jobs = generate(2, 0.6, 40, seed=3)
+    for sample in (False, True):
+        for i in range(len(jobs)):
+            spec = "deeprm:pretrained/deeprm-load-70"
+            batch = run_batch(DiscreteBatch(), jobs.take([i]),
+                              resolve_grid_policy(spec, seed=5, sample=sample))
+            result = grid_engine(jobs.take([i])).run(resolve_grid_policy(spec, seed=5,
+                                                                         sample=sample))
+            assert result.metrics == batch.metrics()
+
+
+def trace_window():
+    """Five jobs on 10 processors; row 2 runs 100 s: longer than the 20-step window of 4 s steps."""
+    from hpcsched.workload.jobs import JobTable
+
+    return JobTable.from_columns(submit=[3, 5, 6, 9, 17], run_time=[8, 4, 100, 12, 3],
+                                 req_time=[10, 10, 100, 20, 10], req_procs=[5, 2, 1, 10, 3])
+
+
+def test_a_trace_window_maps_rows_to_grid_jobs_and_seconds():
+    from hpcsched.cluster.pool import NodePool
+    from hpcsched.sim.discrete import engine_for_trace
+    from hpcsched.sim.decisions import Pick
+    from hpcsched.sim.factory import make_engine
+
+    table = trace_window()
+    e = engine_for_trace(table, NodePool(10), quantum=4)
+    rows = e.loop.rows
+    assert rows.tolist() == [0, 1, 3, 4]  # row 2 never fits the window: left out
+    view = e.next_decision()
+    with pytest.raises(ValueError, match="left out of the grid"):
+        e.apply(Pick(2))
+    policy = ShortestJobFirst()
+    while view is not None:
+        e.apply(e.choose(policy, view))
+        view = e.next_decision()
+    result = e.result("sjf")
+    assert result.metrics == e.loop.batch.metrics()
+    assert result.counts == {"quantum_s": 4.0, "procs_per_unit": 1.0, "mapped_jobs": 4,
+                             "never_fit": 1, "memory_resource": False}
+    rec = e.loop.batch.job_records()
+    # step s is the instant t0 + 4 s (t0 = 3, the first submit); a job runs length x 4 s
+    np.testing.assert_array_equal(result.start[rows], 3 + 4 * rec["start"])
+    np.testing.assert_array_equal(result.end[rows], 3 + 4 * rec["finish"])
+    assert np.isnan(result.start[2]) and np.all(result.start[rows] >= table.submit[rows])
+    assert "nodes" not in result.records() and len(result.records()["start"]) == 5
+    again = make_engine(table, NodePool(10), "deeprm").run(ShortestJobFirst())
+    assert again.metrics["jobs"] + again.counts["never_fit"] == 5
+
+
+class Checking:
+    """SJF that checks the engine's state against the grid at every decision."""
+
+    name = "checking"
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.inner = ShortestJobFirst()
+        self.seen = 0
+
+    def decide(self, view):
+        g = view.grid
+        waiting = [int(g.rows[j]) for j in range(int(g.arrived[0])) if g.start[0, j] < 0]
+        assert sorted(view.queue.tolist()) == waiting
+        now = int(g.now[0])
+        running = [int(g.rows[j]) for j in range(int(g.arrived[0]))
+                   if 0 <= g.start[0, j] <= now < g.finish[0, j]]
+        assert sorted(view.running.tolist()) == running
+        slot_rows = g.slot_rows()
+        full = slot_rows >= 0
+        np.testing.assert_array_equal(view.fits(slot_rows[full]), g.fit_now[0][full])
+        assert view.now == self.loop.t0 + now * self.loop.quantum
+        self.seen += 1
+        return self.inner.decide(view)
+
+
+def test_the_engines_queue_running_jobs_and_clock_follow_the_grid():
+    jobs = generate(1, 0.9, 40, seed=2)
+    engine = grid_engine(jobs)
+    policy = Checking(engine.loop)
+    result = engine.run(policy)
+    assert policy.seen == result.metrics["decisions"] > 20
+
+
+def test_a_grid_policy_outside_the_deeprm_profile_says_where_it_belongs():
+    from hpcsched.cluster.pool import NodePool
+    from hpcsched.sim.factory import make_engine
+
+    e = make_engine(trace_window(), NodePool(10), "standard")
+    with pytest.raises(ValueError, match="deeprm profile"):
+        e.run(ShortestJobFirst())
+
+
+def test_the_old_engine_name_is_a_deprecated_alias():
+    from hpcsched.sim.discrete import DiscreteEngine
+
+    jobs = generate(1, 0.5, 30, seed=1)
+    with pytest.warns(DeprecationWarning, match="grid_engine"):
+        e = DiscreteEngine(jobs)
+    assert e.run(ShortestJobFirst()).metrics == grid_engine(jobs).run(ShortestJobFirst()).metrics
+
+
+def test_what_the_grid_cannot_do_is_refused_when_the_engine_is_built():
+    from types import SimpleNamespace
+
+    from hpcsched.cluster.pool import ClusterError, NodePool
+    from hpcsched.sim.factory import make_engine
+
+    with pytest.raises(ValueError, match="level 2"):
+        make_engine(trace_window(), NodePool(10), "deeprm", backfill_decisions=True)
+    with pytest.raises(ClusterError, match="pool of identical nodes"):
+        make_engine(trace_window(), SimpleNamespace(nodes=3), "deeprm")

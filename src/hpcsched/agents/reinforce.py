@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from hpcsched.cluster.grid import ResourceGrid
-from hpcsched.sim.discrete import DiscreteBatch
+from hpcsched.sim.discrete_batch import DiscreteBatch
 from hpcsched.workload.deeprm import TRAIN_SEED, GridJobs, generate, rate_for_load
 
 FORMAT = "hpcsched.deeprm/1"
@@ -362,7 +362,9 @@ class DeepRM:
 
 
 class GridNetPolicy:
-    """A trained DeepRM network as a deeprm-profile policy (`act(batch)`): greedy by default."""
+    """A trained DeepRM network as a deeprm-profile policy: greedy by default. `act(batch)` gives
+    one action index per environment of a batch; `decide(view)` the same choice as a decision on
+    one engine (`hpcsched.policies.deeprm.decide_on_grid`)."""
 
     def __init__(self, net: nn.Sequential, config: ReinforceConfig, *, sample: bool = False,
                  seed: int = 0, name: str = "deeprm") -> None:
@@ -387,6 +389,11 @@ class GridNetPolicy:
             mask = batch.action_mask()[live] if c.mask_invalid else None
             out[live] = _choose(self.forward.logits(img), mask, self.rng, not self.sample)
         return out
+
+    def decide(self, view):
+        from hpcsched.policies.deeprm import decide_on_grid
+
+        return decide_on_grid(self, view)
 
 
 def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,

@@ -35,12 +35,24 @@ def int_list(text: str) -> list[int]:
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("cluster")
+    g = p.add_argument_group("cluster (default: identical nodes sized by the trace's header)")
+    g.add_argument("--cluster", metavar="NAME|FILE",
+                   help="a heterogeneous cluster: a bundled one (spartan-physical, "
+                        "spartan-deeplearn; `hpcsched cluster list`), a slurm.conf (with "
+                        "topology.conf beside it), or HPCsim's topology file with nodes.csv "
+                        "beside it")
+    g.add_argument("--partition", help="one partition of --cluster (a Slurm-accounting trace then "
+                                       "keeps that partition's jobs)")
+    from hpcsched.cluster.allocate import ALLOCATORS
+
+    g.add_argument("--allocator", choices=[a for a in ALLOCATORS if not a.startswith("hpcsim-")],
+                   help="which nodes a job gets on --cluster (default: best-fit); under --profile "
+                        "hpcsim these are HPCsim's own")
     g.add_argument("--nodes", type=int, help="number of nodes (default: the trace header's MaxNodes)")
     g.add_argument("--procs-per-node", type=int,
                    help="processors per node (default: MaxProcs / MaxNodes from the header)")
     g.add_argument("--drop-oversized", action="store_true",
-                   help="drop jobs larger than the whole cluster (counted) instead of stopping")
+                   help="drop jobs that can never run on the cluster (counted) instead of stopping")
 
 
 def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) -> None:
@@ -49,7 +61,8 @@ def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) ->
     if from_models:
         p.add_argument("--profile", default=None, choices=list(PROFILES),
                        help="simulation semantics: standard (textbook), rlscheduler (SchedGym's, "
-                            "exactly) or schedinspector (default: the profile the inspect: "
+                            "exactly), schedinspector, cqsim (DRAS's), deeprm, hpcsim (the "
+                            "thesis's simulator, exactly) (default: the profile the inspect: "
                             "models were trained with when they agree, else standard)")
     else:
         p.add_argument("--profile", default="standard", choices=list(PROFILES),
@@ -113,7 +126,9 @@ def prepare_from_args(args):
     from hpcsched.sim.run import prepare
 
     return prepare(args.trace, args.profile, nodes=args.nodes,
-                   procs_per_node=args.procs_per_node, drop_oversized=args.drop_oversized)
+                   procs_per_node=args.procs_per_node, drop_oversized=args.drop_oversized,
+                   cluster=getattr(args, "cluster", None), partition=getattr(args, "partition", None),
+                   allocator=getattr(args, "allocator", None))
 
 
 def check_backfills(backfills) -> None:

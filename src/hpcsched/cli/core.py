@@ -64,6 +64,9 @@ def register(sub, fmt) -> None:
                    help="comma-separated policies (default: fcfs,sjf,f1)")
     p.add_argument("--backfill", type=csv_list, default=["none", "easy"],
                    help=f"comma-separated backfilling choices among {', '.join(BACKFILLS)}")
+    p.add_argument("--reference", metavar="POLICY",
+                   help="add `score`: Wang's combined score S = AWT_ref/AWT + MWT_ref/MWT against "
+                        "this one of the policies (it scores 2; higher is better)")
     add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
@@ -187,7 +190,8 @@ def cmd_compare(args) -> int:
     check_backfills(args.backfill)
     total = len(policies) * len(args.backfill) * len(starts)
     with Progress(total, "simulating") as bar:
-        rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update)
+        rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update,
+                       reference=args.reference)
     if args.fmt is None:
         if profile_note:
             print(profile_note)

@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from hpcsched.cluster.grid import ResourceGrid
-from hpcsched.sim.discrete import DiscreteBatch
+from hpcsched.sim.discrete_batch import DiscreteBatch
 from hpcsched.workload.deeprm import GridJobs, generate, rate_for_load
 
 

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from hpcsched.sim.engine import Policy, Result
+from hpcsched.sim.metrics import combined_score
 from hpcsched.sim.metrics import METRIC_KEYS
 from hpcsched.sim.run import Prepared, simulate
 from hpcsched.workload.windows import paper_windows, sample_windows
@@ -71,8 +72,17 @@ def summarize(results: Iterable[Result]) -> dict[str, float]:
     """Mean of every metric over the windows' results."""
     results = list(results)
     row: dict[str, float] = {}
-    for k in MEAN_KEYS:
+    keys = MEAN_KEYS
+    if results and not all(k in r.metrics for r in results for k in MEAN_KEYS):
+        # a profile with metrics of its own (deeprm: slowdown and completion in steps, ...)
+        keys = tuple(k for k, v in results[0].metrics.items()
+                     if isinstance(v, (int, float)) and all(k in r.metrics for r in results))
+    for k in keys:
         row[k] = float(np.mean([r.metrics[k] for r in results]))
+    # per-resource utilization of runs on a heterogeneous cluster
+    for k in sorted(results[0].metrics) if results else ():
+        if k.startswith("utilization_") and all(k in r.metrics for r in results):
+            row[k] = float(np.mean([r.metrics[k] for r in results]))
     # a SchedInspector inspector's share of rejected proposals (its run summary)
     if results and all("rejection_ratio" in r.metrics for r in results):
         row["rejection_ratio"] = float(np.mean([r.metrics["rejection_ratio"] for r in results]))
@@ -97,15 +107,30 @@ def compare(
     starts: Sequence[int],
     length: int,
     progress: Callable[[int], None] | None = None,
+    reference: str | None = None,
 ) -> list[dict]:
     """One flat row per (policy, backfilling): trace, policy, backfill, windows, jobs, and the mean
-    of each metric over the windows. `progress(k)` is called after each simulated window."""
-    rows = []
+    of each metric over the windows. `progress(k)` is called after each simulated window.
+
+    `reference`: the label of one of `policies`; every row then gets `score`, Wang's combined
+    score S = AWT_ref / AWT + MWT_ref / MWT against that policy with the same backfilling, per
+    window, averaged over the windows (the reference scores 2; higher is better)."""
+    if reference is not None and reference not in [label for label, _ in policies]:
+        raise ValueError(f"the reference {reference!r} must be one of the policies compared "
+                         f"({', '.join(label for label, _ in policies)})")
+    rows, runs = [], {}
     for label, policy in policies:
         for backfill in backfills:
             results = simulate_windows(prepared, policy, backfill, starts, length, progress)
+            runs[label, backfill] = results
             row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label,
                    "backfill": backfill, "windows": len(starts), "jobs": length}
             row.update(summarize(results))
             rows.append(row)
+    if reference is not None:
+        for row in rows:
+            ref = runs[reference, row["backfill"]]
+            own = runs[row["policy"], row["backfill"]]
+            row["score"] = float(np.mean([combined_score(r.metrics, f.metrics)
+                                          for r, f in zip(own, ref)]))
     return rows

@@ -24,7 +24,7 @@ from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
                                        load_deeprm_policy)
 from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
 from hpcsched.policies.deeprm import get_grid_policy
-from hpcsched.sim.discrete import DiscreteBatch, run_batch
+from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
 from hpcsched.workload.deeprm import (TEST_SEED, expected_load_per_arrival, generate,
                                       rate_for_load)
 

@@ -3,7 +3,7 @@
 Each looks at the M visible slots only and picks, among the jobs that fit *now* for their whole
 length, the best by its score; when none fits it answers void. So SJF, Packer and Tetris* keep
 packing until nothing more fits: they are work-conserving and never reserve into the future.
-Ties go to the lowest slot. Every policy acts on a whole `DiscreteBatch` at once.
+Ties go to the lowest slot.
 
 * SJF: the shortest job (score 1/T_j).
 * Packer: the largest alignment <free units now, demand> (Tetris' packing score; the paper's
@@ -13,13 +13,42 @@ Ties go to the lowest slot. Every policy acts on a whole `DiscreteBatch` at once
   section 6). The knob is a parameter (default 0.5, the value of the spec's reference runs).
 * Random: uniform over the M+1 actions, empty slots and void included (the code's), so not
   work-conserving: a pick that is not valid ends the step.
+
+Every policy has two faces. `act(batch)` scores the slots of a whole `DiscreteBatch` at once and
+returns one action index per environment (0..M-1 a slot, M void): training, the load sweep and
+`run_batch` step the batch with it. `decide(view)` is the same choice as a decision on one engine
+under the deeprm profile (`Pick(row)` or `Wait()`, see `hpcsched.sim.discrete`): it runs `act` on
+the view's read-only grid state and lets the view translate the action.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hpcsched.sim.discrete import DiscreteBatch
+from hpcsched.sim.decisions import Decision
+from hpcsched.sim.discrete_batch import DiscreteBatch
+
+
+def decide_on_grid(policy, view) -> Decision:
+    """`policy.act` on the grid state of a deeprm-profile decision, as a decision."""
+    grid = getattr(view, "grid", None)
+    if grid is None:
+        raise ValueError(f"policy {policy.name!r} decides on DeepRM's grid: run it under the "
+                         f"deeprm profile (--profile deeprm)")
+    return grid.decision(int(policy.act(grid)[0]))
+
+
+class GridHeuristic:
+    """A baseline of the deeprm profile: `act(batch)` over many environments, `decide(view)` on one
+    engine."""
+
+    name = ""
+
+    def act(self, batch: DiscreteBatch) -> np.ndarray:
+        raise NotImplementedError
+
+    def decide(self, view) -> Decision:
+        return decide_on_grid(self, view)
 
 
 def _best(batch: DiscreteBatch, score: np.ndarray) -> np.ndarray:
@@ -36,7 +65,7 @@ def alignment(batch: DiscreteBatch) -> np.ndarray:
     return (batch.slot_demand * free[:, None, :]).sum(axis=2).astype(np.float64)
 
 
-class FirstComeFirstServed:
+class FirstComeFirstServed(GridHeuristic):
     """The oldest fitting job (slots are not in arrival order once jobs have left them)."""
 
     name = "fcfs"
@@ -45,21 +74,21 @@ class FirstComeFirstServed:
         return _best(batch, -batch.slot.astype(np.float64))
 
 
-class ShortestJobFirst:
+class ShortestJobFirst(GridHeuristic):
     name = "sjf"
 
     def act(self, batch: DiscreteBatch) -> np.ndarray:
         return _best(batch, 1.0 / np.maximum(batch.slot_length, 1))
 
 
-class Packer:
+class Packer(GridHeuristic):
     name = "packer"
 
     def act(self, batch: DiscreteBatch) -> np.ndarray:
         return _best(batch, alignment(batch))
 
 
-class TetrisStar:
+class TetrisStar(GridHeuristic):
     """Packing blended with shortest-first: `knob` = 1 is Packer, 0 is SJF."""
 
     def __init__(self, knob: float = 0.5) -> None:
@@ -75,7 +104,7 @@ class TetrisStar:
         return _best(batch, self.knob * packing + (1 - self.knob) * short)
 
 
-class RandomAction:
+class RandomAction(GridHeuristic):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
@@ -119,5 +148,6 @@ def get_grid_policy(name: str, seed: int = 0):
                      f"{', '.join(HEURISTICS)}, tetris:KNOB or deeprm:MODEL")
 
 
-__all__ = ["DESCRIPTIONS", "FirstComeFirstServed", "HEURISTICS", "Packer", "RandomAction", "ShortestJobFirst",
-           "TetrisStar", "alignment", "get_grid_policy"]
+__all__ = ["DESCRIPTIONS", "FirstComeFirstServed", "GridHeuristic", "HEURISTICS", "Packer",
+           "RandomAction", "ShortestJobFirst", "TetrisStar", "alignment", "decide_on_grid",
+           "get_grid_policy"]

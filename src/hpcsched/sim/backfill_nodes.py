@@ -50,68 +50,105 @@ def starts(engine, reserved: int, others: list[int]) -> list[tuple[int, np.ndarr
 
 
 class _Fits:
-    """How many nodes of a free matrix fit each request class; cached until the matrix changes."""
+    """How many nodes of a free matrix fit each request class; cached until the matrix changes.
+    Starts from the engine's own cache (the matrix of now)."""
 
     def __init__(self, res, free: np.ndarray) -> None:
-        self.res, self.free, self.cache = res, free, {}
+        self.res, self.free = res, free
+        self.fresh = True  # `free` still equals the engine's matrix
+        self.masks: dict[int, np.ndarray] = {}
+        self.counts: dict[int, int] = {}
 
-    def mask(self, row: int) -> np.ndarray:
-        k = self.res.klass[row]
-        m = self.cache.get(k)
+    def count(self, k: int) -> int:
+        if self.fresh:
+            return self.res.fit_count(k)
+        n = self.counts.get(k)
+        if n is None:
+            n = self.counts[k] = int(np.count_nonzero(self.mask(k)))
+        return n
+
+    def mask(self, k: int) -> np.ndarray:
+        if self.fresh:
+            return self.res.fitting_class(k)
+        m = self.masks.get(k)
         if m is None:
-            m = self.cache[k] = fitting_nodes(self.res.cluster, self.free, self.res.demand[row])
+            m = self.masks[k] = fitting_nodes(self.res.cluster, self.free, self.res.class_demand[k])
         return m
 
     def changed(self) -> None:
-        self.cache.clear()
+        self.fresh = False
+        self.masks.clear()
+        self.counts.clear()
 
 
-def _release_until_fits(res, free: np.ndarray, head: int, running_by_end: list[int],
-                        ends: list[float], now: float) -> tuple[float, int]:
-    """Give back the running jobs' resources in order of estimated end until the head fits in
-    `free` (changed in place). Returns (that time, how many running jobs were released); every job
-    ending at the same instant is released with it."""
-    want, demand = res.count[head], res.demand[head]
-    i, n = 0, len(running_by_end)
-    while i < n:
-        t = ends[running_by_end[i]]
-        while i < n and ends[running_by_end[i]] <= t:
-            r = running_by_end[i]
-            free[res.alloc[r]] += res.used_per_node(r, res.alloc[r])
-            i += 1
-        if np.count_nonzero(fitting_nodes(res.cluster, free, demand)) >= want:
-            return t, i
-    return float("inf"), i
+def _kth(values: list[float], k: int) -> float:
+    """The k-th smallest of `values` (inf if there are fewer)."""
+    if len(values) < k:
+        return float("inf")
+    return sorted(values)[k - 1] if k > 1 else min(values)
 
 
 def easy_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndarray]]:
     e, res = engine, engine.res
     now, req, est = e.now, e.req_list, e.est
-    running = sorted(e.running, key=est.__getitem__)
-    at_shadow = res.free_matrix.copy()
-    shadow, _ = _release_until_fits(res, at_shadow, head, running, est, now)
+    k_head = res.klass[head]
+    want = res.count_list[head]
+    # the reservation: the want-th earliest time at which a node can take the head's share
+    points = res.fit_points(k_head, est)
+    times = [now if p == -2 else est[p] for p in points if p != -1]
+    shadow = _kth(times, want)
     e.reservations.append((head, shadow))
-    want, head_demand = res.count[head], res.demand[head]
+    ready = {i for i, p in enumerate(points) if p != -1 and (p == -2 or est[p] <= shadow)}
+    head_demand = res.class_demand[k_head]
+    at_shadow: dict[int, np.ndarray] = {}  # free vectors at the shadow time of the nodes touched
+
+    def free_at_shadow(i: int) -> np.ndarray:
+        v = at_shadow.get(i)
+        if v is None:
+            v = res.free_matrix[i].copy()
+            for r in res.node_tasks[i]:
+                if est[r] <= shadow:
+                    v += res.used_per_node(r, i)
+            at_shadow[i] = v
+        return v
+
     free = res.free_matrix.copy()
     fits = _Fits(res, free)
+    klass, count = res.klass, res.count_list
     out = []
     for c in others:
-        mask = fits.mask(c)
-        if np.count_nonzero(mask) < res.count[c]:
+        k = klass[c]
+        if fits.count(k) < count[c]:
             continue
-        nodes = res.allocator.allocate(res.cluster, free, res.demand[c], res.count[c], fits=mask)
+        nodes = res.allocator.allocate(res.cluster, free, res.class_demand[k], count[c],
+                                       fits=fits.mask(k))
         used = res.used_per_node(c, nodes)
         if now + req[c] > shadow:
-            # it runs past the reservation: the head must still fit beside it then
-            trial = at_shadow.copy()
-            trial[nodes] -= used
-            if np.count_nonzero(fitting_nodes(res.cluster, trial, head_demand)) < want:
+            # it runs past the reservation: the head must still find its nodes then
+            lost = []
+            for i in nodes.tolist():
+                if i in ready:
+                    after = free_at_shadow(i) - (used[nodes.tolist().index(i)] if used.ndim == 2
+                                                 else used)
+                    if not (_holds(res, i, after, head_demand)):
+                        lost.append(i)
+            if len(ready) - len(lost) < want:
                 continue
-            at_shadow = trial
+            for j, i in enumerate(nodes.tolist()):
+                if i in ready or i in at_shadow:
+                    at_shadow[i] = free_at_shadow(i) - (used[j] if used.ndim == 2 else used)
+            ready.difference_update(lost)
         free[nodes] -= used
         fits.changed()
         out.append((c, nodes))
     return out
+
+
+def _holds(res, i: int, free: np.ndarray, demand: np.ndarray) -> bool:
+    """Whether node i, with `free` left, can take `demand` (exclusive: only when idle)."""
+    if res.exclusive and not np.array_equal(free, res.capacity[i]):
+        return False
+    return bool(np.all(free >= demand))
 
 
 def conservative_starts(engine, order: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -227,60 +264,64 @@ def _conservative_by_kind(engine, order: list[int]) -> list[tuple[int, np.ndarra
 
 # -- HPCsim's rule ------------------------------------------------------------------------------
 def hpcsim_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndarray]]:
+    """HPCsim's backfilling (see the module docstring). Jobs on a node are walked by remaining
+    requested time; ties in the order they were placed there. HPCsim's clock is whole seconds, so
+    remaining time and estimated end (start + request) order the jobs alike."""
     e, res = engine, engine.res
-    now = e.now
-    free = res.free_matrix.copy()
-    tasks = [list(t) for t in res.node_tasks]  # running rows per node, in placement order
-    # remaining requested time of every job on a node, as HPCsim computes it
-    remain = {r: e.req_list[r] - (now - e.start[r]) for r in e.running}
-    demand, want = res.demand[head], res.count[head]
-    per_node = np.array([_node_estimate(free[i], demand, tasks[i], remain, res.demand)
-                         for i in range(res.total)])
+    now, req, start, est = e.now, e.req_list, e.start, e.est
+    k_head = res.klass[head]
+    want = res.count_list[head]
+    head_demand = res._class_lists[k_head]
+    placed_now: dict[int, float] = {}  # rows placed in this call: their end if started now
+
+    def end_of(r: int) -> float:
+        return placed_now[r] if r in placed_now else est[r]
+
+    def estimate(p: int) -> float:
+        if p == -2:
+            return 0.0
+        if p == -1:
+            return -1.0
+        return req[p] if p in placed_now else req[p] - (now - start[p])
+
+    per_node = [estimate(p) for p in res.fit_points(k_head, est)]
     target = _kth_estimate(per_node, want)
+    free = res.free_matrix.copy()
     fits = _Fits(res, free)
+    klass, count = res.klass, res.count_list
+    extra: dict[int, list[int]] = {}  # node -> rows placed there in this call, in order
     out = []
     for c in others:
-        mask = fits.mask(c)
-        if np.count_nonzero(mask) < res.count[c]:
+        k = klass[c]
+        if fits.count(k) < count[c]:
             continue
-        nodes = res.allocator.allocate(res.cluster, free, res.demand[c], res.count[c], fits=mask)
+        nodes = res.allocator.allocate(res.cluster, free, res.class_demand[k], count[c],
+                                       fits=fits.mask(k))
         free[nodes] -= res.demand[c]
-        remain[c] = e.req_list[c]
-        trial = per_node.copy()
+        placed_now[c] = now + req[c]
+        trial = list(per_node)
         for i in nodes.tolist():
-            tasks[i].append(c)
-            trial[i] = _node_estimate(free[i], demand, tasks[i], remain, res.demand)
+            tasks = res.node_tasks[i] + extra.get(i, []) + [c]
+            trial[i] = estimate(res.node_point(i, free[i].tolist(), head_demand, tasks, end_of))
         if _kth_estimate(trial, want) == target:
             per_node = trial
+            for i in nodes.tolist():
+                extra.setdefault(i, []).append(c)
             fits.changed()
             out.append((c, nodes))
-        else:
+        else:  # rolled back
             free[nodes] += res.demand[c]
-            for i in nodes.tolist():
-                tasks[i].pop()
+            del placed_now[c]
     return out
 
 
-def _node_estimate(free: np.ndarray, demand: np.ndarray, tasks: list[int], remain: dict,
-                   demands: np.ndarray) -> float:
-    """In how long (requested time) one node has `demand` free: 0 now, -1 never."""
-    need = demand - free
-    if np.all(need <= 0):
-        return 0.0
-    for r in sorted(tasks, key=remain.__getitem__):  # stable: ties in placement order
-        need = need - demands[r]
-        if np.all(need <= 0):
-            return remain[r]
-    return -1.0
-
-
-def _kth_estimate(per_node: np.ndarray, k: int) -> float:
+def _kth_estimate(per_node: list[float], k: int) -> float:
     """The head's earliest start: the k-th smallest per-node estimate, -1 if fewer than k nodes
     can ever hold it."""
-    ok = per_node[per_node != -1]
+    ok = [v for v in per_node if v != -1]
     if len(ok) < k:
         return -1.0
-    return float(np.partition(ok, k - 1)[k - 1])
+    return sorted(ok)[k - 1]
 
 
 __all__ = ["conservative_starts", "easy_starts", "hpcsim_starts", "starts"]

@@ -1,402 +1,337 @@
-"""The `deeprm` profile's engine: discrete time, a pool of several resource types, M job slots.
+"""DeepRM's discrete grid as a loop strategy of the one engine (the `deeprm` profile).
 
-Semantics (DeepRM, HotNets'16 section 3.2, with the authors' code where the paper is silent):
+    engine = make_engine(window, cluster, "deeprm")      # a trace window, mapped into the grid
+    while (view := engine.next_decision()) is not None:
+        engine.apply(engine.choose(policy, view))        # policy.decide(view): Pick(row) or Wait()
+    result = engine.result()                             # DeepRM's metrics, the mapping's counts
 
-* Time is a step counter. Jobs arrive at integer steps; a job asks for a demand vector (units of
-  each resource, see `hpcsched.cluster.grid`) and a length in steps, and is never preempted.
-* Waiting jobs sit in M slots (the M oldest waiting jobs) and, beyond them, in a FIFO backlog. A
-  new arrival takes the first empty slot, otherwise the backlog's tail; when a slot's job is placed
-  the backlog's head moves into that slot. The backlog is unbounded here (the image shows at most
-  `backlog` of it), so no job is ever dropped.
-* A decision is an action in 0..M: action i < M places slot i's job at the earliest offset in the
-  window from which it fits for its whole length (possibly in the future: a reservation); action M
-  ("void"), an empty slot or a job that fits nowhere end the current step: time advances by one,
-  the occupancy table shifts up, arrivals are shown. Time is frozen while picks are valid, so
-  several jobs can start in one step.
-* When no pick is valid (nothing waits, or nothing fits anywhere) the engine advances time by itself:
-  every action would do the same there, so asking would only cost decisions.
-* The cost of a step is the sum, over every job in the system during it (arrived, not finished:
-  waiting, reserved or running), of 1/T_j (slowdown) or 1 (completion time). With every step summed,
-  the total cost is exactly the sum of the jobs' slowdowns (or completion times): a job is in the
-  system for C_j = finish - arrival steps. The reward of an action is minus the cost of the steps it
-  ended (0 for a placement that did not end a step).
+`DiscreteLoop` holds a `DiscreteBatch` of one environment (the semantics of slots, backlog,
+placement and cost are in `hpcsched.sim.discrete_batch`) and keeps the engine's shared state in
+step with it: the clock, the queue, the running jobs (through `Engine.start_job` / `end_job` at
+the step each job starts and ends) and every start time.
 
-`DiscreteBatch` holds B independent simulations in numpy arrays and steps them together (training
-and the load sweep); `DiscreteEngine` is one simulation behind the project's stepped engine API
-(`next_decision` / `apply`), for heuristics and `hpcsched simulate --profile deeprm`.
+**Rows and grid jobs.** `workload.deeprm.map_trace` turns the engine's JobTable (the window as
+given) into grid jobs: a job that can never fit the grid (longer than the window once quantised,
+or larger than a resource) is left out and counted (`counts["never_fit"]`); the others, in arrival
+order, are grid jobs 0..J-1. `rows[j]` is the JobTable row of grid job j and `job_of[row]` the
+grid job of a row (-1: left out). A row left out never arrives and never starts (NaN start in the
+`Result`). A synthetic jobset (`grid_engine`) has row j = grid job j.
+
+**Time.** Step s is the instant t0 + s * quantum, t0 the window's first submit: a job submitted at
+t is shown at step floor((t - t0) / quantum) + 1, the first step boundary after it, so no job
+starts before its submit. `engine.now` and the `Result`'s start and end times are in those
+seconds, and a job runs `length * quantum` s (its executed time: what it holds on the grid). A
+synthetic jobset runs on a clock of steps (t0 = 0, quantum 1).
+
+**Decisions.**
+- `Pick(row)`: the row must be in one of the M slots (a DeepRM policy sees only those). The job
+  is placed at the earliest offset from which it fits for its whole length: now, or later (a
+  reservation: it starts in mode RESERVED when its step comes). A job that fits nowhere in the
+  window ends the step instead, as such a pick does in DeepRM.
+- `Wait()`: DeepRM's void, the time step ends. `Wait(until)` is refused (the grid decides at every
+  step), and so are `Start` and `Reserve` (not in DeepRM's action set).
+
+An integer given to `Engine.apply` is a row (Pick), as under every profile. DeepRM's own action
+indices (0..M-1 a slot, M void), which its policies and its agent compute on batches
+(`act(batch)`), become decisions through `view.grid.decision(action)`; `DiscreteBatch.step` takes
+them directly, as the env and the trainer step it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import heapq
+import warnings
 
 import numpy as np
 
-from hpcsched.cluster.grid import ResourceGrid, earliest_start, occupy
+from hpcsched.cluster.grid import ResourceGrid, earliest_start
+from hpcsched.cluster.pool import ClusterError, NodePool
+from hpcsched.sim.decisions import Decision, Pick, Wait
+from hpcsched.sim.discrete_batch import REWARDS, DiscreteBatch, GridPolicy, run_batch
+from hpcsched.sim.engine import READY, RESERVED, DecisionView, Engine
+from hpcsched.sim.profiles import get_profile
 from hpcsched.workload.deeprm import NEVER, GridJobs
-
-REWARDS = ("slowdown", "completion")
-
-
-class DiscreteBatch:
-    """B simulations of the deeprm profile stepped together. Build, then `reset(jobs)`."""
-
-    def __init__(self, grid: ResourceGrid = ResourceGrid(), slots: int = 10, backlog: int = 60,
-                 reward: str = "slowdown") -> None:
-        if slots <= 0:
-            raise ValueError(f"slots must be positive (got {slots})")
-        if backlog < 0 or backlog % grid.horizon:
-            raise ValueError(f"the backlog ({backlog}) must be a multiple of the horizon "
-                             f"({grid.horizon}): it is drawn as whole columns of the image")
-        if reward not in REWARDS:
-            raise ValueError(f"unknown reward {reward!r}; choose one of: {', '.join(REWARDS)}")
-        self.grid = grid
-        self.slots = slots
-        self.backlog = backlog
-        self.reward_kind = reward
-        self.jobs: GridJobs | None = None
-
-    # -- sizes -------------------------------------------------------------------------------------
-    @property
-    def actions(self) -> int:
-        return self.slots + 1
-
-    @property
-    def void(self) -> int:
-        return self.slots
-
-    @property
-    def image_shape(self) -> tuple[int, int]:
-        """(T, width) of the state image: per resource [cluster | M slots], then the backlog."""
-        g = self.grid
-        return g.horizon, g.resources * g.units * (1 + self.slots) + self.backlog // g.horizon
-
-    # -- episode -----------------------------------------------------------------------------------
-    def reset(self, jobs: GridJobs) -> None:
-        g = self.grid
-        if jobs.resources != g.resources:
-            raise ValueError(f"the jobs have {jobs.resources} resources, the grid {g.resources}")
-        real = np.arange(jobs.arrival.shape[1])[None, :] < jobs.count[:, None]
-        bad = real & g.never_fits(jobs.length, jobs.demand)
-        if bad.any():
-            b, j = map(int, np.argwhere(bad)[0])
-            raise ValueError(
-                f"jobset {b}, job {j} (length {int(jobs.length[b, j])}, demand "
-                f"{jobs.demand[b, j].tolist()}) can never fit in {g.describe()}; "
-                f"{int(bad.sum())} such job(s): map them out first")
-        self.jobs = jobs
-        B, J = jobs.arrival.shape
-        self.B = B
-        self.weight = np.where(real, 1.0 / np.maximum(jobs.length, 1), 0.0) \
-            if self.reward_kind == "slowdown" else real.astype(np.float64)
-        self.now = np.zeros(B, dtype=np.int64)
-        self.used = np.zeros((B, g.horizon, g.resources), dtype=np.int64)
-        self.slot = np.full((B, self.slots), -1, dtype=np.int64)
-        self.head = np.zeros(B, dtype=np.int64)  # first job not yet given a slot
-        self.arrived = np.zeros(B, dtype=np.int64)
-        self.start = np.full((B, J), -1, dtype=np.int64)
-        self.finish = np.full((B, J), NEVER, dtype=np.int64)
-        self.done = np.zeros(B, dtype=bool)
-        self.steps = np.zeros(B, dtype=np.int64)  # time steps simulated
-        self.decisions = np.zeros(B, dtype=np.int64)
-        self.withheld_steps = np.zeros(B, dtype=np.int64)  # steps ended while a shown job fit now
-        self.withheld = np.zeros((B, J), dtype=np.int64)  # per job: steps it fit now but was held
-        self.cost = np.zeros(B)  # total cost so far (minus the return)
-        self._arrive(np.ones(B, dtype=bool))
-        self._refresh()
-        self.pending_reward = np.zeros(B)
-        self._auto_advance(self.pending_reward)
-
-    def _arrive(self, rows: np.ndarray) -> None:
-        """Show the jobs arrived by now, and move waiting jobs into empty slots."""
-        arrived = (self.jobs.arrival <= self.now[:, None]).sum(axis=1)
-        self.arrived = np.where(rows, arrived, self.arrived)
-        empty = self.slot < 0
-        rank = np.cumsum(empty, axis=1) - 1
-        avail = (self.arrived - self.head)[:, None]
-        fill = empty & (rank < avail) & rows[:, None]
-        self.slot = np.where(fill, self.head[:, None] + rank, self.slot)
-        self.head = self.head + fill.sum(axis=1)
-
-    def _slot_jobs(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(length (n, M), demand (n, M, d)) of the listed environments' slot jobs, zero for
-        empty slots."""
-        slot = self.slot[idx]
-        pos = np.maximum(slot, 0)
-        full = slot >= 0
-        length = np.where(full, np.take_along_axis(self.jobs.length[idx], pos, axis=1), 0)
-        demand = np.take_along_axis(self.jobs.demand[idx], pos[:, :, None], axis=1) \
-            * full[:, :, None]
-        return length, demand
-
-    def _refresh(self, rows: np.ndarray | None = None) -> None:
-        """Recompute what can be placed where in the listed environments (bool mask; all by
-        default), after any change to their slots or tables."""
-        if rows is None:
-            idx = np.arange(self.B)
-            self.slot_length = np.zeros((self.B, self.slots), dtype=np.int64)
-            self.slot_demand = np.zeros((self.B, self.slots, self.grid.resources), np.int64)
-            self.offset = np.full((self.B, self.slots), -1, dtype=np.int64)
-        else:
-            idx = np.flatnonzero(rows)
-        length, demand = self._slot_jobs(idx)
-        self.slot_length[idx] = length
-        self.slot_demand[idx] = demand
-        self.offset[idx] = earliest_start(self.used[idx], demand, length, self.grid.units)
-        self.valid = self.offset >= 0  # (B, M): picks that place a job
-        self.fit_now = self.offset == 0
-        self.idle = ~np.any(self.used > 0, axis=(1, 2))  # nothing running or reserved
-
-    def _cost(self, k: np.ndarray) -> np.ndarray:
-        """Cost of the next k[b] steps if nothing is placed meanwhile: every job's weight times the
-        steps of [now, now + k) it spends in the system, [arrival, finish)."""
-        end = self.now + k
-        inside = (np.minimum(end[:, None], self.finish)
-                  - np.maximum(self.now[:, None], self.jobs.arrival))
-        return (self.weight * np.clip(inside, 0, None)).sum(axis=1)
-
-    def _advance(self, rows: np.ndarray, reward: np.ndarray, k: np.ndarray | None = None) -> None:
-        """End the current step of the listed environments (bool mask), or k[b] steps at once
-        (only where nothing can be decided meanwhile)."""
-        if not rows.any():
-            return
-        k = np.where(rows, 1 if k is None else k, 0)
-        cost = np.where(rows, self._cost(k), 0.0)
-        reward -= cost
-        self.cost += cost
-        held = rows & self.fit_now.any(axis=1)
-        self.withheld_steps += held
-        if held.any():
-            b, m = np.nonzero(self.fit_now & held[:, None])
-            self.withheld[b, self.slot[b, m]] += 1
-        self.steps += k
-        T = self.grid.horizon
-        src = np.arange(T)[None, :] + k[:, None]  # row t of the new table is row t+k of the old
-        shifted = np.take_along_axis(self.used, np.minimum(src, T - 1)[:, :, None], axis=1)
-        self.used = np.where((src < T)[:, :, None], shifted, 0)
-        self.now = self.now + k
-        self._arrive(rows)
-        self._refresh(rows)
-        self._update_done()
-
-    def _update_done(self) -> None:
-        all_shown = self.arrived >= self.jobs.count
-        none_waiting = (self.head >= self.jobs.count) & np.all(self.slot < 0, axis=1)
-        # padding rows have finish NEVER: count only real ones
-        J = self.jobs.arrival.shape[1]
-        real = np.arange(J)[None, :] < self.jobs.count[:, None]
-        finished = np.all((self.finish <= self.now[:, None]) | ~real, axis=1)
-        self.done = all_shown & none_waiting & finished
-
-    def _auto_advance(self, reward: np.ndarray) -> None:
-        """Advance every unfinished environment in which no pick is valid, until one is. Where
-        nothing waits at all, jump straight to the next arrival (or to the last finish)."""
-        while True:
-            self._update_done()
-            stuck = ~self.done & ~self.valid.any(axis=1)
-            if not stuck.any():
-                return
-            nothing_waits = stuck & np.all(self.slot < 0, axis=1) & (self.head >= self.arrived)
-            k = np.ones(self.B, dtype=np.int64)
-            if nothing_waits.any():
-                nxt = np.take_along_axis(self.jobs.arrival,
-                                         np.minimum(self.arrived, self.jobs.arrival.shape[1] - 1)
-                                         [:, None], axis=1)[:, 0]
-                nxt = np.where(self.arrived < self.jobs.count, nxt, NEVER)
-                real = np.arange(self.jobs.arrival.shape[1])[None, :] < self.jobs.count[:, None]
-                last = np.where(real & (self.start >= 0), self.finish, 0).max(axis=1)
-                target = np.where(nxt < NEVER, nxt, last)
-                k = np.where(nothing_waits, np.maximum(target - self.now, 1), 1)
-            self._advance(stuck, reward, k)
-
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Apply one action per environment (ignored for finished ones). Returns (reward (B,),
-        done (B,)). Environments where no pick is valid then run on until one is, or to the end."""
-        actions = np.asarray(actions, dtype=np.int64)
-        reward = np.zeros(self.B)
-        live = ~self.done
-        self.decisions += live
-        in_range = (actions >= 0) & (actions < self.slots)
-        a = np.clip(actions, 0, self.slots - 1)
-        pick = live & in_range & self.valid[np.arange(self.B), a]
-        if pick.any():
-            rows = np.flatnonzero(pick)
-            m = a[rows]
-            j = self.slot[rows, m]
-            off = self.offset[rows, m]
-            length = self.jobs.length[rows, j]
-            occupy(self.used, rows, off, length, self.jobs.demand[rows, j])
-            self.start[rows, j] = self.now[rows] + off
-            self.finish[rows, j] = self.now[rows] + off + length
-            self.slot[rows, m] = -1
-            self._arrive(pick)  # the backlog's head moves into the freed slot
-            self._refresh(pick)
-        self._advance(live & ~pick, reward)
-        self._auto_advance(reward)
-        return reward, self.done.copy()
-
-    # -- what a policy sees -------------------------------------------------------------------------
-    def action_mask(self) -> np.ndarray:
-        """(B, M+1) bool: picks that place a job, and void, except on an idle cluster (nothing
-        running or reserved) where a job could be placed. There void would leave the state as it
-        is (only arrivals change it), so a deterministic policy that holds there once holds for
-        ever: the episode never ends. Masking it keeps every masked policy live; everything else
-        a policy may do, holding back a job while others run included, stays open."""
-        void_ok = ~(self.idle & self.valid.any(axis=1))
-        return np.concatenate([self.valid, void_ok[:, None]], axis=1)
-
-    def backlog_count(self) -> np.ndarray:
-        return self.arrived - self.head
-
-    def images(self, rows: np.ndarray | None = None, dtype=np.uint8) -> np.ndarray:
-        """The state images (n, T, width) of the listed environments (all by default):
-        per resource, the cluster's occupancy over the next T steps (units taken, from the left)
-        beside each slot's job drawn as a block of length x demand; then the backlog, one cell per
-        backlogged job filled row by row (at most `backlog`)."""
-        g = self.grid
-        if rows is None:
-            rows = np.arange(self.B)
-        T, R, M, d = g.horizon, g.units, self.slots, g.resources
-        n = len(rows)
-        unit = np.arange(R)
-        cluster = self.used[rows][:, :, :, None] > unit  # (n, T, d, R)
-        length, demand = self.slot_length[rows], self.slot_demand[rows]
-        tall = np.arange(T)[None, None, :] < length[:, :, None]  # (n, M, T)
-        wide = unit[None, None, None, :] < demand[:, :, :, None]  # (n, M, d, R)
-        slot_img = tall[:, :, :, None, None] & wide[:, :, None, :, :]  # (n, M, T, d, R)
-        slot_img = slot_img.transpose(0, 2, 3, 1, 4)  # (n, T, d, M, R)
-        per_res = np.concatenate([cluster[:, :, :, None, :], slot_img], axis=3)  # (n,T,d,1+M,R)
-        parts = [per_res.reshape(n, T, d * (1 + M) * R)]
-        if self.backlog:
-            width = self.backlog // T
-            cells = np.arange(T * width).reshape(T, width)
-            count = np.minimum(self.backlog_count()[rows], self.backlog)
-            parts.append(cells[None] < count[:, None, None])
-        return np.concatenate(parts, axis=2).astype(dtype)
-
-    # -- results -----------------------------------------------------------------------------------
-    def job_records(self) -> dict[str, np.ndarray]:
-        """Flat per-job columns over all environments (real jobs only): env, arrival, length,
-        start, finish, completion, slowdown, withheld (steps held back while it fit)."""
-        J = self.jobs.arrival.shape[1]
-        real = np.arange(J)[None, :] < self.jobs.count[:, None]
-        placed = real & (self.start >= 0)
-        b, j = np.nonzero(real)
-        arr = self.jobs.arrival[b, j]
-        ln = self.jobs.length[b, j]
-        fin = np.where(placed[b, j], self.finish[b, j], -1)
-        completion = np.where(fin >= 0, fin - arr, np.nan).astype(np.float64)
-        return {"env": b, "arrival": arr, "length": ln, "start": self.start[b, j], "finish": fin,
-                "completion": completion, "slowdown": completion / ln,
-                "withheld": self.withheld[b, j]}
-
-    def metrics(self) -> dict[str, float]:
-        """Pooled over every job of every environment (as the authors' scripts average)."""
-        rec = self.job_records()
-        done = ~np.isnan(rec["completion"])
-        steps = self.steps.sum()
-        return {
-            "slowdown": float(np.mean(rec["slowdown"][done])) if done.any() else float("nan"),
-            "completion": float(np.mean(rec["completion"][done])) if done.any() else float("nan"),
-            "jobs": int(done.sum()),
-            "unfinished": int((~done).sum()),
-            "steps": int(steps),
-            "decisions": int(self.decisions.sum()),
-            "withheld_share": float(self.withheld_steps.sum() / steps) if steps else 0.0,
-            "return": float(-self.cost.mean()),
-        }
+from hpcsched.workload.jobs import JobTable
 
 
-class GridPolicy(Protocol):
-    """A decision maker for the deeprm profile: one action (0..M, M = void) per environment."""
+class GridState:
+    """DeepRM's state at a decision, read-only: the loop's batch of one environment through the
+    attributes batch policies read, so that `policy.act(view.grid)` runs unchanged (arrays have a
+    leading axis of 1 and are read-only views, valid until the next `apply`), and the map from its
+    slots to the engine's rows.
 
-    name: str
-
-    def act(self, batch: DiscreteBatch) -> np.ndarray: ...
-
-
-def run_batch(batch: DiscreteBatch, jobs: GridJobs, policy: GridPolicy,
-              max_decisions: int | None = None) -> DiscreteBatch:
-    """Run `policy` on every jobset of `jobs` to the end (or `max_decisions` decisions)."""
-    batch.reset(jobs)
-    k = 0
-    while not batch.done.all():
-        if max_decisions is not None and k >= max_decisions:
-            break
-        batch.step(policy.act(batch))
-        k += 1
-    return batch
-
-
-@dataclass
-class GridResult:
-    """A finished run of one DiscreteEngine: the pooled metrics and what mapping the trace did."""
-
-    metrics: dict[str, Any]
-    counts: dict[str, Any] = field(default_factory=dict)
-    policy: str = ""
-    batch: DiscreteBatch | None = field(default=None, repr=False)
-
-    def records(self) -> dict[str, np.ndarray]:
-        return self.batch.job_records() if self.batch is not None else {}
-
-
-class DiscreteEngine:
-    """One simulation of the deeprm profile behind the stepped API of `hpcsched.sim.engine`::
-
-        engine = DiscreteEngine(jobs)            # GridJobs holding one jobset
-        while (view := engine.next_decision()) is not None:
-            engine.apply(policy.act(view)[0])    # the view is the (B=1) batch itself
-        engine.result()
+    Arrays: `now` (step), `used` (1, T, d) units taken per step ahead, `slot` (1, M) grid job in each
+    slot (-1 empty), `slot_length`, `slot_demand`, `offset` (earliest offset of each slot's job,
+    -1: fits nowhere), `valid` (offset >= 0), `fit_now` (offset == 0), `idle`, `done`, `head`,
+    `arrived`, `start`, `finish` (steps, per grid job). Plain: `grid` (the ResourceGrid), `slots`,
+    `backlog`, `actions`, `void`, `B` (1), `reward_kind`, `image_shape`; methods `images()`,
+    `action_mask()`, `backlog_count()`. `rows`: the engine row of each grid job.
     """
 
-    def __init__(self, jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
-                 backlog: int = 60, reward: str = "slowdown",
-                 counts: dict[str, Any] | None = None) -> None:
-        if len(jobs) != 1:
-            raise ValueError(f"an engine runs one jobset (got {len(jobs)}); use DiscreteBatch")
-        self.batch = DiscreteBatch(grid, slots, backlog, reward)
-        self.batch.reset(jobs)
+    ARRAYS = frozenset({"now", "used", "slot", "slot_length", "slot_demand", "offset", "valid",
+                        "fit_now", "idle", "done", "head", "arrived", "start", "finish"})
+    PLAIN = frozenset({"grid", "slots", "backlog", "actions", "void", "B", "reward_kind",
+                       "image_shape", "images", "action_mask", "backlog_count"})
+
+    __slots__ = ("_batch", "rows")
+
+    def __init__(self, batch: DiscreteBatch, rows: np.ndarray) -> None:
+        self._batch = batch
+        self.rows = rows
+
+    def __getattr__(self, name: str):
+        if name in GridState.ARRAYS:
+            a = getattr(self._batch, name).view()
+            a.flags.writeable = False
+            return a
+        if name in GridState.PLAIN:
+            return getattr(self._batch, name)
+        raise AttributeError(f"the grid state has no {name!r}")
+
+    def slot_rows(self) -> np.ndarray:
+        """The engine row of each slot's job (M,), -1 for an empty slot."""
+        j = self._batch.slot[0]
+        return np.where(j >= 0, self.rows[np.maximum(j, 0)], -1)
+
+    def decision(self, action: int) -> Decision:
+        """DeepRM's action index as a decision: a slot holding a job -> `Pick(its row)`; void (M),
+        or an empty slot (which DeepRM treats as void) -> `Wait()`."""
+        b = self._batch
+        action = int(action)
+        if not 0 <= action <= b.slots:
+            raise ValueError(f"action {action} is outside DeepRM's 0..{b.slots} "
+                             f"(0..{b.slots - 1} a slot, {b.slots} void)")
+        j = int(b.slot[0, action]) if action < b.slots else -1
+        return Pick(int(self.rows[j])) if j >= 0 else Wait()
+
+
+class GridView(DecisionView):
+    """A decision of the discrete loop: the engine's view (clock in seconds, queue, running rows,
+    `fits`) with `grid`, DeepRM's state (a `GridState`). `free_nodes` and `total_nodes` count the
+    units of resource 0 (processors, for a trace)."""
+
+    __slots__ = ("grid",)
+
+    def __init__(self, engine: Engine, grid: GridState) -> None:
+        super().__init__(engine)
+        self.grid = grid
+
+
+class GridUnits:
+    """The engine's resource state under the discrete loop, read from the batch's occupancy table
+    (the truth; `take` and `give` have nothing to book): resource 0's units free now, and whether a
+    job fits now for its whole length."""
+
+    exclusive = False
+
+    def __init__(self, batch: DiscreteBatch, job_of: np.ndarray) -> None:
+        self.batch = batch
+        self.job_of = job_of
+        self.total = batch.grid.units
+
+    @property
+    def free_nodes(self) -> int:
+        return int(self.total - self.batch.used[0, 0, 0])
+
+    def fits(self, row: int) -> bool:
+        return bool(self.fits_rows(np.array([row]))[0])
+
+    def fits_rows(self, rows: np.ndarray, need: np.ndarray | None = None) -> np.ndarray:
+        b = self.batch
+        j = self.job_of[np.asarray(rows, dtype=np.int64)]
+        known = j >= 0
+        jj = np.maximum(j, 0)
+        length = np.where(known, b.jobs.length[0, jj], 0)
+        offset = earliest_start(b.used[:1], b.jobs.demand[0, jj][None], length[None],
+                                b.grid.units)[0]
+        return known & (offset == 0)
+
+    def take(self, row: int, nodes=None) -> None:
+        if nodes is not None:
+            raise ValueError("DeepRM's grid has no nodes to place a job on: it is one pool")
+
+    def give(self, row: int) -> None:
+        pass
+
+
+class DiscreteLoop:
+    """The `deeprm` profile's loop: one DeepRM simulation stepped by typed decisions."""
+
+    def __init__(self, engine: Engine, batch: DiscreteBatch, rows: np.ndarray, job_of: np.ndarray,
+                 *, t0: float = 0.0, quantum: float = 1.0, counts: dict | None = None) -> None:
+        self.e = engine
+        self.batch = batch
+        self.rows = rows
+        self.job_of = job_of
+        self.t0 = t0
+        self.quantum = quantum
         self.counts = dict(counts or {})
+        self.grid = GridState(batch, rows)
+        self._shown = 0  # grid jobs shown so far (they joined the engine's queue)
+        self._starts: list[tuple[int, int, int]] = []  # placed, not started: (step, row, mode)
+        self._ends: list[tuple[int, int]] = []  # started, not finished: (step, row)
+        self._sync()
 
-    def next_decision(self) -> DiscreteBatch | None:
-        return None if self.batch.done[0] else self.batch
+    # -- stepped API -------------------------------------------------------------------------------
+    def next_decision(self) -> GridView | None:
+        if self.batch.done[0]:
+            return None
+        return GridView(self.e, self.grid)
 
-    def apply(self, action: int) -> float:
-        reward, _ = self.batch.step(np.array([action]))
-        return float(reward[0])
+    def apply(self, d) -> None:
+        e, b = self.e, self.batch
+        kind = type(d)
+        if kind is Wait:
+            if d.until is not None:
+                raise ValueError("Wait(until): DeepRM's grid decides at every time step; give "
+                                 "Wait() (void: the step ends)")
+            action = b.void
+        elif kind is Pick:
+            action = self.slot_of(d.row)
+        else:
+            raise ValueError(f"{kind.__name__}: DeepRM's grid takes Pick(row) (place the job at "
+                             f"its earliest offset) or Wait() (void)")
+        e.decisions += 1
+        placed = action < b.slots and bool(b.valid[0, action])
+        if placed:
+            j = int(b.slot[0, action])
+            mode = READY if b.offset[0, action] == 0 else RESERVED
+        b.step(np.array([action]))
+        if placed:
+            row = int(self.rows[j])
+            e.queue.remove(row)
+            heapq.heappush(self._starts, (int(b.start[0, j]), row, mode))
+        self._sync()
 
-    def run(self, policy: GridPolicy, max_decisions: int | None = None) -> GridResult:
-        if not hasattr(policy, "act"):
-            raise ValueError(f"policy {getattr(policy, 'name', policy)!r} does not schedule the "
-                             f"deeprm profile; use sjf, packer, tetris[:KNOB], random or "
-                             f"deeprm:MODEL")
-        k = 0
-        while (view := self.next_decision()) is not None:
-            if max_decisions is not None and k >= max_decisions:
+    def slot_of(self, row: int) -> int:
+        """The slot holding `row`'s job; a clear error where it is in none."""
+        e, b = self.e, self.batch
+        if not 0 <= row < e.n:
+            raise ValueError(f"Pick({row}): not a row of the job table ({e.n} rows)")
+        j = int(self.job_of[row])
+        if j < 0:
+            raise ValueError(f"Pick({row}): job {int(e.jobs.job_id[row])} was left out of the "
+                             f"grid (it can never fit; counted in never_fit)")
+        m = np.flatnonzero(b.slot[0] == j)
+        if m.size:
+            return int(m[0])
+        if j >= b.arrived[0]:
+            where = "has not arrived yet"
+        elif b.start[0, j] >= 0:
+            where = "is already placed"
+        else:
+            where = "waits in the backlog, beyond the M slots a DeepRM policy sees"
+        raise ValueError(f"Pick({row}): the job {where}")
+
+    def queue_reordered(self) -> None:
+        pass
+
+    def finish(self, result) -> None:
+        """DeepRM's metrics (pooled over the grid jobs, in steps) and the mapping's counts replace
+        the engine's; the grid has no nodes, so records carry no node column."""
+        result.metrics = self.batch.metrics()
+        result.counts = dict(self.counts)
+        result.need = None
+        result.node_names = ()
+
+    # -- the engine's state, in step with the batch ------------------------------------------------
+    def _sync(self) -> None:
+        """Show the engine what the batch did: jobs shown (they join the queue), and every start
+        and end up to the batch's clock, in time order (ends first at a step)."""
+        e, b = self.e, self.batch
+        now = int(b.now[0])
+        shown = int(b.arrived[0])
+        if shown > self._shown:
+            e.queue.extend(self.rows[self._shown:shown].tolist())
+            self._shown = shown
+        e.next_arrival = int(self.rows[shown]) if shown < len(self.rows) else e.n
+        starts, ends = self._starts, self._ends
+        while starts or ends:
+            t_start = starts[0][0] if starts else NEVER
+            t_end = ends[0][0] if ends else NEVER
+            t = min(t_start, t_end)
+            if t > now:
                 break
-            self.apply(int(policy.act(view)[0]))
-            k += 1
-        return self.result(getattr(policy, "name", ""))
+            e.now = self.t0 + t * self.quantum
+            if t_end <= t_start:
+                e.end_job(heapq.heappop(ends)[1])
+            else:
+                _, row, mode = heapq.heappop(starts)
+                e.start_job(row, None, mode)
+                heapq.heappush(ends, (int(b.finish[0, self.job_of[row]]), row))
+        e.now = self.t0 + now * self.quantum
 
-    def result(self, policy: str = "") -> GridResult:
-        return GridResult(self.batch.metrics(), self.counts, policy, self.batch)
+
+# -- building an engine ------------------------------------------------------------------------------
+def _engine(table: JobTable, cluster, jobs: GridJobs, rows: np.ndarray, grid: ResourceGrid,
+            slots: int, backlog: int, reward: str, *, t0: float, quantum: float,
+            counts: dict, profile) -> Engine:
+    batch = DiscreteBatch(grid, slots, backlog, reward)
+    batch.reset(jobs)  # refuses a job that can never fit, naming it
+    n, J = len(table), len(rows)
+    rows = np.asarray(rows, dtype=np.int64)
+    rows.flags.writeable = False
+    job_of = np.full(n, -1, dtype=np.int64)
+    job_of[rows] = np.arange(J)
+    job_of.flags.writeable = False
+    need = np.zeros(n, dtype=np.int64)
+    need[rows] = jobs.demand[0, :J, 0]
+    executed = np.asarray(table.run_time, dtype=np.float64).copy()
+    executed[rows] = jobs.length[0, :J] * quantum
+    engine = Engine(table, GridUnits(batch, job_of), get_profile(profile), "none", need, executed,
+                    cluster=cluster)
+    engine.loop = DiscreteLoop(engine, batch, rows, job_of, t0=t0, quantum=quantum,
+                               counts=counts)
+    return engine
 
 
-def engine_for_trace(jobs, cluster, grid: ResourceGrid = ResourceGrid(),
-                     quantum: float | None = None) -> DiscreteEngine:
-    """A trace window (JobTable) on a NodePool, mapped into the grid (see
+def engine_for_trace(jobs: JobTable, cluster, grid: ResourceGrid = ResourceGrid(),
+                     quantum: float | None = None, *, slots: int = 10, backlog: int = 60,
+                     reward: str = "slowdown", profile="deeprm") -> Engine:
+    """An engine for a trace window (JobTable) on a NodePool, mapped into the grid (see
     `hpcsched.workload.deeprm.map_trace`); the mapping's counts travel with the result."""
     from hpcsched.workload.deeprm import map_trace
 
+    if not hasattr(cluster, "total_procs"):
+        raise ClusterError("the deeprm profile scales a trace's processors into its grid: give a "
+                           "pool of identical nodes, not a heterogeneous cluster")
     mapped, report = map_trace(jobs, cluster.total_procs, grid, quantum=quantum)
     if report.jobs == 0:
         raise ValueError(f"no job fits the grid ({report.summary()})")
     counts = {"quantum_s": report.quantum, "procs_per_unit": report.procs_per_unit,
               "mapped_jobs": report.jobs, "never_fit": report.never_fit,
               "memory_resource": report.memory}
-    return DiscreteEngine(mapped, grid, counts=counts)
+    return _engine(jobs, cluster, mapped, report.rows, grid, slots, backlog, reward,
+                   t0=float(np.min(jobs.submit)), quantum=report.quantum, counts=counts,
+                   profile=profile)
 
 
-__all__ = ["REWARDS", "DiscreteBatch", "DiscreteEngine", "GridResult", "engine_for_trace", "GridJobs", "GridPolicy", "run_batch"]
+def grid_engine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
+                backlog: int = 60, reward: str = "slowdown") -> Engine:
+    """An engine for one synthetic jobset (GridJobs of one), on a clock of steps. Its JobTable has
+    row j = grid job j: submit = arrival step, run and requested time = length, procs = units of
+    resource 0; its cluster is resource 0's units as a pool of one-processor nodes."""
+    if len(jobs) != 1:
+        raise ValueError(f"an engine runs one jobset (got {len(jobs)}); use DiscreteBatch")
+    J = int(jobs.count[0])
+    if J == 0:
+        raise ValueError("nothing to simulate: the jobset is empty")
+    length = jobs.length[0, :J]
+    units0 = jobs.demand[0, :J, 0]
+    table = JobTable.from_columns(submit=jobs.arrival[0, :J], run_time=length, req_time=length,
+                                  req_procs=units0, alloc_procs=units0)
+    return _engine(table, NodePool(grid.units, 1), jobs, np.arange(J), grid, slots, backlog,
+                   reward, t0=0.0, quantum=1.0, counts={}, profile="deeprm")
+
+
+def DiscreteEngine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
+                   backlog: int = 60, reward: str = "slowdown") -> Engine:
+    """Deprecated: `grid_engine`, an `Engine` running DeepRM's grid as its loop."""
+    warnings.warn("DiscreteEngine is deprecated: use hpcsched.sim.discrete.grid_engine (an Engine "
+                  "with the discrete loop; policies decide(view))", DeprecationWarning,
+                  stacklevel=2)
+    return grid_engine(jobs, grid, slots, backlog, reward)
+
+
+__all__ = ["REWARDS", "DiscreteBatch", "DiscreteEngine", "DiscreteLoop", "GridJobs", "GridPolicy",
+           "GridState", "GridUnits", "GridView", "engine_for_trace", "grid_engine", "run_batch"]

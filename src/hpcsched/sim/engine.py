@@ -394,6 +394,36 @@ class Engine:
         del self.running[row]
         self.res.give(row)
 
+    def record_run(self, start: np.ndarray, *, allocations: list | None = None,
+                   modes: np.ndarray | None = None, decisions: int = 0,
+                   reservations: list[tuple[int, float]] | None = None) -> None:
+        """Take a whole run computed elsewhere (a compiled loop with the same semantics, see
+        `Engine.run`): every row's start time (all rows started), and, on a heterogeneous cluster,
+        its nodes. The engine is then at the end of the run, as if it had stepped through it."""
+        start = np.asarray(start, dtype=np.float64)
+        if start.shape != (self.n,) or not np.all(np.isfinite(start)):
+            raise ValueError("record_run needs a start time for every row")
+        self.start = start.tolist()
+        self._start_array[:] = start
+        est = start + self.jobs.req_time
+        self.est = est.tolist()
+        self._est_array[:] = est
+        if modes is not None:
+            self.mode[:] = modes
+        else:
+            self.mode[:] = READY
+        self.started = self.n
+        self.decisions = int(decisions)
+        self.reservations = list(reservations or [])
+        self.now = float(np.max(start + self.executed)) if self.profile.end == "last_finish" \
+            else float(np.max(start))
+        self.next_arrival = self.n
+        self.queue = []
+        self.running = {}
+        if allocations is not None:
+            self.res.alloc_log = list(allocations)
+        self.done = True
+
     def check_waiting(self, row: int) -> None:
         if row < 0 or row >= self.next_arrival or self.start[row] >= 0:
             raise ValueError(f"row {row} is not waiting in the queue")

@@ -46,7 +46,10 @@ def make_engine(
         if backfill != "none":
             raise ValueError(f"the {prof.name} profile has no backfilling (got --backfill "
                              f"{backfill}): its scheduler may reserve into the future itself")
-        return engine_for_trace(jobs, cluster)
+        if backfill_decisions:
+            raise ValueError(f"backfill decisions are CQSim's level 2; the {prof.name} profile's "
+                             f"loop has none")
+        return engine_for_trace(jobs, cluster, profile=prof)
     if isinstance(cluster, NodePool):
         if allocator is not None:
             resolve_allocator(allocator, prof)  # an unknown name fails with the list of names

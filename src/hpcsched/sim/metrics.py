@@ -122,6 +122,20 @@ def per_job_records(jobs: JobTable, start: np.ndarray, executed: np.ndarray) -> 
     }
 
 
+def combined_score(metrics, reference) -> float:
+    """Wang's combined score of a run against a reference run (thesis Fig. 4.8):
+    S = AWT_ref / AWT + MWT_ref / MWT, from the `wait` and `max_wait` of each. The reference scores
+    2; above 2 is better than the reference. A zero wait scores its term as 1 when the reference's
+    is zero too, and as infinity otherwise."""
+    def term(ref: float, value: float) -> float:
+        if value == 0:
+            return 1.0 if ref == 0 else float("inf")
+        return ref / value
+
+    return term(float(reference["wait"]), float(metrics["wait"])) + \
+        term(float(reference["max_wait"]), float(metrics["max_wait"]))
+
+
 def pool_allocations(start: np.ndarray, end: np.ndarray, need: np.ndarray,
                      nodes: int) -> list:
     """Node ids for a schedule on identical nodes, which only counts them: at every start the

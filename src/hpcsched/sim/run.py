@@ -2,6 +2,12 @@
 
     prepared = prepare("hpc2n", profile="rlscheduler")
     result = simulate(prepared, get_policy("sjf"), backfill="easy", start=4000, jobs=1024)
+
+    prepared = prepare("jobs.tsv", "hpcsim", cluster="spartan-physical", allocator="topology")
+
+Without a cluster, the trace's header sizes a pool of identical nodes (SchedGym's rule); with one (a
+bundled name, a slurm.conf, HPCsim's platform files, or a `Cluster`), jobs are placed on its named
+nodes, and a Slurm-accounting trace keeps only the jobs of the cluster's partition.
 """
 
 from __future__ import annotations
@@ -10,12 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpcsched.cluster.load import load_cluster
+from hpcsched.cluster.nodes import Cluster
 from hpcsched.cluster.pool import ClusterError, NodePool
 from hpcsched.sim.engine import Policy, Result
 from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, get_profile
 from hpcsched.workload.cleaning import CleaningReport, clean
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.slurm import looks_like_hpcsim
 from hpcsched.workload.traces import load_trace
 
 
@@ -25,11 +34,13 @@ class Prepared:
 
     name: str
     jobs: JobTable
-    cluster: NodePool
+    cluster: NodePool | Cluster
     profile: Profile
     report: CleaningReport
     dropped_oversized: int = 0
     dropped_no_procs: int = 0
+    #: the allocator engines use on a heterogeneous cluster (None: the profile's)
+    allocator: str | None = None
 
     def summary(self) -> str:
         text = f"{self.name}: {self.report.summary()}"
@@ -39,6 +50,8 @@ class Prepared:
         if self.dropped_oversized:
             text += (f"; {self.dropped_oversized} job(s) larger than the cluster dropped "
                      f"(--drop-oversized)")
+        if isinstance(self.cluster, Cluster):
+            text += f"\ncluster {self.cluster.describe()}"
         return text
 
 
@@ -49,14 +62,35 @@ def prepare(
     nodes: int | None = None,
     procs_per_node: int | None = None,
     drop_oversized: bool = False,
+    cluster: str | Cluster | None = None,
+    partition: str | None = None,
+    allocator: str | None = None,
 ) -> Prepared:
     """Load `trace` (a short name, a path, or a raw JobTable), clean it under the profile's rules and
-    size the cluster from its header (or from `nodes` / `procs_per_node`).
+    size the cluster from its header (or from `nodes` / `procs_per_node`), or take `cluster` (a
+    bundled name, a Slurm or HPCsim platform file, or a `Cluster`; `partition` selects one of its
+    partitions, and a Slurm-accounting trace keeps that partition's jobs).
 
-    A job larger than the whole cluster stops here with an error naming it, unless `drop_oversized`.
+    A job that can never run on the cluster stops here with an error naming it, unless
+    `drop_oversized` (then it is dropped and counted).
     """
     prof = get_profile(profile)
-    raw = load_trace(trace) if isinstance(trace, str) else trace
+    hetero = _cluster(cluster, partition) if cluster is not None else None
+    if hetero is not None and (nodes is not None or procs_per_node is not None):
+        raise ValueError("give the cluster either as --cluster or as --nodes/--procs-per-node, "
+                         "not both")
+    if isinstance(trace, str):
+        part = partition
+        if part is None and hetero is not None and len(hetero.partition_names) == 1:
+            part = hetero.partition_names[0]
+        raw = load_trace(trace, partition=part) if part is not None and _is_slurm(trace) \
+            else load_trace(trace)
+    else:
+        raw = trace
+    if hetero is None and prof.dialect == "hpcsim" and raw.header.partitions:
+        raise ValueError(f"{raw.header.name or trace}: a Slurm-accounting trace under the "
+                         f"hpcsim profile needs its cluster: --cluster spartan-physical, "
+                         f"spartan-deeplearn, a slurm.conf or HPCsim's platform files")
     jobs, report = clean(raw, prof.cleaning)
     if len(jobs) == 0:
         raise ValueError(f"{raw.header.name or 'the trace'}: no job is left after cleaning "
@@ -64,26 +98,65 @@ def prepare(
     # Jobs with no processor count at all survive some profiles' cleaning (SchedGym loads them, and
     # its allocator then takes every free node for such a job and never gives them back): no
     # profile can simulate them meaningfully, so they are dropped here, and counted.
-    no_procs = jobs.procs <= 0
+    no_procs = (jobs.procs <= 0) & ~(jobs.nodes > 0)
     if no_procs.any():
         jobs = jobs.take(~no_procs)
-    cluster = NodePool.from_header(jobs.header, nodes, procs_per_node)
-    big = cluster.oversized(jobs)
-    if big.size and not drop_oversized:
-        r = int(big[0])
-        where = f"{jobs.header.path or jobs.header.name}, line {int(jobs.line[r])}"
-        raise ClusterError(
-            f"{where}: job {int(jobs.job_id[r])} asks for {int(jobs.procs[r])} processors, more "
-            f"than the cluster's {cluster.total_procs} ({cluster.describe()}); {big.size} such "
-            f"job(s) in all. Use --drop-oversized to drop them, or give the cluster size "
-            f"with --nodes/--procs-per-node"
-        )
+    if hetero is None and prof.dialect == "hpcsim":
+        # HPCsim shares nodes: an SWF trace gets the identical nodes its header describes, shared
+        pool = NodePool.from_header(jobs.header, nodes, procs_per_node)
+        hetero = Cluster.identical(pool.nodes, pool.procs_per_node)
+    if hetero is not None:
+        from hpcsched.cluster.request import job_requests, never_fits, why_never_fits
+
+        count, per_node = job_requests(jobs, hetero)
+        big = np.flatnonzero(never_fits(count, per_node, hetero))
+        if big.size and not drop_oversized:
+            r = int(big[0])
+            where = f"{jobs.header.path or jobs.header.name}, line {int(jobs.line[r])}"
+            raise ClusterError(
+                f"{where}: job {int(jobs.job_id[r])} "
+                f"{why_never_fits(int(count[r]), per_node[r], hetero)}; {big.size} such job(s) "
+                f"in all. Use --drop-oversized to drop them")
+        cluster_used = hetero
+        if allocator is not None:
+            from hpcsched.sim.factory import resolve_allocator
+
+            resolve_allocator(allocator, prof)  # an unknown name fails here, with the list
+    else:
+        if allocator is not None:
+            raise ValueError("--allocator places jobs on a heterogeneous cluster's nodes; name "
+                             "the cluster with --cluster (a pool of identical nodes only counts "
+                             "them)")
+        cluster_used = NodePool.from_header(jobs.header, nodes, procs_per_node)
+        big = cluster_used.oversized(jobs)
+        if big.size and not drop_oversized:
+            r = int(big[0])
+            where = f"{jobs.header.path or jobs.header.name}, line {int(jobs.line[r])}"
+            raise ClusterError(
+                f"{where}: job {int(jobs.job_id[r])} asks for {int(jobs.procs[r])} processors, "
+                f"more than the cluster's {cluster_used.total_procs} ({cluster_used.describe()}); "
+                f"{big.size} such job(s) in all. Use --drop-oversized to drop them, or give the "
+                f"cluster size with --nodes/--procs-per-node"
+            )
     if big.size:
         keep = np.ones(len(jobs), dtype=bool)
         keep[big] = False
         jobs = jobs.take(keep)
-    return Prepared(raw.header.name or str(trace), jobs, cluster, prof, report, int(big.size),
-                    int(no_procs.sum()))
+    return Prepared(raw.header.name or str(trace), jobs, cluster_used, prof, report,
+                    int(big.size), int(no_procs.sum()), allocator)
+
+
+def _cluster(spec, partition: str | None) -> Cluster:
+    if isinstance(spec, Cluster):
+        return spec.select(partition) if partition else spec
+    return load_cluster(spec, partition)
+
+
+def _is_slurm(trace: str) -> bool:
+    import os
+
+    path = os.path.expanduser(trace)
+    return os.path.isfile(path) and looks_like_hpcsim(path)
 
 
 def window(prepared: Prepared, start: int | None = None, jobs: int | None = None) -> JobTable:
@@ -104,7 +177,8 @@ def simulate(
     jobs: int | None = None,
 ) -> Result:
     """Schedule one window of the prepared trace with `policy` and return the result."""
-    engine = make_engine(window(prepared, start, jobs), prepared.cluster, prepared.profile, backfill)
+    engine = make_engine(window(prepared, start, jobs), prepared.cluster, prepared.profile, backfill,
+                         allocator=prepared.allocator)
     return engine.run(policy)
 
 

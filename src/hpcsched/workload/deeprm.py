@@ -20,7 +20,7 @@ and left out of the simulation (they would block their slot for ever).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -150,6 +150,8 @@ class TraceMapping:
     jobs: int  # jobs mapped into the grid
     never_fit: int  # jobs longer than the window (or larger than a resource): left out
     longest_steps: int
+    #: the row of the trace table each mapped job came from (mapped job j is row rows[j])
+    rows: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> str:
         text = (f"{self.jobs} jobs in the grid: 1 step = {self.quantum:g} s, 1 unit = "
@@ -189,7 +191,8 @@ def map_trace(jobs: JobTable, total_procs: int, grid: "ResourceGrid", *,
     mapped = GridJobs.from_lists([(arrival[keep][order], length[keep][order],
                                    demand[keep][order])])
     report = TraceMapping(quantum, per_unit, has_memory, int(keep.sum()), int(bad.sum()),
-                          int(length.max()) if len(length) else 0)
+                          int(length.max()) if len(length) else 0,
+                          rows=np.flatnonzero(keep)[order])
     return mapped, report
 
 

@@ -42,11 +42,11 @@ reader reads UID, GID, Start and State where present and needs none of them.
 Where this reader is kinder than HPCsim, it says so here rather than crash: rows of other partitions
 are dropped before they are checked (HPCsim parses every row first); an unparseable Start, End or
 Eligible is not an error (HPCsim crashes); a memory column with no unit anywhere reads as MB (pandas
-gives HPCsim numbers there, and it crashes on `.upper()`). Where it is stricter: negative or
-non-integer counts, negative memory or run times, and a TimelimitRaw that is not a number are errors
-(HPCsim would schedule nonsense, or crash later; a non-numeric TimelimitRaw anywhere turns pandas'
-column into text and every job's limit into its digits repeated 60 times). A requested node count
-below 1 is an error, as in HPCsim.
+gives HPCsim numbers there, and it crashes on `.upper()`); a UID or GID that is not a number is -1.
+Where it is stricter: negative or non-integer counts and negative memory, limits or run times are
+errors (HPCsim would schedule them, meaninglessly, or crash later). As in HPCsim, a TimelimitRaw that
+is not a number (``UNLIMITED``) and a requested node count below 1 are errors. Repeated JobIDs are
+read and counted (HPCsim keys running jobs by id and crashes when two such jobs run at once).
 
 Every error is a `TraceError` naming the file, and the line, column and value where there is one.
 """
