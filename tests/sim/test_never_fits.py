@@ -113,3 +113,43 @@ def test_a_job_with_a_node_count_but_no_processors_is_named(columns):
                                  **columns)
     with pytest.raises(ClusterError, match=r"^job 2 .*no processors"):
         make_engine(jobs, mixed_cluster(), "standard", "none", allocator="first-available")
+
+
+# -- prepare(): the same check, with the choice to drop ---------------------------------------------
+
+
+def mixed_trace():
+    """Jobs 11..14 on trace lines 3..6; 12 (1 x 9 cores) and 14 (2 x 1 GPU) can never run."""
+    return with_ids([Job(0, 5), Job(1, 5, 1, 9), Job(2, 5), Job(3, 5, 2, 1, 0, 1)],
+                    [11, 12, 13, 14], [3, 4, 5, 6])
+
+
+@pytest.mark.parametrize("profile", ["standard", "hpcsim"])
+def test_prepare_names_a_job_that_never_fits_the_cluster(profile):
+    from hpcsched.sim.run import prepare
+
+    with deadline(10), pytest.raises(ClusterError) as info:
+        prepare(mixed_trace(), profile, cluster=mixed_cluster())
+    text = str(info.value)
+    assert re.search(r"line 4: job 12 asks for 1 node\(s\) with 9 cores each: no node has "
+                     r"enough cores \(largest node: 8\); 2 such job\(s\) in all", text), text
+    assert "--drop-oversized" in text
+
+
+@pytest.mark.parametrize("profile", ["standard", "hpcsim"])
+def test_prepare_drops_and_counts_jobs_that_never_fit(profile):
+    """With drop_oversized the two impossible jobs are dropped and counted; the others run
+    (best fit under both profiles puts both on B: job 11 at 0, where B leaves 3 cores, A 7, C 3
+    and 2 GPUs (HPCsim's key, free cores + 100 x free GPUs: B 4 < A 8 < C 204); job 13 at 2,
+    beside it, where B has 3 cores free and A 8)."""
+    from hpcsched.sim.run import prepare, simulate
+
+    prepared = prepare(mixed_trace(), profile, cluster=mixed_cluster(), drop_oversized=True)
+    assert prepared.dropped_oversized == 2
+    assert prepared.jobs.job_id.tolist() == [11, 13]
+    assert "2 job(s) larger than the cluster dropped" in prepared.summary()
+    with deadline(10):
+        result = simulate(prepared, get_policy("fcfs", dialect=prepared.profile.dialect),
+                          backfill="easy")
+    assert result.start.tolist() == [0, 2]
+    assert [a.tolist() for a in result.allocations] == [[1], [1]]
