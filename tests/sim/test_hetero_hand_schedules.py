@@ -384,6 +384,27 @@ def test_easy_counts_every_job_that_runs_past_the_shadow():
     assert nodes == ["A", "B", "C", "A", "A", "A"]
 
 
+def test_easy_counts_every_node_the_head_loses():
+    """EASY, FCFS, first-available; the head needs two nodes. RA (1 x 8c) fills A, RB and RC
+    (1 x 3c each) leave B and C one core each, all until 30. H (2 x 4c, 10 s) comes at 1: at 30
+    all three nodes can hold its share: shadow 30, with one node to spare. P1 and P2 (1 x 1c,
+    100 s) come at 2. P1 fits B (first-available) and runs past 30, leaving B 3 cores: B is lost
+    to H, but A and C are left: it starts. P2 then fits only C: it would take C too, leaving H
+    one node at 30: it does not start. At 30 H takes A and C; P2 then takes A's spare cores.
+
+            0    2          30         40
+        A   RA ............ H+P2 ..... P2 .....
+        B   RB+P1 ......... P1 ................ (P1 until 102)
+        C   RC ............ H ........ .
+    """
+    rows = [Job(0, 30, 1, 8), Job(0, 30, 1, 3), Job(0, 30, 1, 3),
+            Job(1, 10, 2, 4), Job(2, 100, 1, 1), Job(2, 100, 1, 1)]
+    starts, nodes, engine = run(rows, backfill="easy")
+    assert starts == [0, 0, 0, 30, 2, 30]
+    assert nodes == ["A", "B", "C", "AC", "B", "A"]
+    assert engine.reservations[0] == (3, 30.0)
+
+
 # -- decisions: Start on given nodes, Wait(until), Reserve -----------------------------------------
 
 
