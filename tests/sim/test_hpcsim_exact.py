@@ -43,8 +43,8 @@ ALLOCATOR = {"first_available": "first-available", "best_fit": "best-fit",
              "topology_aware": "topology"}
 
 #: The cases run by default. Per trace: each selector once, each allocator with and without
-#: backfilling. On `physical` the backfilling cases are the cheaper ones of the grid (HPCsim's
-#: backfilling re-estimates the head on 87 nodes for every candidate: 8-20 s a case there).
+#: backfilling. Backfilling on `physical` (87 nodes) is the costliest part of the grid, so three
+#: of its cases run by default, with few and many backfilled jobs.
 DEFAULT = {
     "phys2k_s11": [
         ("wfp3", "first_available", True),   # 1205 jobs backfilled
