@@ -604,24 +604,18 @@ def test_pick_of_a_job_that_does_not_fit_reserves_it():
     assert engine.mode[5] == BACKFILLED
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "EASY on heterogeneous nodes tries only the allocator's placement of a candidate "
-    "(backfill_nodes.easy_starts): if that placement would hold the head's nodes past the "
-    "shadow, the candidate waits, even when another node that fits it leaves the head "
-    "untouched. The issue's rule says it may start ('leaves the reservation's nodes able to "
-    "hold the head job'); Slurm's backfill would place it there. Doubtful, for the engine owner."))
 def test_easy_candidate_may_use_a_node_the_head_does_not_need():
     """First-available. RA (1 x 4c, 30 s) on A; at 1 H2 (1 x 8c, 20 s: only A can hold it,
     shadow 30) and S (1 x 2c, 40 s). First-available puts S on A (cluster order), where it would
-    hold 2 of H2's cores past 30. B and C are idle throughout and hold S without touching A, so S
-    should start at 1 there (first-available: B).
+    hold 2 of H2's cores past 30. B and C are idle throughout and hold S without touching A, so
+    the allocator chooses again among them, and S starts at 1 on B (first-available).
 
-            0    1         30        50    (today: S waits to 30, and gets B then)
+            0    1         30        50
         A   RA   RA ...... H2 ...... .
         B   .    S? ......................
         C   .
     """
     rows = [Job(0, 30, 1, 4), Job(1, 20, 1, 8), Job(1, 40, 1, 2)]
     starts, nodes, _ = run(rows, backfill="easy")
-    assert starts[:2] == [0, 30] and nodes[:2] == ["A", "A"]  # true today, and after a fix
+    assert starts[:2] == [0, 30] and nodes[:2] == ["A", "A"]
     assert (starts[2], nodes[2]) == (1, "B")

@@ -95,20 +95,13 @@ def test_a_job_that_fits_only_just_runs(job, start, backfill):
     assert result.allocations[0].tolist() == [1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "make_engine rejects a job with no processors only when it gives no node count "
-    "(count <= 0, factory._node_state); with a node count and 0 processors (or "
-    "cores_per_node 0) the job asks for nothing on its node, is accepted, and runs on a node "
-    "whose cores are all taken. On a NodePool the same job is an error ('asks for no "
-    "processors'). HPCsim itself would run it (its check is requested_node >= 1 only), so "
-    "this is about the standard profile."))
 @pytest.mark.parametrize("columns", [
     dict(req_procs=[8, 0], alloc_procs=[8, 0], nodes=[1, 1]),
     dict(req_procs=[8, 0], alloc_procs=[8, 0], nodes=[1, 1], cores_per_node=[8, 0]),
 ])
 def test_a_job_with_a_node_count_but_no_processors_is_named(columns):
-    """Job 1 takes A's 8 cores; job 2 asks for 1 node and 0 processors. Today it starts at 0
-    on A, beside job 1, holding nothing."""
+    """Job 1 takes A's 8 cores; job 2 asks for 1 node and 0 processors: it would hold nothing,
+    and run beside anything, so it is named as on a pool."""
     jobs = JobTable.from_columns(submit=[0, 0], run_time=[5, 5], req_time=[5, 5], job_id=[1, 2],
                                  **columns)
     with pytest.raises(ClusterError, match=r"^job 2 .*no processors"):

@@ -7,7 +7,9 @@ back what they took on each of their nodes.
 - EASY: the reservation of the job at the head is the earliest time at which `count` nodes each have
   its request free, releasing running jobs at their estimated ends. A waiting job (in queue order)
   may start now if it fits and either ends by the reservation, or, placed where the allocator puts
-  it now, leaves the nodes free at the reservation time still able to hold the head job. Every job
+  it now, leaves the nodes free at the reservation time still able to hold the head job; where the
+  allocator's choice would not, the allocator chooses again among the nodes the candidate can
+  take without spoiling the head's (those the head cannot use, or has room to spare on then). Every job
   started so is taken out of that projection, so the head's reservation holds whatever starts.
   On identical whole nodes this is the counting rule of `backfill.easy_candidates` exactly.
 - Conservative: a reservation for every waiting job in queue order: the earliest time from which
@@ -112,6 +114,18 @@ def easy_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndar
             at_shadow[i] = v
         return v
 
+    def lost_by(c: int, nodes: np.ndarray) -> list[int]:
+        """The ready nodes that could no longer take the head's share at the shadow time if `c`
+        ran on `nodes` past it."""
+        lost = []
+        for i in nodes.tolist():
+            if i in ready and not _holds(res, i, free_at_shadow(i) - share(c, i), head_demand):
+                lost.append(i)
+        return lost
+
+    def share(c: int, i: int) -> np.ndarray:
+        return res.capacity[i] if res.exclusive else res.demand[c]
+
     free = res.free_matrix.copy()
     fits = _Fits(res, free)
     klass, count = res.klass, res.count_list
@@ -120,25 +134,27 @@ def easy_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndar
         k = klass[c]
         if fits.count(k) < count[c]:
             continue
-        nodes = res.allocator.allocate(res.cluster, free, res.class_demand[k], count[c],
-                                       fits=fits.mask(k))
-        used = res.used_per_node(c, nodes)
+        mask = fits.mask(k)
+        nodes = res.allocator.allocate(res.cluster, free, res.class_demand[k], count[c], fits=mask)
         if now + req[c] > shadow:
             # it runs past the reservation: the head must still find its nodes then
-            lost = []
-            for i in nodes.tolist():
-                if i in ready:
-                    after = free_at_shadow(i) - (used[nodes.tolist().index(i)] if used.ndim == 2
-                                                 else used)
-                    if not (_holds(res, i, after, head_demand)):
-                        lost.append(i)
+            lost = lost_by(c, nodes)
             if len(ready) - len(lost) < want:
-                continue
-            for j, i in enumerate(nodes.tolist()):
+                # the allocator's placement takes the head's nodes: place it among the nodes it
+                # leaves untouched, if there are enough of them
+                safe = mask.copy()
+                fitting = np.flatnonzero(mask)
+                safe[[i for i in fitting.tolist() if lost_by(c, np.array([i]))]] = False
+                if np.count_nonzero(safe) < count[c]:
+                    continue
+                nodes = res.allocator.allocate(res.cluster, free, res.class_demand[k], count[c],
+                                               fits=safe)
+                lost = []
+            for i in nodes.tolist():
                 if i in ready or i in at_shadow:
-                    at_shadow[i] = free_at_shadow(i) - (used[j] if used.ndim == 2 else used)
+                    at_shadow[i] = free_at_shadow(i) - share(c, i)
             ready.difference_update(lost)
-        free[nodes] -= used
+        free[nodes] -= res.used_per_node(c, nodes)
         fits.changed()
         out.append((c, nodes))
     return out

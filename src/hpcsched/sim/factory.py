@@ -105,11 +105,14 @@ def _node_state(jobs: JobTable, cluster, prof: Profile, allocator):
     from hpcsched.cluster.request import job_requests, never_fits, why_never_fits
 
     count, per_node = job_requests(jobs, cluster)
-    bad = np.flatnonzero(never_fits(count, per_node, cluster) | (count <= 0))
+    # a job holding nothing on its nodes would run beside anything: outside HPCsim (which runs
+    # it) that is a trace error, as on a pool
+    nothing = (count <= 0) | (~per_node.any(axis=1) if prof.dialect != "hpcsim" else False)
+    bad = np.flatnonzero(never_fits(count, per_node, cluster) | nothing)
     if bad.size:
         r = int(bad[0])
-        why = why_never_fits(int(count[r]), per_node[r], cluster) if count[r] > 0 else \
-            "asks for no processors"
+        why = "asks for no processors" if nothing[r] else \
+            why_never_fits(int(count[r]), per_node[r], cluster)
         raise ClusterError(
             f"job {int(jobs.job_id[r])} (line {int(jobs.line[r])}) {why}; {bad.size} such job(s) "
             f"in all (drop them with --drop-oversized)")

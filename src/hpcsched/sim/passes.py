@@ -92,7 +92,7 @@ class PassLoop:
         pass
 
     def finish(self, result) -> None:
-        pass
+        result.modes = self.e.mode.copy()
 
     def run_fast(self, policy) -> bool:
         """Run the whole table in one compiled call (`sim.kernels`) when that gives the stepped

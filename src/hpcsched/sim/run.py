@@ -112,9 +112,8 @@ def prepare(
         big = np.flatnonzero(never_fits(count, per_node, hetero))
         if big.size and not drop_oversized:
             r = int(big[0])
-            where = f"{jobs.header.path or jobs.header.name}, line {int(jobs.line[r])}"
             raise ClusterError(
-                f"{where}: job {int(jobs.job_id[r])} "
+                f"{_where(jobs, r)}: job {int(jobs.job_id[r])} "
                 f"{why_never_fits(int(count[r]), per_node[r], hetero)}; {big.size} such job(s) "
                 f"in all. Use --drop-oversized to drop them")
         cluster_used = hetero
@@ -131,9 +130,8 @@ def prepare(
         big = cluster_used.oversized(jobs)
         if big.size and not drop_oversized:
             r = int(big[0])
-            where = f"{jobs.header.path or jobs.header.name}, line {int(jobs.line[r])}"
             raise ClusterError(
-                f"{where}: job {int(jobs.job_id[r])} asks for {int(jobs.procs[r])} processors, "
+                f"{_where(jobs, r)}: job {int(jobs.job_id[r])} asks for {int(jobs.procs[r])} processors, "
                 f"more than the cluster's {cluster_used.total_procs} ({cluster_used.describe()}); "
                 f"{big.size} such job(s) in all. Use --drop-oversized to drop them, or give the "
                 f"cluster size with --nodes/--procs-per-node"
@@ -142,8 +140,15 @@ def prepare(
         keep = np.ones(len(jobs), dtype=bool)
         keep[big] = False
         jobs = jobs.take(keep)
-    return Prepared(raw.header.name or str(trace), jobs, cluster_used, prof, report,
+    name = raw.header.name or (str(trace) if isinstance(trace, str) else "jobs")
+    return Prepared(name, jobs, cluster_used, prof, report,
                     int(big.size), int(no_procs.sum()), allocator)
+
+
+def _where(jobs: JobTable, row: int) -> str:
+    """Where a job comes from, for messages: its file (or table name) and line."""
+    source = jobs.header.path or jobs.header.name or "the job table"
+    return f"{source}, line {int(jobs.line[row])}" if jobs.line[row] > 0 else source
 
 
 def _cluster(spec, partition: str | None) -> Cluster:
