@@ -58,24 +58,17 @@ class ClusterArrays(NamedTuple):
 
 
 @njit(cache=True, inline="always")
-def node_fits(free, request, capacity, exclusive, i):
-    """Whether node i can take `request` now (`allocate.fitting_nodes` for one node)."""
-    for r in range(free.shape[1]):
-        if free[i, r] < request[r]:
-            return False
-    if exclusive:
-        for r in range(free.shape[1]):
-            if free[i, r] != capacity[i, r]:
-                return False
-    return True
-
-
-@njit(cache=True)
 def fill_fits(free, request, capacity, exclusive, fits):
-    """`fits[i]` = node i can take `request` now; returns how many can."""
+    """`fits[i]` = node i can take `request` now (`allocate.fitting_nodes`: its free vector holds
+    the request, and on an exclusive cluster it is idle); returns how many can."""
     m = 0
+    r_count = free.shape[1]
     for i in range(free.shape[0]):
-        ok = node_fits(free, request, capacity, exclusive, i)
+        ok = True
+        for r in range(r_count):
+            if free[i, r] < request[r] or (exclusive and free[i, r] != capacity[i, r]):
+                ok = False
+                break
         fits[i] = ok
         if ok:
             m += 1
@@ -85,21 +78,21 @@ def fill_fits(free, request, capacity, exclusive, fits):
 # -- best fit (ours) -----------------------------------------------------------------------------
 
 
-# Helpers called once per node are inlined, and take the few fields they read, not the named tuple:
-# a call that is not inlined counts a reference to each array it is given (the tuple's too).
+# The short paths of one allocation are inlined (numba IR), and helpers called once per node take
+# scalars: a function given an array, inlined or not, counts a reference to it (an atomic add and
+# subtract), which costs more than these bodies; the named tuple counts one per array it holds.
 
 
 @njit(cache=True, inline="always")
-def _simple_key(free, request, i, cores, gpus, memory, gpu_scale, half_per_mb):
-    """`allocate.best_fit_order`'s folded key for node i, with numpy's operations in numpy's order:
+def _simple_key(cores_left, gpus_left, memory_left, gpu_scale, half_per_mb):
+    """`allocate.best_fit_order`'s folded key of a node, with numpy's operations in numpy's order:
     cores left as a float, plus GPUs left x scale (an integer product), plus memory left x half
-    over the capacity."""
-    key = float(free[i, cores] - request[cores])
-    if gpus >= 0:
-        key += float((free[i, gpus] - request[gpus]) * gpu_scale)
-    if memory >= 0:
-        key += float(free[i, memory] - request[memory]) * half_per_mb[i]
+    over the capacity. A missing resource has 0 left (an integer 0 adds exactly nothing)."""
+    key = float(cores_left)
+    key += float(gpus_left * gpu_scale)
+    key += float(memory_left) * half_per_mb
     return key
+
 
 
 @njit(cache=True, inline="always")
@@ -135,9 +128,13 @@ def best_fit_order(free, request, fits, A, order):
             m += 1
     if A.simple:
         keys = np.empty(m, np.float64)
+        cores, gpus, memory, scale, half = A.cores, A.gpus, A.memory, A.gpu_scale, A.half_per_mb
         for j in range(m):
-            keys[j] = _simple_key(free, request, order[j], A.cores, A.gpus, A.memory,
-                                  A.gpu_scale, A.half_per_mb)
+            i = order[j]
+            keys[j] = _simple_key(free[i, cores] - request[cores],
+                                  free[i, gpus] - request[gpus] if gpus >= 0 else 0,
+                                  free[i, memory] - request[memory] if memory >= 0 else 0,
+                                  scale, half[i])
         perm = np.argsort(keys, kind="mergesort")  # stable: ties keep cluster order
         nodes = order[:m].copy()
         for j in range(m):
@@ -154,7 +151,7 @@ def best_fit_order(free, request, fits, A, order):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _best_fit(free, request, count, fits, A, out):
     n = fits.shape[0]
     if count == 1 and A.simple:  # the first least key, without sorting
@@ -163,7 +160,10 @@ def _best_fit(free, request, count, fits, A, out):
         cores, gpus, memory, scale, half = A.cores, A.gpus, A.memory, A.gpu_scale, A.half_per_mb
         for i in range(n):
             if fits[i]:
-                key = _simple_key(free, request, i, cores, gpus, memory, scale, half)
+                key = _simple_key(free[i, cores] - request[cores],
+                                  free[i, gpus] - request[gpus] if gpus >= 0 else 0,
+                                  free[i, memory] - request[memory] if memory >= 0 else 0,
+                                  scale, half[i])
                 if best < 0 or key < best_key:
                     best, best_key = i, key
         out[0] = best
@@ -256,15 +256,12 @@ def _topology(free, request, count, fits, A, out):
 
 
 @njit(cache=True, inline="always")
-def hpcsim_waste(free, i, cores, gpus):
-    """HPCsim's weight of a node: free GPUs x 100 + free cores."""
-    w = free[i, cores]
-    if gpus >= 0:
-        w += free[i, gpus] * HPCSIM_GPU_WEIGHT
-    return w
+def hpcsim_waste(free_cores, free_gpus):
+    """HPCsim's weight of a node: free GPUs x 100 + free cores (a missing GPU column: 0 GPUs)."""
+    return free_cores + free_gpus * HPCSIM_GPU_WEIGHT
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _hpcsim_best_fit(free, count, fits, A, out):
     n = fits.shape[0]
     cores, gpus, name_rank = A.cores, A.gpus, A.name_rank
@@ -273,7 +270,8 @@ def _hpcsim_best_fit(free, count, fits, A, out):
         best_key = 0
         for i in range(n):
             if fits[i]:
-                key = hpcsim_waste(free, i, cores, gpus) * n + name_rank[i]
+                key = hpcsim_waste(free[i, cores], free[i, gpus] if gpus >= 0 else 0) * n + \
+                    name_rank[i]
                 if best < 0 or key < best_key:
                     best, best_key = i, key
         out[0] = best
@@ -284,7 +282,9 @@ def _hpcsim_best_fit(free, count, fits, A, out):
     for i in range(n):
         if fits[i]:
             nodes[m] = i
-            keys[m] = hpcsim_waste(free, i, cores, gpus) * n + name_rank[i]  # unique keys
+            # (waste, name rank) as one integer: unique keys
+            keys[m] = hpcsim_waste(free[i, cores], free[i, gpus] if gpus >= 0 else 0) * n + \
+                name_rank[i]
             m += 1
     perm = np.argsort(keys[:m])
     for j in range(count):
@@ -325,7 +325,8 @@ def _hpcsim_topology(free, count, fits, A, out):
     free_sum = np.empty(m, np.int64)
     prefix = np.zeros(m + 1, np.int64)
     for j in range(m):
-        free_sum[j] = hpcsim_waste(free, listed[j], A.cores, A.gpus)
+        i = listed[j]
+        free_sum[j] = hpcsim_waste(free[i, A.cores], free[i, A.gpus] if A.gpus >= 0 else 0)
         prefix[j + 1] = prefix[j] + free_sum[j]
     best_cost = -1
     best_start = -1
@@ -370,7 +371,7 @@ def _hpcsim_topology(free, count, fits, A, out):
 # -- the entry points ------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def choose(code, free, request, count, fits, A, out):
     """Choose `count` nodes for a per-node `request` on `free`, among the nodes `fits` marks, with
     allocator `code`; write them to `out[:count]` in allocation order. Returns `count`, or -1 when
@@ -487,6 +488,6 @@ def cluster_arrays(cluster, name_rank: np.ndarray, hpcsim_blocks) -> tuple:
 
 
 __all__ = ["ClusterArrays", "allocate_into", "best_fit_order", "best_fit_order_into", "choose",
-           "cluster_arrays", "fill_fits", "hpcsim_waste", "node_fits", "unpack", "BEST_FIT",
+           "cluster_arrays", "fill_fits", "hpcsim_waste", "unpack", "BEST_FIT",
            "FIRST_AVAILABLE", "HPCSIM_BEST_FIT", "HPCSIM_FIRST_AVAILABLE", "HPCSIM_TOPOLOGY",
            "TOPOLOGY"]

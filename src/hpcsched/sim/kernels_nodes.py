@@ -23,11 +23,12 @@ without touching the engine, and the caller runs the Python loop.
 How the state is kept, so that an event costs about the log of the queue and the nodes it touches:
 
 - the queue in priority order: for static keys a min-segment tree over priority positions whose
-  inner nodes hold the least node count, cores and GPUs per node of their subtree, so the head and
-  the backfilling candidates that may fit are found by descending it, whole subtrees of jobs that
-  cannot fit skipped at once (a subtree whose smallest request finds too few nodes with enough
-  cores or GPUs free holds no job that fits); for clock-dependent keys the keys are computed once
-  per pass, as the engine does at every decision of the pass, and the pass reads them from a heap;
+  inner nodes hold the least node count and the least request of each resource of their subtree,
+  so the head and the backfilling candidates that may fit are found by descending it, whole
+  subtrees of jobs that cannot fit skipped at once (a subtree whose smallest requests find too few
+  nodes with that much of some resource free holds no job that fits); for clock-dependent keys the
+  keys are computed once per pass, as the engine does at every decision of the pass, and the pass
+  reads them from a heap;
 - per node, its running jobs sorted by estimated end (start + request; ties in the order they were
   placed there), so a reservation walks a node's jobs in order without sorting;
 - per request class, how many nodes fit it, cached until the free matrix changes;
@@ -44,7 +45,7 @@ import math
 import numpy as np
 
 from hpcsched._jit import HAVE_NUMBA, njit
-from hpcsched.cluster.allocate_kernels import choose, fill_fits, node_fits, unpack
+from hpcsched.cluster.allocate_kernels import choose, fill_fits, unpack
 from hpcsched.sim.engine import BACKFILLED, READY
 
 #: backfilling rules of the kernel
@@ -62,60 +63,47 @@ _HEAP, _VERSION, _RESERVATIONS = 0, 1, 2
 
 
 # -- the waiting queue (static keys): a min-segment tree over priority positions --------------------
+#
+# Leaf `size + p` holds the job at priority position p while it waits: its node count and its
+# per-node request; an inner node holds the minimum of each over its subtree. Empty leaves hold
+# _BIG everywhere. `top[r, j]` is the (j+1)-th largest free amount of resource r over the nodes,
+# so "at least c nodes have d of r free" reads top[r, c - 1] >= d.
 
 
 @njit(cache=True)
-def _tree_set(t_cnt, t_core, t_gpu, size, pos, cnt, core, gpu):
+def _tree_set(t_cnt, t_dem, size, pos, cnt, demand):
     i = pos + size
     t_cnt[i] = cnt
-    t_core[i] = core
-    t_gpu[i] = gpu
+    for r in range(t_dem.shape[1]):
+        t_dem[i, r] = demand[r]
     i >>= 1
     while i >= 1:
         left = 2 * i
+        changed = False
         c = min(t_cnt[left], t_cnt[left + 1])
-        co = min(t_core[left], t_core[left + 1])
-        g = min(t_gpu[left], t_gpu[left + 1])
-        if t_cnt[i] == c and t_core[i] == co and t_gpu[i] == g:
+        if t_cnt[i] != c:
+            t_cnt[i] = c
+            changed = True
+        for r in range(t_dem.shape[1]):
+            d = min(t_dem[left, r], t_dem[left + 1, r])
+            if t_dem[i, r] != d:
+                t_dem[i, r] = d
+                changed = True
+        if not changed:
             break  # nothing above changes either
-        t_cnt[i] = c
-        t_core[i] = co
-        t_gpu[i] = g
         i >>= 1
 
 
-@njit(cache=True, inline="always")
-def _may_fit(cnt, core, gpu, ge_core, ge_gpu):
-    """Whether a job (or, with subtree minima, some job of a subtree) may fit now: `cnt` nodes
-    with `core` cores and `gpu` GPUs free. `ge_x[v]` = nodes with at least v free (the last entry
-    stands for any v above the largest capacity: 0). Necessary, not sufficient: memory and the
-    combination of resources on one node are left to the exact test."""
-    if cnt >= _BIG:
-        return False
-    c = core if core < ge_core.shape[0] else ge_core.shape[0] - 1
-    if ge_core[c] < cnt:
-        return False
-    g = gpu if gpu < ge_gpu.shape[0] else ge_gpu.shape[0] - 1
-    return ge_gpu[g] >= cnt
-
-
 @njit(cache=True)
-def _first_from(t_cnt, t_core, t_gpu, size, lo, ge_core, ge_gpu, any_waiting):
-    """The first position >= lo whose job passes `_may_fit` (with `any_waiting`: that holds a
-    job at all), or -1. Visits the subtrees covering [lo, size) left to right, entering those whose
-    minima pass; as the test is only necessary at inner nodes, an entered subtree may hold no
-    match, and the walk then climbs on."""
+def _first_waiting(t_cnt, size, lo):
+    """The first position >= lo that holds a waiting job, or -1."""
     if lo >= size:
         return -1
     i = lo + size
     while (i & 1) == 0 and i > 1:
         i >>= 1  # the largest subtree whose first leaf is lo
     while True:
-        if any_waiting:
-            ok = t_cnt[i] < _BIG
-        else:
-            ok = _may_fit(t_cnt[i], t_core[i], t_gpu[i], ge_core, ge_gpu)
-        if ok:
+        if t_cnt[i] < _BIG:
             if i >= size:
                 return i - size
             i = 2 * i
@@ -128,21 +116,49 @@ def _first_from(t_cnt, t_core, t_gpu, size, lo, ge_core, ge_gpu, any_waiting):
 
 
 @njit(cache=True)
-def _fill_ge(free, col, ge):
-    """ge[v] = how many nodes have at least v of column `col` free (v < len(ge) - 1; the last
-    entry, for requests above every capacity, is 0). Without the column (col < 0) every node has
-    "enough" of nothing: ge = [N, 0]."""
-    ge[:] = 0
-    n = free.shape[0]
-    if col < 0:
-        ge[0] = n
-        return
-    top = ge.shape[0] - 2
-    for i in range(n):
-        v = free[i, col]
-        ge[v if v < top else top] += 1
-    for v in range(top - 1, -1, -1):
-        ge[v] += ge[v + 1]
+def _collect(t_cnt, t_dem, size, lo, top, row_at, out):
+    """The rows at positions >= lo whose job may fit now, in position order, into `out`; returns
+    how many. A job may fit if, for each resource, `cnt` nodes have its request of that resource
+    free: necessary, not sufficient (a node must have all of them at once, and the cluster may be
+    exclusive): the exact test is the caller's. At an inner node the test on the subtree's minima
+    is necessary for any job of it, so one walk over the subtrees covering [lo, size), left to
+    right, enters a subtree whose minima pass and steps over one that fails, whole."""
+    m = 0
+    if lo >= size:
+        return 0
+    r_count = t_dem.shape[1]
+    i = lo + size
+    while (i & 1) == 0 and i > 1:
+        i >>= 1
+    while True:
+        cnt = t_cnt[i]
+        ok = cnt < _BIG
+        if ok and cnt > 0:
+            for r in range(r_count):
+                if top[r, cnt - 1] < t_dem[i, r]:
+                    ok = False
+                    break
+        if ok:
+            if i < size:
+                i = 2 * i
+                continue
+            out[m] = row_at[i - size]
+            m += 1
+        while i & 1:
+            i >>= 1
+        if i == 0:
+            return m
+        i += 1
+
+
+@njit(cache=True)
+def _fill_top(free, top):
+    """top[r, :] = column r of `free`, largest first."""
+    for r in range(free.shape[1]):
+        col = np.sort(free[:, r])
+        n = col.shape[0]
+        for j in range(n):
+            top[r, j] = col[n - 1 - j]
 
 
 # -- clock-dependent keys (HPCsim's wfp3 and unicep) ------------------------------------------------
@@ -170,10 +186,14 @@ def _hpcsim_key(mode, t, s, r, n):
     return -(t - s) / d, True
 
 
+# Helpers called in inner loops take scalars, or are written out where they are needed: a helper
+# given arrays, inlined or not, counts a reference to each (an atomic add and subtract), which
+# costs more than a short body.
+
+
 @njit(cache=True, inline="always")
-def _before(keys, a, b):
-    """Row a goes before row b: by key (NaN last, as numpy sorts), then by row."""
-    ka, kb = keys[a], keys[b]
+def _before(ka, a, kb, b):
+    """Row a (key ka) goes before row b (key kb): by key (NaN last, as numpy sorts), then row."""
     if ka != ka or kb != kb:
         if ka != ka and kb != kb:
             return a < b
@@ -185,16 +205,16 @@ def _before(keys, a, b):
     return a < b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_down(hp, hn, i, keys):
     v = hp[i]
     while True:
         c = 2 * i + 1
         if c >= hn:
             break
-        if c + 1 < hn and _before(keys, hp[c + 1], hp[c]):
+        if c + 1 < hn and _before(keys[hp[c + 1]], hp[c + 1], keys[hp[c]], hp[c]):
             c += 1
-        if not _before(keys, hp[c], v):
+        if not _before(keys[hp[c]], hp[c], keys[v], v):
             break
         hp[i] = hp[c]
         i = c
@@ -204,7 +224,7 @@ def _heap_down(hp, hn, i, keys):
 # -- running jobs: per node, sorted by estimated end; real ends on a heap --------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _task_insert(tasks, ntask, i, row, est):
     """Put `row` among node i's jobs, after those that end no later (it was placed last)."""
     nt = ntask[i]
@@ -217,7 +237,7 @@ def _task_insert(tasks, ntask, i, row, est):
     ntask[i] = nt + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _task_remove(tasks, ntask, i, row):
     nt = ntask[i]
     j = 0
@@ -228,7 +248,7 @@ def _task_remove(tasks, ntask, i, row):
     ntask[i] = nt - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(heap_end, heap_row, count, end, row):
     i = count
     while i > 0:
@@ -243,7 +263,7 @@ def _heap_push(heap_end, heap_row, count, end, row):
     return count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(heap_end, heap_row, count):
     """Remove the top of the heap (the caller has read it); returns the new count."""
     count -= 1
@@ -270,58 +290,67 @@ def _heap_pop(heap_end, heap_row, count):
 # -- what fits ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
-def _fit_count(k, free, class_demand, cap, exclusive, fc, fc_ver, version):
-    """How many nodes of `free` can take a share of class k; cached per class until `version`
-    (bumped at every change of the matrix) moves."""
-    if fc_ver[k] == version:
-        return fc[k]
+@njit(cache=True)
+def _count_fitting(k, free, class_demand, cap, exclusive):
+    """How many nodes of `free` can take a share of class k (`allocate.fitting_nodes`). The
+    callers cache it per class until the matrix changes (`fc`, `fc_ver`: a version stamp)."""
     m = 0
-    demand = class_demand[k]
+    r_count = free.shape[1]
     for i in range(free.shape[0]):
-        if node_fits(free, demand, cap, exclusive, i):
+        ok = True
+        for r in range(r_count):
+            if free[i, r] < class_demand[k, r] or (exclusive and free[i, r] != cap[i, r]):
+                ok = False
+                break
+        if ok:
             m += 1
-    fc[k] = m
-    fc_ver[k] = version
     return m
 
 
 @njit(cache=True)
-def _node_point(i, free, demand, cap, exclusive, tasks, ntask, est, klass, class_demand):
-    """`NodeState.node_point`: when a share of `demand` fits on node i as its jobs end in order of
-    estimated end (ties: the order they were placed there): -2 it fits now, -1 never, else the row
-    whose end makes it fit."""
+def _node_points(nodes, m, free, demand, cap, exclusive, tasks, ntask, est, klass, class_demand,
+                 out):
+    """`NodeState.node_point` for nodes[:m], into out[:m]: when a share of `demand` fits on the
+    node as its jobs end in order of estimated end (ties: the order they were placed there): -2 it
+    fits now, -1 never, else the row whose end makes it fit."""
     r_count = free.shape[1]
     need = np.empty(r_count, np.int64)
-    worst = -_BIG
-    for r in range(r_count):
-        need[r] = demand[r] - free[i, r]
-        worst = max(worst, need[r])
-    if worst <= 0:
-        return -2
-    nt = ntask[i]
-    if exclusive:
-        for r in range(r_count):
-            if demand[r] > cap[i, r]:
-                return -1
-        if nt == 0:
-            return -1
-        # idle once every job has ended: the latest end, the first placed among equal ends
-        # (Python's max keeps the first maximal element)
-        j = nt - 1
-        while j > 0 and est[tasks[i, j - 1]] == est[tasks[i, nt - 1]]:
-            j -= 1
-        return tasks[i, j]
-    for j in range(nt):
-        row = tasks[i, j]
-        k = klass[row]
+    for q in range(m):
+        i = nodes[q]
         worst = -_BIG
         for r in range(r_count):
-            need[r] -= class_demand[k, r]
+            need[r] = demand[r] - free[i, r]
             worst = max(worst, need[r])
         if worst <= 0:
-            return row
-    return -1
+            out[q] = -2
+            continue
+        nt = ntask[i]
+        if exclusive:
+            out[q] = -1
+            over = False
+            for r in range(r_count):
+                if demand[r] > cap[i, r]:
+                    over = True
+            if over or nt == 0:
+                continue
+            # idle once every job has ended: the latest end, the first placed among equal ends
+            # (Python's max keeps the first maximal element)
+            j = nt - 1
+            while j > 0 and est[tasks[i, j - 1]] == est[tasks[i, nt - 1]]:
+                j -= 1
+            out[q] = tasks[i, j]
+            continue
+        out[q] = -1
+        for j in range(nt):
+            row = tasks[i, j]
+            k = klass[row]
+            worst = -_BIG
+            for r in range(r_count):
+                need[r] -= class_demand[k, r]
+                worst = max(worst, need[r])
+            if worst <= 0:
+                out[q] = row
+                break
 
 
 @njit(cache=True)
@@ -375,7 +404,8 @@ def _give(row, count, alloc, offsets, free, cap, exclusive, demand, tasks, ntask
 @njit(cache=True)
 def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass, class_demand,
           req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc, fc_ver, ctr,
-          heap_end, heap_row, res_rows, res_shadows, fits, chosen, points, times, ready, lost):
+          heap_end, heap_row, res_rows, res_shadows, fits, chosen, all_nodes, points, times, ready,
+          lost):
     """`backfill_nodes.easy_starts`. The jobs it starts are started at once (the engine starts
     them after the scan, in the same order, on the same nodes: the same state). Where the engine
     keeps the free vectors of the nodes at the shadow time as the scan goes, this computes them
@@ -387,11 +417,12 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
     k_head = klass[head]
     want = count[head]
     head_demand = class_demand[k_head]
+    after = np.empty(r_count, np.int64)
+    _node_points(all_nodes, n, free, head_demand, cap, exclusive, tasks, ntask, est, klass,
+                 class_demand, points)
     m = 0
     for i in range(n):
-        p = _node_point(i, free, head_demand, cap, exclusive, tasks, ntask, est, klass,
-                        class_demand)
-        points[i] = p
+        p = points[i]
         if p != -1:
             times[m] = now if p == -2 else est[p]
             m += 1
@@ -406,13 +437,15 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
         ready[i] = p != -1 and (p == -2 or est[p] <= shadow)
         if ready[i]:
             n_ready += 1
-    after = np.empty(r_count, np.int64)
     started = 0
     for j in range(n_cand):
         c = cand[j]
         k = klass[c]
         cnt = count[c]
-        if _fit_count(k, free, class_demand, cap, exclusive, fc, fc_ver, ctr[_VERSION]) < cnt:
+        if fc_ver[k] != ctr[_VERSION]:
+            fc[k] = _count_fitting(k, free, class_demand, cap, exclusive)
+            fc_ver[k] = ctr[_VERSION]
+        if fc[k] < cnt:
             continue
         demand = class_demand[k]
         fill_fits(free, demand, cap, exclusive, fits)
@@ -454,39 +487,27 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
 
 
 @njit(cache=True, inline="always")
-def _estimate(p, now, req, start):
-    """HPCsim's per-node estimate from a node point: 0 fits now, -1 never, else the remaining
-    requested time of the job whose end makes it fit."""
-    if p == -2:
-        return 0.0
-    if p == -1:
-        return -1.0
-    return req[p] - (now - start[p])
-
-
-@njit(cache=True, inline="always")
-def _tally(v, target, sign, counts):
-    """Add (sign 1) or remove (-1) an estimate to the counts the k-th test reads: values that are
-    not -1, below the target, at most the target."""
-    if v != -1.0:
-        counts[0] += sign
-        if v < target:
-            counts[1] += sign
-        if v <= target:
-            counts[2] += sign
+def _tally(v, target):
+    """What an estimate adds to the counts the k-th test reads: (not -1, below the target, at most
+    the target), each 0 or 1."""
+    if v == -1.0:
+        return 0, 0, 0
+    return 1, 1 if v < target else 0, 1 if v <= target else 0
 
 
 @njit(cache=True)
 def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass,
             class_demand, req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc,
-            fc_ver, ctr, heap_end, heap_row, fits, chosen, per_node, trial, tfree):
+            fc_ver, ctr, heap_end, heap_row, fits, chosen, all_nodes, points, per_node, trial,
+            tfree):
     """`backfill_nodes.hpcsim_starts`. The head's earliest start is the k-th smallest per-node
-    estimate; a candidate is placed on a trial copy of the free matrix (HPCsim takes its request
-    off the nodes, even on an exclusive cluster), put on its nodes' lists, and the estimates of
-    those nodes only are computed again. The k-th smallest is unchanged exactly when fewer than k
-    estimates lie below the target and at least k at or below it, so three counts, updated by the
-    changed nodes, decide, with no sort per candidate. A kept candidate starts at once; a refused
-    one is taken back off the trial matrix and the lists."""
+    estimate (0: it fits there now; -1: never; else the remaining requested time of the job whose
+    end makes it fit); a candidate is placed on a trial copy of the free matrix (HPCsim takes its
+    request off the nodes, even on an exclusive cluster), put on its nodes' lists, and the
+    estimates of those nodes only are computed again. The k-th smallest is unchanged exactly when
+    fewer than k estimates lie below the target and at least k at or below it, so three counts,
+    updated by the changed nodes, decide, with no sort per candidate. A kept candidate starts at
+    once; a refused one is taken back off the trial matrix and the lists."""
     n = free.shape[0]
     r_count = free.shape[1]
     k_head = klass[head]
@@ -495,25 +516,32 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
     for i in range(n):
         for r in range(r_count):
             tfree[i, r] = free[i, r]
+    _node_points(all_nodes, n, tfree, head_demand, cap, exclusive, tasks, ntask, est, klass,
+                 class_demand, points)
     m = 0
     for i in range(n):
-        v = _estimate(_node_point(i, tfree, head_demand, cap, exclusive, tasks, ntask, est, klass,
-                                  class_demand), now, req, start)
+        p = points[i]
+        v = 0.0 if p == -2 else (-1.0 if p == -1 else req[p] - (now - start[p]))
         per_node[i] = v
         if v != -1.0:
             trial[m] = v
             m += 1
     target = -1.0 if m < want else np.sort(trial[:m])[want - 1]
-    counts = np.zeros(3, np.int64)  # not -1, < target, <= target
+    n_ok = n_lt = n_le = 0  # estimates that are not -1, below the target, at most the target
     for i in range(n):
-        _tally(per_node[i], target, 1, counts)
-    new = np.empty(3, np.int64)
+        a, b, c = _tally(per_node[i], target)
+        n_ok += a
+        n_lt += b
+        n_le += c
     started = 0
     for j in range(n_cand):
         c = cand[j]
         k = klass[c]
         cnt = count[c]
-        if _fit_count(k, tfree, class_demand, cap, exclusive, fc, fc_ver, ctr[_VERSION]) < cnt:
+        if fc_ver[k] != ctr[_VERSION]:
+            fc[k] = _count_fitting(k, tfree, class_demand, cap, exclusive)
+            fc_ver[k] = ctr[_VERSION]
+        if fc[k] < cnt:
             continue
         demand = class_demand[k]
         fill_fits(tfree, demand, cap, exclusive, fits)
@@ -526,22 +554,25 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
             for r in range(r_count):
                 tfree[i, r] -= demand[r]
             _task_insert(tasks, ntask, i, c, est)
-        new[:] = counts
+        _node_points(chosen, cnt, tfree, head_demand, cap, exclusive, tasks, ntask, est, klass,
+                     class_demand, points)
+        ok, lt, le = n_ok, n_lt, n_le
         for q in range(cnt):
-            i = chosen[q]
-            v = _estimate(_node_point(i, tfree, head_demand, cap, exclusive, tasks, ntask, est,
-                                      klass, class_demand), now, req, start)
+            p = points[q]
+            v = 0.0 if p == -2 else (-1.0 if p == -1 else req[p] - (now - start[p]))
             trial[q] = v
-            _tally(per_node[i], target, -1, new)
-            _tally(v, target, 1, new)
+            a, b, d = _tally(per_node[chosen[q]], target)
+            ok, lt, le = ok - a, lt - b, le - d
+            a, b, d = _tally(v, target)
+            ok, lt, le = ok + a, lt + b, le + d
         if target == -1.0:
-            keep = new[0] < want
+            keep = ok < want
         else:
-            keep = new[0] >= want and new[1] < want <= new[2]
+            keep = ok >= want and lt < want <= le
         if keep:
             for q in range(cnt):
                 per_node[chosen[q]] = trial[q]
-            counts[:] = new
+            n_ok, n_lt, n_le = ok, lt, le
             _take(c, now, BACKFILLED, chosen, cnt, False, start, est, mode, alloc, offsets, req,
                   executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr)
             out[started] = c
@@ -591,17 +622,9 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
     heap_end = np.empty(n + 1)
     heap_row = np.empty(n + 1, np.int64)
 
-    # what may fit: nodes with at least v cores (GPUs) free, per v, recomputed when needed
-    core_col, gpu_col = A.cores, A.gpus
-    ge_core = np.zeros(cap[:, core_col].max() + 2, np.int64)
-    ge_gpu = np.zeros((cap[:, gpu_col].max() if gpu_col >= 0 else 0) + 2, np.int64)
-    ge_version = -1
-    job_core = np.empty(n, np.int64)
-    job_gpu = np.zeros(n, np.int64)
-    for r in range(n):
-        job_core[r] = class_demand[klass[r], core_col]
-        if gpu_col >= 0:
-            job_gpu[r] = class_demand[klass[r], gpu_col]
+    # what may fit: the free amounts of each resource, largest first, sorted again when needed
+    top = np.empty((r_count, n_nodes), np.int64)
+    top_version = -1
 
     # the queue: static keys, a tree over priority positions; clock-dependent keys, the waiting
     # rows in arrival order, keyed and heaped once per pass
@@ -611,8 +634,8 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
         size *= 2
     tree_size = size if static else 1
     t_cnt = np.full(2 * tree_size, _BIG, np.int64)
-    t_core = np.full(2 * tree_size, _BIG, np.int64)
-    t_gpu = np.full(2 * tree_size, _BIG, np.int64)
+    t_dem = np.full((2 * tree_size, r_count), _BIG, np.int64)
+    empty = np.full(r_count, _BIG, np.int64)
     row_at = np.empty(tree_size, np.int64)
     if static:
         for r in range(n):
@@ -631,6 +654,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
     fits = np.empty(n_nodes, np.bool_)
     chosen = np.empty(n_nodes, np.int64)
     points = np.empty(n_nodes, np.int64)
+    all_nodes = np.arange(n_nodes)
     times = np.empty(n_nodes)
     ready = np.empty(n_nodes, np.bool_)
     lost = np.empty(n_nodes, np.bool_)
@@ -654,8 +678,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                   tasks, ntask, ctr)
         while nxt < n and submit[nxt] <= now:
             if static:
-                _tree_set(t_cnt, t_core, t_gpu, size, rank[nxt], count[nxt], job_core[nxt],
-                          job_gpu[nxt])
+                _tree_set(t_cnt, t_dem, size, rank[nxt], count[nxt], class_demand[klass[nxt]])
                 head_pos = min(head_pos, rank[nxt])
             else:
                 qrows[q_len] = nxt
@@ -698,8 +721,10 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 h = hp[0]
             decisions += 1
             k = klass[h]
-            if _fit_count(k, free, class_demand, cap, exclusive, fc, fc_ver,
-                          ctr[_VERSION]) >= count[h]:
+            if fc_ver[k] != ctr[_VERSION]:
+                fc[k] = _count_fitting(k, free, class_demand, cap, exclusive)
+                fc_ver[k] = ctr[_VERSION]
+            if fc[k] >= count[h]:
                 demand = class_demand[k]
                 fill_fits(free, demand, cap, exclusive, fits)
                 if choose(code, free, demand, count[h], fits, A, chosen) < 0:
@@ -711,9 +736,8 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 waiting[h] = False
                 n_wait -= 1
                 if static:
-                    _tree_set(t_cnt, t_core, t_gpu, size, head_pos, _BIG, _BIG, _BIG)
-                    head_pos = _first_from(t_cnt, t_core, t_gpu, size, head_pos + 1, ge_core,
-                                           ge_gpu, True)
+                    _tree_set(t_cnt, t_dem, size, head_pos, _BIG, empty)
+                    head_pos = _first_waiting(t_cnt, size, head_pos + 1)
                     if head_pos < 0:
                         head_pos = size
                 else:
@@ -724,24 +748,23 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
             # the head does not fit: it is reserved for, and backfilling starts what it may
             if rule == RULE_NONE:
                 break
-            if ge_version != ctr[_VERSION]:
-                _fill_ge(free, core_col, ge_core)
-                _fill_ge(free, gpu_col, ge_gpu)
-                ge_version = ctr[_VERSION]
+            if top_version != ctr[_VERSION]:
+                _fill_top(free, top)
+                top_version = ctr[_VERSION]
             n_cand = 0
             if static:
-                pos = head_pos
-                while True:
-                    pos = _first_from(t_cnt, t_core, t_gpu, size, pos + 1, ge_core, ge_gpu, False)
-                    if pos < 0:
-                        break
-                    cand[n_cand] = row_at[pos]
-                    n_cand += 1
+                n_cand = _collect(t_cnt, t_dem, size, head_pos + 1, top, row_at, cand)
             else:
                 for j in range(q_len):
                     r = qrows[j]
-                    if waiting[r] and r != h and _may_fit(count[r], job_core[r], job_gpu[r],
-                                                          ge_core, ge_gpu):
+                    if not waiting[r] or r == h:
+                        continue
+                    may = True  # as in `_collect`
+                    for rr in range(r_count):
+                        if top[rr, count[r] - 1] < class_demand[klass[r], rr]:
+                            may = False
+                            break
+                    if may:
                         cand_keys[n_cand] = keys[r]
                         cand[n_cand] = r
                         n_cand += 1
@@ -755,12 +778,13 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 started = _easy(h, now, cand, n_cand, out, code, A, free, cap, exclusive, count,
                                 klass, class_demand, req, executed, start, est, mode, alloc,
                                 offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
-                                res_rows, res_shadows, fits, chosen, points, times, ready, lost)
+                                res_rows, res_shadows, fits, chosen, all_nodes, points, times,
+                                ready, lost)
             else:
                 started = _hpcsim(h, now, cand, n_cand, out, code, A, free, cap, exclusive, count,
                                   klass, class_demand, req, executed, start, est, mode, alloc,
                                   offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
-                                  fits, chosen, per_node, times, tfree)
+                                  fits, chosen, all_nodes, points, per_node, times, tfree)
             if started < 0:
                 return start, mode, alloc, decisions, res_rows[:0].copy(), \
                     res_shadows[:0].copy(), NO_ALLOCATION
@@ -768,7 +792,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 c = out[j]
                 waiting[c] = False
                 if static:
-                    _tree_set(t_cnt, t_core, t_gpu, size, rank[c], _BIG, _BIG, _BIG)
+                    _tree_set(t_cnt, t_dem, size, rank[c], _BIG, empty)
             n_wait -= started
             if started == 0 or not repeats:
                 break
