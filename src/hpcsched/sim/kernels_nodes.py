@@ -59,7 +59,7 @@ OK, KEY_ERROR, NO_ALLOCATION = 0, 1, 2
 
 _BIG = 2**62  # a node count, core or GPU request larger than any: an empty tree leaf
 #: slots of the small counter array the helpers share with the loop
-_HEAP, _VERSION, _RESERVATIONS = 0, 1, 2
+_HEAP, _VERSION, _RESERVATIONS, _EPOCH = 0, 1, 2, 3
 
 
 # -- the waiting queue (static keys): a min-segment tree over priority positions --------------------
@@ -405,13 +405,18 @@ def _give(row, count, alloc, offsets, free, cap, exclusive, demand, tasks, ntask
 def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass, class_demand,
           req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc, fc_ver, ctr,
           heap_end, heap_row, res_rows, res_shadows, fits, chosen, all_nodes, points, times, ready,
-          lost):
+          lost, rej_epoch, rej_cnt):
     """`backfill_nodes.easy_starts`. The jobs it starts are started at once (the engine starts
     them after the scan, in the same order, on the same nodes: the same state). Where the engine
     keeps the free vectors of the nodes at the shadow time as the scan goes, this computes them
     from the state as it is: what is free now plus what the jobs ending by the shadow time give
     back; jobs started by the scan that end by then add and take the same, and those running past
-    it are taken, which is the engine's bookkeeping."""
+    it are taken, which is the engine's bookkeeping.
+
+    A refusal changes nothing, and whether a job that runs past the shadow time is refused depends
+    only on the state, its class and its node count (they decide its nodes): so until a job starts,
+    a later job of the same class and count that runs past the shadow time is refused without
+    being placed again (`rej_*`, stamped with the epoch `ctr[_EPOCH]`, which every start moves)."""
     n = free.shape[0]
     r_count = free.shape[1]
     k_head = klass[head]
@@ -437,11 +442,15 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
         ready[i] = p != -1 and (p == -2 or est[p] <= shadow)
         if ready[i]:
             n_ready += 1
+    ctr[_EPOCH] += 1
     started = 0
     for j in range(n_cand):
         c = cand[j]
         k = klass[c]
         cnt = count[c]
+        past = now + req[c] > shadow
+        if past and rej_epoch[k] == ctr[_EPOCH] and rej_cnt[k] == cnt:
+            continue  # refused already
         if fc_ver[k] != ctr[_VERSION]:
             fc[k] = _count_fitting(k, free, class_demand, cap, exclusive)
             fc_ver[k] = ctr[_VERSION]
@@ -451,7 +460,7 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
         fill_fits(free, demand, cap, exclusive, fits)
         if choose(code, free, demand, cnt, fits, A, chosen) < 0:
             return -1
-        if now + req[c] > shadow:
+        if past:
             # it runs past the reservation: the head must still find its nodes then
             n_lost = 0
             for q in range(cnt):
@@ -474,6 +483,8 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
                     lost[q] = True
                     n_lost += 1
             if n_ready - n_lost < want:
+                rej_epoch[k] = ctr[_EPOCH]
+                rej_cnt[k] = cnt
                 continue
             for q in range(cnt):
                 if lost[q]:
@@ -481,6 +492,7 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
                     n_ready -= 1
         _take(c, now, BACKFILLED, chosen, cnt, True, start, est, mode, alloc, offsets, req,
               executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr)
+        ctr[_EPOCH] += 1
         out[started] = c
         started += 1
     return started
@@ -499,7 +511,7 @@ def _tally(v, target):
 def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass,
             class_demand, req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc,
             fc_ver, ctr, heap_end, heap_row, fits, chosen, all_nodes, points, per_node, trial,
-            tfree):
+            tfree, rej_epoch, rej_cnt, rej_req):
     """`backfill_nodes.hpcsim_starts`. The head's earliest start is the k-th smallest per-node
     estimate (0: it fits there now; -1: never; else the remaining requested time of the job whose
     end makes it fit); a candidate is placed on a trial copy of the free matrix (HPCsim takes its
@@ -507,7 +519,13 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
     estimates of those nodes only are computed again. The k-th smallest is unchanged exactly when
     fewer than k estimates lie below the target and at least k at or below it, so three counts,
     updated by the changed nodes, decide, with no sort per candidate. A kept candidate starts at
-    once; a refused one is taken back off the trial matrix and the lists."""
+    once; a refused one is taken back off the trial matrix and the lists.
+
+    A refusal changes nothing, and a candidate's outcome depends only on the state, its class and
+    node count (they decide its nodes) and its request: a later end on a node can only move that
+    node's estimate later, so the k-th smallest too. So until a job starts, a candidate of the same
+    class and count as a refused one, with at least its request, is refused without a trial
+    (`rej_*`, stamped with the epoch `ctr[_EPOCH]`, which every start moves)."""
     n = free.shape[0]
     r_count = free.shape[1]
     k_head = klass[head]
@@ -533,11 +551,14 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
         n_ok += a
         n_lt += b
         n_le += c
+    ctr[_EPOCH] += 1
     started = 0
     for j in range(n_cand):
         c = cand[j]
         k = klass[c]
         cnt = count[c]
+        if rej_epoch[k] == ctr[_EPOCH] and rej_cnt[k] == cnt and req[c] >= rej_req[k]:
+            continue  # refused already
         if fc_ver[k] != ctr[_VERSION]:
             fc[k] = _count_fitting(k, tfree, class_demand, cap, exclusive)
             fc_ver[k] = ctr[_VERSION]
@@ -575,9 +596,14 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
             n_ok, n_lt, n_le = ok, lt, le
             _take(c, now, BACKFILLED, chosen, cnt, False, start, est, mode, alloc, offsets, req,
                   executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr)
+            ctr[_EPOCH] += 1
             out[started] = c
             started += 1
         else:  # rolled back
+            if rej_epoch[k] != ctr[_EPOCH] or rej_cnt[k] != cnt or req[c] < rej_req[k]:
+                rej_epoch[k] = ctr[_EPOCH]
+                rej_cnt[k] = cnt
+                rej_req[k] = req[c]
             for q in range(cnt):
                 i = chosen[q]
                 for r in range(r_count):
@@ -611,7 +637,11 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
     res_cap = 3 * n + 16 if rule == RULE_EASY else 1  # one per pass, at most ~2 passes per job
     res_rows = np.empty(res_cap, np.int64)
     res_shadows = np.empty(res_cap)
-    ctr = np.zeros(3, np.int64)  # heap size, version of the free matrix, reservations
+    ctr = np.zeros(4, np.int64)  # heap size, version of the free matrix, reservations, epoch
+    # per request class, the candidates backfilling refused since it last started a job
+    rej_epoch = np.full(k_count, -1, np.int64)
+    rej_cnt = np.zeros(k_count, np.int64)
+    rej_req = np.zeros(k_count)
 
     free = cap.copy()
     tfree = np.empty_like(free)
@@ -779,12 +809,13 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                                 klass, class_demand, req, executed, start, est, mode, alloc,
                                 offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
                                 res_rows, res_shadows, fits, chosen, all_nodes, points, times,
-                                ready, lost)
+                                ready, lost, rej_epoch, rej_cnt)
             else:
                 started = _hpcsim(h, now, cand, n_cand, out, code, A, free, cap, exclusive, count,
                                   klass, class_demand, req, executed, start, est, mode, alloc,
                                   offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
-                                  fits, chosen, all_nodes, points, per_node, times, tfree)
+                                  fits, chosen, all_nodes, points, per_node, times, tfree,
+                                  rej_epoch, rej_cnt, rej_req)
             if started < 0:
                 return start, mode, alloc, decisions, res_rows[:0].copy(), \
                     res_shadows[:0].copy(), NO_ALLOCATION
