@@ -59,7 +59,7 @@ OK, KEY_ERROR, NO_ALLOCATION = 0, 1, 2
 
 _BIG = 2**62  # a node count, core or GPU request larger than any: an empty tree leaf
 #: slots of the small counter array the helpers share with the loop
-_HEAP, _VERSION, _RESERVATIONS, _EPOCH = 0, 1, 2, 3
+_HEAP, _VERSION, _RESERVATIONS, _EPOCH, _INSTANCES = 0, 1, 2, 3, 4
 
 
 # -- the waiting queue (static keys): a min-segment tree over priority positions --------------------
@@ -637,7 +637,8 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
     res_cap = 3 * n + 16 if rule == RULE_EASY else 1  # one per pass, at most ~2 passes per job
     res_rows = np.empty(res_cap, np.int64)
     res_shadows = np.empty(res_cap)
-    ctr = np.zeros(4, np.int64)  # heap size, version of the free matrix, reservations, epoch
+    # heap size, version of the free matrix, reservations, epoch, instants with events (passes)
+    ctr = np.zeros(5, np.int64)
     # per request class, the candidates backfilling refused since it last started a job
     rej_epoch = np.full(k_count, -1, np.int64)
     rej_cnt = np.zeros(k_count, np.int64)
@@ -701,6 +702,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
             now = submit[nxt]
         else:
             break
+        ctr[_INSTANCES] += 1
         while ctr[_HEAP] > 0 and heap_end[0] <= now:
             r = heap_row[0]
             ctr[_HEAP] = _heap_pop(heap_end, heap_row, ctr[_HEAP])
@@ -732,8 +734,8 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 r = qrows[j]
                 key, ok = _hpcsim_key(key_mode, now, submit[r], req[r], procs[r])
                 if not ok:
-                    return start, mode, alloc, decisions, res_rows[:0].copy(), res_shadows[:0].copy(), \
-                        KEY_ERROR
+                    return start, mode, alloc, decisions, res_rows[:0].copy(), \
+                        res_shadows[:0].copy(), ctr, KEY_ERROR
                 keys[r] = key
                 hp[j] = r
             hn = q_len
@@ -759,7 +761,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                 fill_fits(free, demand, cap, exclusive, fits)
                 if choose(code, free, demand, count[h], fits, A, chosen) < 0:
                     return start, mode, alloc, decisions, res_rows[:0].copy(), \
-                        res_shadows[:0].copy(), NO_ALLOCATION
+                        res_shadows[:0].copy(), ctr, NO_ALLOCATION
                 _take(h, now, READY, chosen, count[h], True, start, est, mode, alloc, offsets, req,
                       executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row,
                       ctr)
@@ -818,7 +820,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                                   rej_epoch, rej_cnt, rej_req)
             if started < 0:
                 return start, mode, alloc, decisions, res_rows[:0].copy(), \
-                    res_shadows[:0].copy(), NO_ALLOCATION
+                    res_shadows[:0].copy(), ctr, NO_ALLOCATION
             for j in range(started):
                 c = out[j]
                 waiting[c] = False
@@ -828,7 +830,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
             if started == 0 or not repeats:
                 break
     nr = ctr[_RESERVATIONS]
-    return start, mode, alloc, decisions, res_rows[:nr].copy(), res_shadows[:nr].copy(), OK
+    return start, mode, alloc, decisions, res_rows[:nr].copy(), res_shadows[:nr].copy(), ctr, OK
 
 
 # -- the entry points ------------------------------------------------------------------------------
@@ -930,11 +932,11 @@ def plan(engine, policy) -> dict | None:
 
 def schedule(p: dict):
     """Run the kernel on `plan`'s inputs. Returns (start, modes, allocations, decisions,
-    reservations), or None where the kernel cannot follow the Python loop: a key the Python policy
+    reservations, instances: the instants with events, each opening a pass), or None where the kernel cannot follow the Python loop: a key the Python policy
     would not compute (it raises), or an allocator with no answer for a job that fits (the Python
     loop raises, or goes on with a wrong state; see `NO_ALLOCATION`). The Python loop should then
     run and say why."""
-    start, mode, alloc, decisions, rows, shadows, status = _schedule(
+    start, mode, alloc, decisions, rows, shadows, ctr, status = _schedule(
         p["submit"], p["req"], p["executed"], p["count"], p["klass"], p["class_demand"],
         p["key_mode"], p["rank"], p["procs"], p["rule"], p["repeats"], p["code"], p["offsets"],
         p["max_tasks"], *p["arrays"])
@@ -942,14 +944,26 @@ def schedule(p: dict):
         return None
     allocations = np.split(alloc, p["offsets"][1:-1])
     reservations = list(zip(rows.tolist(), shadows.tolist()))
-    return start, mode, allocations, int(decisions), reservations
+    return start, mode, allocations, int(decisions), reservations, int(ctr[_INSTANCES])
 
 
 def run_compiled(engine, policy) -> bool:
-    """Run `engine` to the end with `policy` in compiled code, if the kernel covers them (see the
-    module docstring), and store the run in the engine (`Engine.record_run`): True. Otherwise, or
-    without numba (the same code as plain Python would be slower than the engine), return False
-    and leave the engine untouched."""
+    """Run `engine` to the end with `policy` in compiled code and store the run in it; return
+    whether it did.
+
+    It does when the engine is fresh (from `make_engine`, not stepped yet), its loop is the pass
+    loop (`PassLoop`) on named nodes (`NodeState`), in our dialect or HPCsim's, with backfilling
+    `none` or `easy`, its allocator is one of the six of `cluster.allocate` (of that very class),
+    and the policy has static keys (and neither `decide` nor `reset`) or is HPCsim's wfp3 or
+    unicep. The engine then ends as if stepped to the end: `Engine.record_run` gets every job's
+    start, nodes (allocation order), mode (READY, BACKFILLED), the decision count and the EASY
+    reservations, each equal to the stepped loop's, and `engine.instances` the passes opened;
+    `engine.result()` gives the same metrics.
+
+    Otherwise it returns False and leaves the engine untouched, and the caller runs the Python
+    loop: without numba (the same functions as plain Python would be slower than the engine), and
+    where the stepped loop would raise (HPCsim's selector dividing by a zero request, HPCsim's
+    topology search with no answer for a job that fits), so that it raises with its message."""
     if not HAVE_NUMBA:
         return False
     p = plan(engine, policy)
@@ -958,9 +972,10 @@ def run_compiled(engine, policy) -> bool:
     out = schedule(p)
     if out is None:
         return False
-    start, mode, allocations, decisions, reservations = out
+    start, mode, allocations, decisions, reservations, instances = out
     engine.record_run(start, allocations=allocations, modes=mode, decisions=decisions,
                       reservations=reservations)
+    engine.instances = instances  # as the stepped loop counts them (`DecisionView.instances`)
     return True
 
 
