@@ -95,7 +95,7 @@ def compare(jobs, cluster, profile, backfill, allocator, policy):
     return True
 
 
-# -- HPCsim's clock-dependent keys, bit for bit ------------------------------------------------------
+# -- HPCsim's clock-dependent keys, bit for bit ----------------------------------------------------
 
 
 def test_hpcsim_keys_are_pythons_bit_for_bit():
@@ -148,15 +148,16 @@ def test_hpcsim_key_refuses_what_python_refuses():
     assert key(wfp3, 0.0, 0.0, 60.0, 1.0) == (-0.0, True)
 
 
-# -- random heterogeneous clusters and jobs ------------------------------------------------------------
+# -- random heterogeneous clusters and jobs --------------------------------------------------------
 
 
 @st.composite
 def clusters(draw) -> Cluster:
     n = draw(st.integers(1, 7))
     with_memory = draw(st.booleans())
-    cap = [[draw(st.integers(1, 8)), draw(st.sampled_from([1000, 2000, 4000])) if with_memory else 0,
-            draw(st.sampled_from([0, 0, 1, 2]))] for _ in range(n)]
+    memory = st.sampled_from([1000, 2000, 4000]) if with_memory else st.just(0)
+    cap = [[draw(st.integers(1, 8)), draw(memory), draw(st.sampled_from([0, 0, 1, 2]))]
+           for _ in range(n)]
     exclusive = draw(st.booleans())
     names = tuple(f"n{i}" for i in range(n))
     shape = draw(st.sampled_from(["none", "leaves", "tree"]))
@@ -317,7 +318,7 @@ def test_a_job_that_needs_every_node_waits_for_all_of_them():
             assert compare(jobs, cluster, profile, "easy", allocator, get_policy("fcfs"))
 
 
-# -- HPCsim's own schedules -------------------------------------------------------------------------
+# -- HPCsim's own schedules ------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=None)

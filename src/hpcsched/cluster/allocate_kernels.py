@@ -5,8 +5,8 @@ API; each is a thin wrapper that calls `allocate_into` here with the cluster's p
 (`cluster_arrays`, built once per cluster: seven arrays, because numba checks the type of every
 argument of a call from Python, and plain arrays are the cheapest to check). Inside compiled code
 they are unpacked once into a `ClusterArrays` named tuple (`unpack`) that the bodies read. The
-compiled pass loops (`hpcsched.sim.kernels_nodes`) call the same functions from compiled code, so the
-Python engine and the compiled loops choose nodes with one implementation.
+compiled pass loops (`hpcsched.sim.kernels_nodes`) call the same functions from compiled code, so
+the Python engine and the compiled loops choose nodes with one implementation.
 
 What each allocator does, and why, is documented on its class in `allocate.py`; the comments here
 only say how the array version reproduces the rule exactly (ties, float keys). Every function is
@@ -175,7 +175,7 @@ def _best_fit(free, request, count, fits, A, out):
     return count
 
 
-# -- topology (ours: Slurm's topology/tree) ---------------------------------------------------------
+# -- topology (ours: Slurm's topology/tree) --------------------------------------------------------
 
 
 @njit(cache=True)
@@ -417,7 +417,7 @@ def unpack(capacity, meta, per_node, half_per_mb, others_cap, switches, hp_seq):
 @njit(cache=True)
 def allocate_into(code, free, request, count, fits, out, capacity, meta, per_node, half_per_mb,
                   others_cap, switches, hp_seq):
-    """`choose` for a caller outside compiled code, with the cluster as `cluster_arrays` packs it."""
+    """`choose` for a caller outside compiled code, the cluster as `cluster_arrays` packs it."""
     A = unpack(capacity, meta, per_node, half_per_mb, others_cap, switches, hp_seq)
     return choose(code, free, request, count, fits, A, out)
 

@@ -62,7 +62,7 @@ _BIG = 2**62  # a node count, core or GPU request larger than any: an empty tree
 _HEAP, _VERSION, _RESERVATIONS, _EPOCH, _INSTANCES = 0, 1, 2, 3, 4
 
 
-# -- the waiting queue (static keys): a min-segment tree over priority positions --------------------
+# -- the waiting queue (static keys): a min-segment tree over priority positions -------------------
 #
 # Leaf `size + p` holds the job at priority position p while it waits: its node count and its
 # per-node request; an inner node holds the minimum of each over its subtree. Empty leaves hold
@@ -161,7 +161,33 @@ def _fill_top(free, top):
             top[r, j] = col[n - 1 - j]
 
 
-# -- clock-dependent keys (HPCsim's wfp3 and unicep) ------------------------------------------------
+@njit(cache=True, inline="always")
+def _top_move(top, r, old, new):
+    """A node's free amount of resource r went from `old` to `new`: keep row r of `top` sorted
+    (largest first) by moving one entry `old` to where `new` belongs."""
+    if old == new:
+        return
+    n = top.shape[1]
+    lo, hi = 0, n  # the first entry <= old (largest first): it equals old
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if top[r, mid] > old:
+            lo = mid + 1
+        else:
+            hi = mid
+    j = lo
+    if new < old:  # it moves right, past the entries larger than new
+        while j + 1 < n and top[r, j + 1] > new:
+            top[r, j] = top[r, j + 1]
+            j += 1
+    else:
+        while j > 0 and top[r, j - 1] < new:
+            top[r, j] = top[r, j - 1]
+            j -= 1
+    top[r, j] = new
+
+
+# -- clock-dependent keys (HPCsim's wfp3 and unicep) -----------------------------------------------
 
 
 @njit(cache=True)
@@ -274,8 +300,8 @@ def _heap_pop(heap_end, heap_row, count):
         c = 2 * i + 1
         if c >= count:
             break
-        if c + 1 < count and (heap_end[c + 1] < heap_end[c]
-                              or (heap_end[c + 1] == heap_end[c] and heap_row[c + 1] < heap_row[c])):
+        if c + 1 < count and (heap_end[c + 1] < heap_end[c] or (
+                heap_end[c + 1] == heap_end[c] and heap_row[c + 1] < heap_row[c])):
             c += 1
         if end < heap_end[c] or (end == heap_end[c] and row < heap_row[c]):
             break
@@ -287,7 +313,7 @@ def _heap_pop(heap_end, heap_row, count):
     return count
 
 
-# -- what fits ---------------------------------------------------------------------------------------
+# -- what fits -------------------------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -361,15 +387,15 @@ def _kth_smallest(values, m, k):
     return np.sort(values[:m])[k - 1]
 
 
-# -- starting and ending jobs ------------------------------------------------------------------------
+# -- starting and ending jobs ----------------------------------------------------------------------
 
 
 @njit(cache=True)
 def _take(row, now, how, chosen, cnt, insert, start, est, mode, alloc, offsets, req, executed,
-          free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr):
+          free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr, top):
     """Start `row` now on chosen[:cnt] (mode `how`): its resources off the free matrix (whole
-    nodes when exclusive), onto its nodes' lists (unless already there), its real end on the
-    heap."""
+    nodes when exclusive, and off `top`), onto its nodes' lists (unless already there), its real
+    end on the heap."""
     start[row] = now
     est[row] = now + req[row]
     mode[row] = how
@@ -378,7 +404,9 @@ def _take(row, now, how, chosen, cnt, insert, start, est, mode, alloc, offsets, 
         i = chosen[j]
         alloc[off + j] = i
         for r in range(free.shape[1]):
-            free[i, r] -= cap[i, r] if exclusive else demand[r]
+            old = free[i, r]
+            free[i, r] = old - (cap[i, r] if exclusive else demand[r])
+            _top_move(top, r, old, free[i, r])
         if insert:
             _task_insert(tasks, ntask, i, row, est)
     ctr[_HEAP] = _heap_push(heap_end, heap_row, ctr[_HEAP], now + executed[row], row)
@@ -386,12 +414,14 @@ def _take(row, now, how, chosen, cnt, insert, start, est, mode, alloc, offsets, 
 
 
 @njit(cache=True)
-def _give(row, count, alloc, offsets, free, cap, exclusive, demand, tasks, ntask, ctr):
+def _give(row, count, alloc, offsets, free, cap, exclusive, demand, tasks, ntask, ctr, top):
     off = offsets[row]
     for j in range(count):
         i = alloc[off + j]
         for r in range(free.shape[1]):
-            free[i, r] += cap[i, r] if exclusive else demand[r]
+            old = free[i, r]
+            free[i, r] = old + (cap[i, r] if exclusive else demand[r])
+            _top_move(top, r, old, free[i, r])
         _task_remove(tasks, ntask, i, row)
     ctr[_VERSION] += 1
 
@@ -405,7 +435,7 @@ def _give(row, count, alloc, offsets, free, cap, exclusive, demand, tasks, ntask
 def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass, class_demand,
           req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc, fc_ver, ctr,
           heap_end, heap_row, res_rows, res_shadows, fits, chosen, all_nodes, points, times, ready,
-          lost, rej_epoch, rej_cnt):
+          lost, rej_epoch, rej_cnt, top):
     """`backfill_nodes.easy_starts`. The jobs it starts are started at once (the engine starts
     them after the scan, in the same order, on the same nodes: the same state). Where the engine
     keeps the free vectors of the nodes at the shadow time as the scan goes, this computes them
@@ -491,7 +521,7 @@ def _easy(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, kl
                     ready[chosen[q]] = False
                     n_ready -= 1
         _take(c, now, BACKFILLED, chosen, cnt, True, start, est, mode, alloc, offsets, req,
-              executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr)
+              executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr, top)
         ctr[_EPOCH] += 1
         out[started] = c
         started += 1
@@ -511,7 +541,7 @@ def _tally(v, target):
 def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, klass,
             class_demand, req, executed, start, est, mode, alloc, offsets, tasks, ntask, fc,
             fc_ver, ctr, heap_end, heap_row, fits, chosen, all_nodes, points, per_node, trial,
-            tfree, rej_epoch, rej_cnt, rej_req):
+            tfree, rej_epoch, rej_cnt, rej_req, top):
     """`backfill_nodes.hpcsim_starts`. The head's earliest start is the k-th smallest per-node
     estimate (0: it fits there now; -1: never; else the remaining requested time of the job whose
     end makes it fit); a candidate is placed on a trial copy of the free matrix (HPCsim takes its
@@ -595,7 +625,8 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
                 per_node[chosen[q]] = trial[q]
             n_ok, n_lt, n_le = ok, lt, le
             _take(c, now, BACKFILLED, chosen, cnt, False, start, est, mode, alloc, offsets, req,
-                  executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr)
+                  executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row, ctr,
+                  top)
             ctr[_EPOCH] += 1
             out[started] = c
             started += 1
@@ -615,7 +646,7 @@ def _hpcsim(head, now, cand, n_cand, out, code, A, free, cap, exclusive, count, 
     return started
 
 
-# -- the loop ----------------------------------------------------------------------------------------
+# -- the loop --------------------------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -653,9 +684,9 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
     heap_end = np.empty(n + 1)
     heap_row = np.empty(n + 1, np.int64)
 
-    # what may fit: the free amounts of each resource, largest first, sorted again when needed
+    # what may fit: the free amounts of each resource, largest first, kept so by every change
     top = np.empty((r_count, n_nodes), np.int64)
-    top_version = -1
+    _fill_top(cap, top)
 
     # the queue: static keys, a tree over priority positions; clock-dependent keys, the waiting
     # rows in arrival order, keyed and heaped once per pass
@@ -707,7 +738,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
             r = heap_row[0]
             ctr[_HEAP] = _heap_pop(heap_end, heap_row, ctr[_HEAP])
             _give(r, count[r], alloc, offsets, free, cap, exclusive, class_demand[klass[r]],
-                  tasks, ntask, ctr)
+                  tasks, ntask, ctr, top)
         while nxt < n and submit[nxt] <= now:
             if static:
                 _tree_set(t_cnt, t_dem, size, rank[nxt], count[nxt], class_demand[klass[nxt]])
@@ -764,7 +795,7 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                         res_shadows[:0].copy(), ctr, NO_ALLOCATION
                 _take(h, now, READY, chosen, count[h], True, start, est, mode, alloc, offsets, req,
                       executed, free, cap, exclusive, demand, tasks, ntask, heap_end, heap_row,
-                      ctr)
+                      ctr, top)
                 waiting[h] = False
                 n_wait -= 1
                 if static:
@@ -780,9 +811,6 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
             # the head does not fit: it is reserved for, and backfilling starts what it may
             if rule == RULE_NONE:
                 break
-            if top_version != ctr[_VERSION]:
-                _fill_top(free, top)
-                top_version = ctr[_VERSION]
             n_cand = 0
             if static:
                 n_cand = _collect(t_cnt, t_dem, size, head_pos + 1, top, row_at, cand)
@@ -811,13 +839,13 @@ def _schedule(submit, req, executed, count, klass, class_demand, key_mode, rank,
                                 klass, class_demand, req, executed, start, est, mode, alloc,
                                 offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
                                 res_rows, res_shadows, fits, chosen, all_nodes, points, times,
-                                ready, lost, rej_epoch, rej_cnt)
+                                ready, lost, rej_epoch, rej_cnt, top)
             else:
                 started = _hpcsim(h, now, cand, n_cand, out, code, A, free, cap, exclusive, count,
                                   klass, class_demand, req, executed, start, est, mode, alloc,
                                   offsets, tasks, ntask, fc, fc_ver, ctr, heap_end, heap_row,
                                   fits, chosen, all_nodes, points, per_node, times, tfree,
-                                  rej_epoch, rej_cnt, rej_req)
+                                  rej_epoch, rej_cnt, rej_req, top)
             if started < 0:
                 return start, mode, alloc, decisions, res_rows[:0].copy(), \
                     res_shadows[:0].copy(), ctr, NO_ALLOCATION
@@ -932,10 +960,10 @@ def plan(engine, policy) -> dict | None:
 
 def schedule(p: dict):
     """Run the kernel on `plan`'s inputs. Returns (start, modes, allocations, decisions,
-    reservations, instances: the instants with events, each opening a pass), or None where the kernel cannot follow the Python loop: a key the Python policy
-    would not compute (it raises), or an allocator with no answer for a job that fits (the Python
-    loop raises, or goes on with a wrong state; see `NO_ALLOCATION`). The Python loop should then
-    run and say why."""
+    reservations, instances: the instants with events, each opening a pass), or None where the
+    kernel cannot follow the Python loop: a key the Python policy would not compute (it raises), or
+    an allocator with no answer for a job that fits (the Python loop raises there; see
+    `NO_ALLOCATION`). The Python loop should then run and say why."""
     start, mode, alloc, decisions, rows, shadows, ctr, status = _schedule(
         p["submit"], p["req"], p["executed"], p["count"], p["klass"], p["class_demand"],
         p["key_mode"], p["rank"], p["procs"], p["rule"], p["repeats"], p["code"], p["offsets"],
