@@ -90,6 +90,10 @@ class PassLoop:
     def queue_reordered(self) -> None:
         pass
 
+    def run_fast(self, policy) -> bool:  # the compiled loop where it applies (sim/kernels_nodes.py)
+        from hpcsched.sim.kernels_nodes import run_compiled
+        return run_compiled(self.e, policy)
+
     def finish(self, result) -> None:
         pass
 
