@@ -26,7 +26,7 @@ from hpcsched.cluster.nodes import Cluster
 from hpcsched.policies import hpcsim as hpcsim_policies
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim import kernels_nodes
-from hpcsched.sim.engine import BACKFILLED
+from hpcsched.sim.engine import BACKFILLED, READY
 from hpcsched.sim.factory import make_engine
 from hpcsched.workload.cleaning import clean
 from hpcsched.workload.jobs import JobTable
@@ -300,13 +300,26 @@ def test_what_the_kernel_declines():
     assert compare(jobs, cluster, "standard", "easy", "best-fit", fcfs)
 
 
+def test_without_numba_the_engine_runs_in_python(monkeypatch):
+    """The kernel's functions would run as plain Python, slower than the engine: it declines."""
+    cluster = Cluster.identical(2, cores=4)
+    jobs = JobTable.from_columns(submit=[0, 1], run_time=[5, 3], req_time=[5, 4],
+                                 req_procs=[4, 2], alloc_procs=[4, 2])
+    monkeypatch.setattr(kernels_nodes, "HAVE_NUMBA", False)
+    engine = make_engine(jobs, cluster, "standard", "easy")
+    assert not kernels_nodes.run_compiled(engine, get_policy("fcfs"))
+    assert engine.started == 0 and not engine.done
+    assert engine.run(get_policy("fcfs")).start.tolist() == [0.0, 1.0]
+
+
 def test_a_job_that_needs_every_node_waits_for_all_of_them():
     """
              n0 (4c)    n1 (4c)    n2 (4c, 1 GPU)
-    t=0      A: 1 node x 4c, 10 s, on one node
+    t=0      A: 1 node x 4c, 10 s: n0
     t=1      B: 3 nodes x 1c (every node), 5 s: waits for A (reserved at A's end, t=10)
-    t=2      C: 1 node x 1c, 20 s: runs past t=10; it fits beside B on a node with 3 cores free at
-             t=10, so EASY starts it now; D: 1 node x 4c, 2 s ends by t=10: starts too
+    t=2      C: 1 node x 1c, 20 s: runs past t=10, but leaves 3 cores of its node free for B
+             then: backfilled; D: 1 node x 4c, 2 s, ends by t=10: backfilled
+    t=10     B starts on all three nodes
     """
     cluster = Cluster(names=("n0", "n1", "n2"), capacity=[[4, 0, 0], [4, 0, 0], [4, 0, 1]])
     jobs = JobTable.from_columns(submit=[0, 1, 2, 2], run_time=[10, 5, 20, 2],
@@ -316,6 +329,9 @@ def test_a_job_that_needs_every_node_waits_for_all_of_them():
     for allocator in ALLOCATORS:
         for profile in ("standard", "hpcsim"):
             assert compare(jobs, cluster, profile, "easy", allocator, get_policy("fcfs"))
+            engine = make_engine(jobs, cluster, profile, "easy", allocator=allocator)
+            assert engine.run(get_policy("fcfs")).start.tolist() == [0, 10, 2, 2]
+            assert engine.mode.tolist() == [READY, READY, BACKFILLED, BACKFILLED]
 
 
 # -- HPCsim's own schedules ------------------------------------------------------------------------
