@@ -2,13 +2,13 @@
 cores, shared), the compiled pass loop (`hpcsched.sim.kernels_nodes`) against the Python engine and
 against HPCsim, the thesis's own simulator.
 
-    python benchmarks/spartan_speed.py                                  # the scratch trace
+    python benchmarks/spartan_speed.py                                  # the generated trace
     python benchmarks/spartan_speed.py TRACE.tsv.gz --hpcsim-json H.json.gz [--hpcsim-json ...]
-    python benchmarks/spartan_speed.py --run-hpcsim 10000               # time HPCsim on a prefix
+    python benchmarks/spartan_speed.py --run-hpcsim 10000 --hpcsim DIR  # time HPCsim on a prefix
     python benchmarks/spartan_speed.py --quick                          # fewer configurations
 
-The trace defaults to /work/scratch/hpcsim/cases/phys84k_s106.tsv.gz; where it is missing it is
-generated, byte for byte the same, with `hpcsim_traces.py physical --jobs 84000 --seed 106`.
+The trace defaults to phys84k_s106.tsv.gz in the temporary folder, generated there where it is
+missing with `hpcsim_traces.py physical --jobs 84000 --seed 106` (the same bytes every time).
 
 1. Compilation: the first compiled call in the process (numba compiles, or loads its cache).
 2. Every HPCsim selector x every allocator, EASY backfilling under the `hpcsim` profile (HPCsim's
@@ -17,7 +17,7 @@ generated, byte for byte the same, with `hpcsim_traces.py physical --jobs 84000 
    one untimed run on the whole trace comes first).
 3. The Python engine (stepped decision by decision) on the first 10,000 jobs, against the compiled
    loop on the same jobs: the same schedule (checked), and the ratio of times.
-4. HPCsim: its CPU seconds from the JSON files of `/work/scratch/hpcsim/run_case.py` (`timing` of
+4. HPCsim: its CPU seconds from the JSON files of `hpcsim_reference.py` (`timing` of
    each case; the JSON also holds HPCsim's schedule, which is checked against ours), or measured now
    with `--run-hpcsim N` (HPCsim on the first N jobs, fcfs + best_fit + backfilling; a whole run
    takes HPCsim most of an hour). Each ratio is taken on the number of jobs HPCsim ran.
@@ -51,8 +51,7 @@ from hpcsched.sim.factory import make_engine  # noqa: E402
 from hpcsched.workload.cleaning import clean  # noqa: E402
 from hpcsched.workload.slurm import read_hpcsim  # noqa: E402
 
-SCRATCH = "/work/scratch/hpcsim"
-DEFAULT_TRACE = f"{SCRATCH}/cases/phys84k_s106.tsv.gz"
+DEFAULT_TRACE = os.path.join(tempfile.gettempdir(), "phys84k_s106.tsv.gz")
 SELECTORS = ("fcfs", "lcfs", "sjf", "wfp3", "unicep", "f1", "f2")
 ALLOCATORS = ("first-available", "best-fit", "topology")
 HPCSIM_NAMES = {"f1": "f_1", "f2": "f_2", "first-available": "first_available",
@@ -121,7 +120,7 @@ def matches_hpcsim(case: dict, engine, result, names) -> bool:
     return True
 
 
-def run_hpcsim_prefix(trace: str, n: int, out_dir: str) -> str:
+def run_hpcsim_prefix(trace: str, n: int, out_dir: str, hpcsim: str, python: str) -> str:
     """HPCsim (fcfs + best_fit + backfilling) on the first n jobs of `trace`, by its driver."""
     prefix = os.path.join(out_dir, f"first{n}.tsv")
     with gzip.open(trace, "rt") if trace.endswith(".gz") else open(trace) as f, \
@@ -131,7 +130,7 @@ def run_hpcsim_prefix(trace: str, n: int, out_dir: str) -> str:
                 break
             out.write(line)
     result = os.path.join(out_dir, f"first{n}.json.gz")
-    subprocess.run([f"{SCRATCH}/.venv/bin/python", f"{SCRATCH}/run_case.py", prefix,
+    subprocess.run([python, os.path.join(HERE, "hpcsim_reference.py"), "--hpcsim", hpcsim, prefix,
                     "--partition", "physical", "-o", result, "--selectors", "fcfs",
                     "--allocators", "best_fit", "--backfill", "on"], check=True,
                    stdout=subprocess.DEVNULL)
@@ -143,9 +142,13 @@ def main(argv=None) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace", nargs="?", default=DEFAULT_TRACE)
     ap.add_argument("--hpcsim-json", action="append", default=[],
-                    help="run_case.py output with HPCsim's timings (repeatable)")
+                    help="hpcsim_reference.py output with HPCsim's timings (repeatable)")
     ap.add_argument("--run-hpcsim", type=int, metavar="N",
                     help="run HPCsim now on the first N jobs (fcfs + best_fit + backfilling)")
+    ap.add_argument("--hpcsim", default=os.environ.get("HPCSIM_DIR", ""),
+                    help="for --run-hpcsim: a checkout of HPCsim's repository (see hpcsim_reference.py)")
+    ap.add_argument("--hpcsim-python", default=sys.executable,
+                    help="for --run-hpcsim: a Python with HPCsim's requirements (default this one)")
     ap.add_argument("--python-jobs", type=int, default=10_000,
                     help="jobs for the Python engine's comparison (default 10000)")
     ap.add_argument("--quick", action="store_true", help="4 HPCsim configurations, 2 of ours")
@@ -222,7 +225,7 @@ def main(argv=None) -> None:
     if a.run_hpcsim:
         out_dir = tempfile.mkdtemp(prefix="hpcsim_")
         print(f"\nrunning HPCsim on the first {a.run_hpcsim} jobs (fcfs + best_fit + bf) ...")
-        files.append(run_hpcsim_prefix(trace, a.run_hpcsim, out_dir))
+        files.append(run_hpcsim_prefix(trace, a.run_hpcsim, out_dir, a.hpcsim, a.hpcsim_python))
     hp_ratios = []
     full_ratio = None
     if files:
