@@ -20,6 +20,11 @@ What is read, and how it maps to a `Cluster`:
 Keys are case-insensitive, as in Slurm. `#` starts a comment; a line ending in `\\` continues on
 the next. Every error names the file, the line and the key.
 
+A `gres.conf` beside the file (or given) is read for the GPUs of each node, and reconciled with
+`Gres=` as Slurm does: slurm.conf's count wins, a lower count in gres.conf is an error (Slurm drains
+the node) unless `SlurmdParameters=config_overrides`; see `gres.py`. Disagreements and unsupported
+`AutoDetect=` lines go to the cluster's `notes`.
+
 `topology.conf` lines are `SwitchName=NAME Nodes=HOSTLIST` (a leaf switch) or
 `SwitchName=NAME Switches=LIST` (a switch above others); `LinkSpeed` is ignored and `Level=` (as
 `scontrol show topology` prints it) is checked against the tree. The same reader serves HPCsim's
@@ -258,11 +263,12 @@ def _node_cores(line: ConfLine, values: dict[str, str]) -> int:
 
 
 def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
-                    name: str | None = None) -> Cluster:
+                    name: str | None = None, gres: str | Path | None = None) -> Cluster:
     """The cluster a `slurm.conf` describes, with the switches of `topology` (default: a
-    `topology.conf` beside it, if there is one). Every node of the file, in file order; select a
-    partition with `Cluster.select`. The whole cluster allocates whole nodes only if every one of
-    its partitions does."""
+    `topology.conf` beside it, if there is one) and the GPUs of `gres` (default: a `gres.conf`
+    beside it, if there is one). Every node of the file, in file order; select a partition with
+    `Cluster.select`. The whole cluster allocates whole nodes only if every one of its partitions
+    does."""
     path = Path(path)
     node_defaults: dict[str, str] = {}
     part_defaults: dict[str, str] = {}
@@ -272,7 +278,7 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
     partitions: list[tuple[str, ConfLine, dict[str, str]]] = []
     nodesets: dict[str, list[str]] = {}
     nodeset_lines: list[ConfLine] = []
-    cluster_name, linear = None, False
+    cluster_name, linear, overrides = None, False, False
     for number, text in conf_lines(path):
         line = parse_line(path, number, text)
         head = line.values[line.kind]
@@ -309,6 +315,8 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
             cluster_name = head
         elif line.kind == "selecttype":
             linear = head.lower() == "select/linear"
+        elif line.kind == "slurmdparameters":
+            overrides = "config_overrides" in head.lower().split(",")
     if not hosts:
         raise ClusterFileError(path, None, "no NodeName lines define a node")
 
@@ -345,6 +353,17 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
         switches, children = tree.names, tree.children
         leaf = np.array([tree.leaf_of.get(h, -1) for h in hosts], dtype=np.int64)
 
+    notes: list[str] = []
+    if gres is None and (path.parent / "gres.conf").exists():
+        gres = path.parent / "gres.conf"
+    if gres is not None:
+        from hpcsched.cluster.gres import read_gres_conf, reconcile
+
+        found = read_gres_conf(gres, hosts)
+        # slurm.conf's counts stand (as in Slurm); this checks gres.conf against them
+        reconcile(found, hosts, [r[2] for r in rows], [node_source[h] for h in hosts], overrides)
+        notes = found.notes
+
     used_parts = {p for ps in membership.values() for p in ps}
     return Cluster(
         names=tuple(hosts),
@@ -359,6 +378,7 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
         exclusive_partitions=tuple(exclusive_parts),
         default_partition=default if default in used_parts else None,
         sources=tuple(node_source[h] for h in hosts),
+        notes=tuple(notes),
     )
 
 
