@@ -118,8 +118,9 @@ BUNDLED_CLUSTERS: dict[str, BundledCluster] = {
             "48 x 12 x 94,035,968 KB, KB being 1,024 bytes (Alea reads the trace's bytes / 1,024): "
             "517,018 MB (504.9 GiB) and 91,832 MB (89.7 GiB) per node.",
             "One job of cerit-2013 (8687: 80 cores, 512 GiB = 524,288 MB on one node) asks more "
-            "memory than a zewura node has here, though it ran on one in 2013: simulate the trace "
-            "with --drop-oversized, which drops and counts it.",
+            "memory than a zewura node has here, though it ran on one in 2013: a simulation of "
+            "the bundled trace drops it, names it and counts it (the trace lists it as known); "
+            "any other job too large still stops the run unless --drop-oversized.",
             "No switches: neither the trace nor the .machines file describes the network. "
             "Partitions zewura and zegox are ours (PBS had queues); the features cl_zewura and "
             "cl_zegox are the PBS node properties the trace's jobs ask for, which the engine does "

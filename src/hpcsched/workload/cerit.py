@@ -51,7 +51,9 @@ Nothing is dropped. What could not be read as a plain `N:ppn=P` job is counted i
 `.machines` file (Alea's format: id, name, nodes, CPUs per node, speed, RAM per node in KB; read
 when it lies beside the trace as `<trace>.machines`, or given): a job that no set of its nodes can
 hold even on an empty machine. Whether such a job is dropped or stops the run is the simulation's
-choice (`--drop-oversized`), as for any trace.
+choice (`--drop-oversized`), as for any trace; the bundled `cerit-2013` lists its one such job
+(8687) as known (`hpcsched.workload.traces.TraceInfo.known_oversized`), so that a simulation drops
+it, named and counted with the reason, by default.
 
 Every error is a `TraceError` naming the file, the line and the field.
 """
