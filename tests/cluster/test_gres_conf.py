@@ -39,7 +39,7 @@ def test_counts_from_file_ranges_count_and_several_lines(conf):
     assert found.gpus == {"gpu01": 4, "gpu02": 4, "gpu03": 4, "gpu04": 4, "mix1": 4, "big1": 8}
     assert found.line_of["mix1"] == 3
     assert any("gres.conf:7: 9 host(s) of other[1-9] are not in slurm.conf" in n for n in found.notes)
-    assert any("AutoDetect=off" in n for n in found.notes)
+    assert not any("AutoDetect" in n for n in found.notes)  # off: nothing probed, nothing to say
 
 
 def test_agreeing_files_change_nothing(conf):
@@ -100,13 +100,14 @@ def test_config_overrides_keeps_slurm_conf(tmp_path):
 
 def test_autodetect_is_reported_and_slurm_conf_counts_stand(tmp_path):
     (tmp_path / "slurm.conf").write_text("NodeName=g[1-2] CPUs=8 Gres=gpu:4\n")
-    (tmp_path / "gres.conf").write_text("AutoDetect=nvml\nNodeName=g2 AutoDetect=off Name=gpu "
-                                        "Count=4\n")
+    (tmp_path / "gres.conf").write_text("AutoDetect=nvml\nNodeName=g2 AutoDetect=rsmi Name=gpu "
+                                        "Count=4\nNodeName=g1 AutoDetect=off Name=gpu Count=4\n")
     c = load_cluster(tmp_path / "slurm.conf")
     assert c.capacity[:, 2].tolist() == [4, 4]
+    assert len(c.notes) == 2
     assert c.notes[0].startswith(f"{tmp_path}/gres.conf:1: AutoDetect=nvml for every node is not "
                                  f"supported")
-    assert c.notes[1].startswith(f"{tmp_path}/gres.conf:2: AutoDetect=off for g2")
+    assert c.notes[1].startswith(f"{tmp_path}/gres.conf:2: AutoDetect=rsmi for g2")
 
 
 def test_gres_conf_given_by_path(tmp_path):

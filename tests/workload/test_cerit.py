@@ -210,8 +210,9 @@ def test_errors_name_line_and_field(tmp_path, bad, message):
     lines[2] = bad(lines[2])
     path = tmp_path / "bad.swf"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(TraceError, match=message):
+    with pytest.raises(TraceError, match=message) as err:
         read_cerit(path)
+    assert str(err.value).startswith(f"{path}, line 3") and "\n" not in str(err.value)
 
 
 def test_machines_errors(tmp_path):

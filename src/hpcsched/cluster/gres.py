@@ -14,7 +14,7 @@ differs from the number of `File=` entries is an error. Several lines for one no
 GPU type, say). `Type`, `Cores`, `Links`, `Flags` are read and not used (the engine counts GPUs).
 `AutoDetect=` (nvml, rsmi, nvidia, oneapi, ...) asks slurmd to probe the hardware, which a file
 reader cannot do: such a line is reported in the cluster's notes, and the nodes it covers keep what
-the other lines and slurm.conf say. Lines for hosts that slurm.conf does not define are skipped and
+the other lines and slurm.conf say (`AutoDetect=off`, which probes nothing, is what we do anyway). Lines for hosts that slurm.conf does not define are skipped and
 noted (a shared gres.conf often describes several clusters).
 
 Which wins, as Slurm does: the controller schedules the count configured in slurm.conf (`Gres=` on
@@ -76,7 +76,7 @@ def read_gres_conf(path: str | Path, hosts: list[str]) -> GresConf:
                                  f"{line.values['nodename']} are not in slurm.conf: skipped")
         else:
             covered = list(hosts)
-        if "autodetect" in line.values:
+        if line.values.get("autodetect", "off").lower() != "off":
             where = f"for {line.values['nodename']}" if "nodename" in line.values else "for every node"
             out.notes.append(f"{path}:{number}: AutoDetect={line.values['autodetect']} {where} is "
                              f"not supported (devices cannot be probed from a file): GPU counts "
