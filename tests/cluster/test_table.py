@@ -155,3 +155,14 @@ def test_switch_order_is_first_use(tmp_path):
     assert c.switch_children == ((), (), (0, 1))
     assert c.leaf.tolist() == [0, 1, -1]
     assert np.array_equal(c.switch_members[2], [True, True, False])
+
+
+def test_the_readme_example(tmp_path):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```\n(name: cerit-zewura\n.*?)```", readme, re.S).group(1)
+    c = read_cluster_table(_write(tmp_path, block))
+    assert c.name == "cerit-zewura" and c.nodes == 20 + 48
+    assert c.kind_capacity.tolist() == [[80, 517018, 0], [12, 91832, 0]]
+    assert c.notes == ("the CERIT-SC machine of the 2013 trace",)

@@ -122,3 +122,15 @@ def test_the_machine_of_the_trace_is_the_bundled_cluster():
     jobs = prepare("cerit-2013", cluster="cerit-zewura").jobs
     cluster = load_cluster("cerit-zewura")
     assert (jobs.header.max_nodes, jobs.header.max_procs) == (cluster.nodes, int(cluster.total[0]))
+
+
+def test_the_readme_says_what_the_command_gives(run):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("**A real heterogeneous trace: `cerit-2013`.**"):]
+    section = " ".join(section[:section.index("\n\n")].split())
+    _, row, _ = run
+    assert f"keeps {row['jobs']:,} jobs" in section
+    assert f"mean wait {row['wait']:,.0f} s, bsld {row['bsld']:.1f}, core utilization " \
+           f"{row['utilization_cores']:.3f} ({row['killed_at_request']} jobs" in section
