@@ -27,6 +27,8 @@ CASES = [
      "mine.cluster", "mine.cluster", 4, "cores"),
     ("cluster table key", {"mine.cluster": "kind nodes cores memory\nx 1 4 16GB\n"},
      "mine.cluster", "mine.cluster", 2, "memory"),
+    ("cluster table header", {"mine.cluster": "# no cores\nkind nodes memory\nx 1 4\n"},
+     "mine.cluster", "mine.cluster", 2, "cores"),
     ("nodes.csv", {"p_topology.txt": "SwitchName=a Nodes=h[1-2]\n",
                    "nodes.csv": CSV_HEADER + "f,4,100,h1,x,(null),p,0\nf,4,lots,h2,x,(null),p,0\n"},
      "p_topology.txt", "nodes.csv", 3, "memory"),

@@ -107,7 +107,7 @@ def test_minimal_file_defaults(tmp_path):
 
 @pytest.mark.parametrize("text, line, key, message", [
     ("kind nodes cores\n", None, None, "no node kinds"),
-    ("kind nodes\nx 1\n", 1, None, "lacks the column.*cores"),
+    ("kind nodes\nx 1\n", 1, "cores", "lacks the column.*cores"),
     ("kind nodes cores colour\nx 1 4 red\n", 1, "colour", "unknown column"),
     ("kind nodes cores cores\nx 1 4 4\n", 1, "cores", "column given twice"),
     ("kind nodes cores\nx 1\n", 2, None, "expected 3 values"),

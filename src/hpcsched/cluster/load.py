@@ -139,8 +139,8 @@ def load_cluster(spec: str | Path, partition: str | None = None) -> Cluster:
 
     - a bundled name (`BUNDLED_CLUSTERS`: `spartan-physical`, `spartan-deeplearn`,
       `spartan-sapphire`, `cerit-zewura`), with its notes;
-    - a cluster table, hpcsched's own format (`table.py`; a file whose first line that is not a
-      comment or `KEY: VALUE` names the columns kind, nodes, cores; by convention `NAME.cluster`);
+    - a cluster table, hpcsched's own format (`table.py`; a file named `NAME.cluster`, or one whose
+      first line that is not a comment or `KEY: VALUE` names the columns kind, nodes, cores);
     - a `slurm.conf` (a file whose name ends in `.conf` other than `topology.conf`, or any file
       with NodeName lines), with the `topology.conf` and `gres.conf` beside it if there are;
     - a topology file with `nodes.csv` beside it: HPCsim's platform format, whose partition is
@@ -172,7 +172,8 @@ def load_cluster(spec: str | Path, partition: str | None = None) -> Cluster:
             return read_hpcsim_platform(path, partition=partition)
         raise ClusterError(f"{path}: a topology file needs a slurm.conf (name that instead) or, "
                            f"in HPCsim's platform format, a nodes.csv beside it")
-    cluster = read_cluster_table(path) if looks_like_table(path) else read_slurm_conf(path)
+    table = path.suffix == ".cluster" or looks_like_table(path)
+    cluster = read_cluster_table(path) if table else read_slurm_conf(path)
     return cluster.select(partition) if partition else cluster
 
 

@@ -193,7 +193,7 @@ def _check_header(path: Path, number: int, header: list[str]) -> None:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ClusterFileError(path, number, f"the header lacks the column(s) {', '.join(missing)} "
-                               f"(a header names at least {', '.join(REQUIRED)})")
+                               f"(a header names at least {', '.join(REQUIRED)})", missing[0])
 
 
 def _whole(path: Path, number: int, row: dict[str, str], column: str, minimum: int,
