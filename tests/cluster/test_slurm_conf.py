@@ -165,6 +165,8 @@ def test_named_topology_and_folder(tmp_path):
     (tmp_path / "net.conf").write_text("SwitchName=s Nodes=n2\n")
     c = read_slurm_conf(tmp_path / "slurm.conf", topology=tmp_path / "net.conf")
     assert c.leaf.tolist() == [-1, 0]
+    assert c.notes == (f"{tmp_path}/net.conf: 1 node(s) of {tmp_path}/slurm.conf under no switch: "
+                       f"n1 (the topology allocator uses them only for jobs that no switch can hold)",)
     assert load_cluster(tmp_path).names == ("n1", "n2")  # a folder holding slurm.conf
 
 

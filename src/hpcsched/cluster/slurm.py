@@ -31,7 +31,8 @@ the node) unless `SlurmdParameters=config_overrides`; see `gres.py`. Disagreemen
 
 `topology.conf` lines are `SwitchName=NAME Nodes=HOSTLIST` (a leaf switch) or
 `SwitchName=NAME Switches=LIST` (a switch above others); `LinkSpeed` is ignored and `Level=` (as
-`scontrol show topology` prints it) is checked against the tree. The same reader serves HPCsim's
+`scontrol show topology` prints it) is checked against the tree. Nodes of slurm.conf that no switch
+lists are kept, without a leaf, and noted. The same reader serves HPCsim's
 platform files (`platform.py`).
 """
 
@@ -44,7 +45,7 @@ from typing import Iterator
 
 import numpy as np
 
-from hpcsched.cluster.hostlist import expand_hostlist, split_outside_brackets
+from hpcsched.cluster.hostlist import compress_hostlist, expand_hostlist, split_outside_brackets
 from hpcsched.cluster.nodes import Cluster
 from hpcsched.cluster.pool import ClusterError
 
@@ -420,6 +421,11 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
                                        f"node {host!r} is not defined in {path}", "Nodes")
         switches, children = tree.names, tree.children
         leaf = np.array([tree.leaf_of.get(h, -1) for h in hosts], dtype=np.int64)
+        loose = [h for h in hosts if h not in tree.leaf_of]
+        if loose:
+            notes.append(f"{tree.path}: {len(loose)} node(s) of {path} under no switch: "
+                         f"{compress_hostlist(loose)} (the topology allocator uses them only for "
+                         f"jobs that no switch can hold)")
 
     if gres is None and (path.parent / "gres.conf").exists():
         gres = path.parent / "gres.conf"
