@@ -165,4 +165,45 @@ def test_named_topology_and_folder(tmp_path):
     (tmp_path / "net.conf").write_text("SwitchName=s Nodes=n2\n")
     c = read_slurm_conf(tmp_path / "slurm.conf", topology=tmp_path / "net.conf")
     assert c.leaf.tolist() == [-1, 0]
+    assert c.notes == (f"{tmp_path}/net.conf: 1 node(s) of {tmp_path}/slurm.conf under no switch: "
+                       f"n1 (the topology allocator uses them only for jobs that no switch can hold)",)
     assert load_cluster(tmp_path).names == ("n1", "n2")  # a folder holding slurm.conf
+
+
+def test_resources_kept_for_the_system_are_not_given_to_jobs(tmp_path):
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=a1 CPUs=16 RealMemory=64000 MemSpecLimit=4000\n"          # 60,000 MB for jobs
+        "NodeName=b1 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 CoreSpecCount=2\n"  # 32 - 2 x 2
+        "NodeName=c1 CPUs=16 CpuSpecList=0-1,8\n"                              # 16 - 3 listed
+        "NodeName=d1 Procs=12 RealMemory=1000\n")                              # Procs: old CPUs
+    c = load_cluster(path)
+    assert c.capacity.tolist() == [[16, 60000, 0], [28, 0, 0], [13, 0, 0], [12, 1000, 0]]
+    assert c.notes == ()
+
+
+@pytest.mark.parametrize("line, key, message", [
+    ("NodeName=n1 CPUs=4 CoreSpecCount=4", "CoreSpecCount", "keeps 4 of the node's 4 CPUs"),
+    ("NodeName=n1 CPUs=4 CoreSpecCount=1 CpuSpecList=0", "CoreSpecCount", "not both"),
+    ("NodeName=n1 CPUs=4 CpuSpecList=0-x", "CpuSpecList", "expected CPU ids"),
+    ("NodeName=n1 CPUs=4 RealMemory=100 MemSpecLimit=100", "MemSpecLimit", "none is left"),
+])
+def test_resources_kept_for_the_system_errors(tmp_path, line, key, message):
+    path = tmp_path / "slurm.conf"
+    path.write_text("NodeName=n0 CPUs=1\n" + line + "\n")
+    with pytest.raises(ClusterFileError, match=rf"slurm.conf:2: {key}: .*{message}") as err:
+        load_cluster(path)
+    assert (err.value.line, err.value.key) == (2, key) and "\n" not in str(err.value)
+
+
+def test_unknown_keys_are_noted_not_dropped_unsaid(tmp_path):
+    path = tmp_path / "slurm.conf"
+    path.write_text("NodeName=DEFAULT CPUs=4 Colour=blue\n"
+                    "NodeName=n[1-2] RealMem=1000 Weight=10 TmpDisk=100\n"
+                    "PartitionName=p Nodes=ALL MaxTime=1:00:00 Priority=5\n"
+                    "SchedulerType=sched/backfill\n")
+    c = load_cluster(path)
+    assert c.capacity.tolist() == [[4, 0, 0]] * 2  # RealMem is not RealMemory
+    assert c.notes == (f"{path}:1: Colour: not a NodeName key of slurm.conf(5): ignored",
+                       f"{path}:2: RealMem: not a NodeName key of slurm.conf(5): ignored",
+                       f"{path}:3: Priority: not a PartitionName key of slurm.conf(5): ignored")

@@ -10,13 +10,14 @@ from hpcsched.workload import traces
 from hpcsched.workload.swf import TraceError
 from hpcsched.workload.traces import describe_traces, load_trace, trace_names, trace_path
 
-BUNDLED = ["lublin-1", "lublin-2", "lublin-3", "hpc2n", "ctc-sp2", "kth-sp2", "nasa-ipsc", "ricc"]
+BUNDLED = ["lublin-1", "lublin-2", "lublin-3", "hpc2n", "ctc-sp2", "kth-sp2", "nasa-ipsc", "ricc",
+           "cerit-2013"]
 
 
 def test_names():
     assert trace_names() == BUNDLED
-    assert trace_names(include_unbundled=True) == BUNDLED[:-1] + ["sdsc-blue", "ricc",
-                                                                  "llnl-atlas"]
+    assert trace_names(include_unbundled=True) == BUNDLED[:-2] + ["sdsc-blue", "ricc",
+                                                                  "llnl-atlas", "cerit-2013"]
     assert list(describe_traces()) == trace_names(include_unbundled=True)
     assert "not bundled" in describe_traces()["sdsc-blue"]
 

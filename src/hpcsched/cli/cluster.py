@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 EPILOG_CLUSTER = """examples:
   hpcsched cluster list
   hpcsched cluster show spartan-physical
   hpcsched cluster show spartan-deeplearn --json          # one flat row per node kind
-  hpcsched cluster show /etc/slurm/slurm.conf --partition gpu
+  hpcsched cluster show /etc/slurm/slurm.conf --partition gpu   # gres.conf, topology.conf beside it
   hpcsched cluster show my-platform/physical_topology.txt  # HPCsim's format, nodes.csv beside it
+  hpcsched cluster show my-cluster.cluster                 # hpcsched's own table (one row per kind)
 """
 
 #: the columns of a node-kind row, in print order
@@ -22,15 +24,16 @@ def register(sub, fmt) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("cluster", help="inspect cluster descriptions (nodes, kinds, switches)",
                        description="Read a cluster: a bundled name, a slurm.conf (with the "
-                                   "topology.conf beside it), or HPCsim's platform format (a "
-                                   "topology file with nodes.csv beside it).",
+                                   "topology.conf and gres.conf beside it), hpcsched's own cluster "
+                                   "table, or HPCsim's platform format (a topology file with "
+                                   "nodes.csv beside it).",
                        epilog=EPILOG_CLUSTER, formatter_class=raw)
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION")
     s = csub.add_parser("show", parents=[fmt], help="node kinds, switches, partitions and totals",
                         epilog=EPILOG_CLUSTER, formatter_class=raw)
     s.add_argument("cluster", metavar="NAME_OR_PATH",
-                   help="a bundled cluster (see `hpcsched cluster list`), a slurm.conf, or a "
-                        "topology file with nodes.csv beside it")
+                   help="a bundled cluster (see `hpcsched cluster list`), a slurm.conf, a "
+                        "cluster table, or a topology file with nodes.csv beside it")
     s.add_argument("--partition", help="only this partition's nodes")
     s.set_defaults(func=cmd_show)
     ls = csub.add_parser("list", help="the bundled clusters and the allocators")
@@ -93,7 +96,7 @@ def _switch_lines(cluster) -> list[str]:
 def cmd_show(args) -> int:
     import numpy as np
 
-    from hpcsched.cluster.load import load_cluster
+    from hpcsched.cluster.load import BUNDLED_CLUSTERS, load_cluster
     from hpcsched.report.table import format_rows
 
     cluster = load_cluster(args.cluster, partition=args.partition)
@@ -121,7 +124,30 @@ def cmd_show(args) -> int:
     total = ", ".join(f"{v} {'MB memory' if r == 'memory' else r}"
                       for r, v in zip(cluster.resources, cluster.total.tolist()))
     print(f"\ntotal: {cluster.nodes} nodes, {total}")
+    info = BUNDLED_CLUSTERS.get(args.cluster)
+    if info is not None and cluster.name == args.cluster:  # the whole bundled cluster
+        print("\n" + "\n".join(_reference_lines(cluster, info.reference)))
+    if cluster.notes:
+        print("\nnotes")
+        for note in cluster.notes:
+            print(textwrap.fill(note, width=100, initial_indent="  - ", subsequent_indent="    "))
     return 0
+
+
+def _reference_lines(cluster, reference) -> list[str]:
+    """The published totals beside ours, and where they differ."""
+    from hpcsched.cluster.load import cluster_totals, compare
+
+    theirs = reference.totals()
+    ours = {k: v for k, v in cluster_totals(cluster).items() if k in theirs}
+    label = f"{reference.source}:"
+    width = max(len(label), len("this description:"))
+    text = lambda totals: ", ".join(f"{v:,} {k}" for k, v in totals.items())  # noqa: E731
+    differs = compare(cluster, reference)
+    return [f"{label.ljust(width)}  {text(theirs)}",
+            f"{'this description:'.ljust(width)}  {text(ours)}",
+            f"differs: {'; '.join(differs)}" if differs else
+            f"agrees on {', '.join(theirs)}"]
 
 
 def cmd_list(args) -> int:
@@ -130,8 +156,8 @@ def cmd_list(args) -> int:
 
     print("bundled clusters")
     width = max(map(len, BUNDLED_CLUSTERS))
-    for name, (_, text) in BUNDLED_CLUSTERS.items():
-        print(f"  {name.ljust(width)}  {text}")
+    for name, info in BUNDLED_CLUSTERS.items():
+        print(f"  {name.ljust(width)}  {info.description}")
     print("\nallocators")
     width = max(map(len, ALLOCATORS))
     for name, text in ALLOCATORS.items():

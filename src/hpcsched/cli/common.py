@@ -38,9 +38,10 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster (default: identical nodes sized by the trace's header)")
     g.add_argument("--cluster", metavar="NAME|FILE",
                    help="a heterogeneous cluster: a bundled one (spartan-physical, "
-                        "spartan-deeplearn; `hpcsched cluster list`), a slurm.conf (with "
-                        "topology.conf beside it), or HPCsim's topology file with nodes.csv "
-                        "beside it")
+                        "spartan-deeplearn, spartan-sapphire, cerit-zewura; `hpcsched cluster "
+                        "list`), a slurm.conf (with topology.conf and gres.conf beside it), a "
+                        "cluster table (NAME.cluster, see hpcsched.cluster.table), or HPCsim's "
+                        "topology file with nodes.csv beside it")
     g.add_argument("--partition", help="one partition of --cluster (a Slurm-accounting trace then "
                                        "keeps that partition's jobs)")
     from hpcsched.cluster.allocate import ALLOCATORS
@@ -52,7 +53,9 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--procs-per-node", type=int,
                    help="processors per node (default: MaxProcs / MaxNodes from the header)")
     g.add_argument("--drop-oversized", action="store_true",
-                   help="drop jobs that can never run on the cluster (counted) instead of stopping")
+                   help="drop jobs that can never run on the cluster (counted, the first named "
+                        "with why) instead of stopping (a bundled trace's known ones, such as "
+                        "cerit-2013's job 8687, are dropped so without it)")
 
 
 def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) -> None:

@@ -62,7 +62,9 @@ class Cluster:
     - `switches` switch names, and `switch_children[s]` the switches right under switch s;
     - `exclusive`: jobs take whole nodes (no sharing); `exclusive_partitions`: the partitions that
       allocate whole nodes, so that `select()` sets `exclusive` for them;
-    - `sources` per node, where it was defined ("file:line"), for error messages.
+    - `sources` per node, where it was defined ("file:line"), for error messages;
+    - `notes` lines of text kept with the description (what a reader noticed, such as a gres.conf
+      that disagrees with slurm.conf, or a bundled cluster's provenance); `cluster show` prints them.
 
     Derived (computed here, so they cannot disagree with the inputs): `kind` (N,) index into
     `kinds`, the node kinds (nodes with the same capacity vector and features) named readably, e.g.
@@ -83,6 +85,7 @@ class Cluster:
     exclusive_partitions: tuple[str, ...] = ()
     default_partition: str | None = None
     sources: tuple[str, ...] = field(default=(), repr=False)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     kind: np.ndarray = field(init=False, repr=False)
     kinds: tuple[str, ...] = field(init=False)
@@ -105,6 +108,7 @@ class Cluster:
         if self.sources and len(self.sources) != n:
             raise ClusterError(f"cluster {self.name!r}: {len(self.sources)} sources for {n} nodes")
         set_("sources", tuple(self.sources))
+        set_("notes", tuple(str(x) for x in self.notes))
         capacity = _int64(self.capacity, f"cluster {self.name!r}: capacities")
         if capacity.shape != (n, len(self.resources)):
             raise ClusterError(f"cluster {self.name!r}: capacity has shape {capacity.shape}, "

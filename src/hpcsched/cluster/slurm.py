@@ -5,24 +5,34 @@ What is read, and how it maps to a `Cluster`:
 
 - `NodeName=` lines (host lists such as `node[01-16]`; `NodeName=DEFAULT` sets the defaults of the
   lines after it). Cores = `CPUs` when given, else sockets x `CoresPerSocket` x `ThreadsPerCore`
-  with sockets = `Sockets`, or `Boards` x `SocketsPerBoard`: the CPUs Slurm schedules. Memory =
-  `RealMemory` (MB; absent means 0, and memory is then not scheduled). GPUs = the sum of the `gpu`
-  entries of `Gres` (`gpu:4`, `gpu:a100:4`, `gpu:a100:2,gpu:v100:2`; other GRES are ignored).
-  Features = `Feature`/`Features`.
+  with sockets = `Sockets`, or `Boards` x `SocketsPerBoard`: the CPUs Slurm schedules, less those
+  kept for the system (`CoreSpecCount` cores of `ThreadsPerCore` CPUs each, or the CPUs listed in
+  `CpuSpecList`). Memory = `RealMemory` less `MemSpecLimit` (MB; the memory jobs may use; absent
+  means 0, and memory is then not scheduled). GPUs = the sum of the `gpu` entries of `Gres`
+  (`gpu:4`, `gpu:a100:4`, `gpu:a100:2,gpu:v100:2`; other GRES are ignored). Features =
+  `Feature`/`Features`.
 - `PartitionName=` lines (`PartitionName=DEFAULT` likewise): `Nodes=` (host lists, `ALL`, or
   `NodeSet` names), `Default=YES`, and `OverSubscribe=EXCLUSIVE` (or the older `Shared=EXCLUSIVE`)
   for a partition that allocates whole nodes. `SelectType=select/linear` makes every partition
   exclusive, as that plugin allocates whole nodes.
 - `NodeSet=` lines with `Nodes=` or `Feature=`; `ClusterName=` names the cluster.
 - Everything else (daemons, plugins, limits) does not change which nodes exist and is skipped.
-  `Include` is refused: we read one file.
+  `Include` is refused: we read one file. A key that slurm.conf(5) does not define for a NodeName,
+  PartitionName or NodeSet line (a misspelt `RealMem=`, say) is not an error, as Slurm versions add
+  keys, but it is written to the cluster's `notes` with its line: nothing is dropped unsaid.
 
 Keys are case-insensitive, as in Slurm. `#` starts a comment; a line ending in `\\` continues on
 the next. Every error names the file, the line and the key.
 
+A `gres.conf` beside the file (or given) is read for the GPUs of each node, and reconciled with
+`Gres=` as Slurm does: slurm.conf's count wins, a lower count in gres.conf is an error (Slurm drains
+the node) unless `SlurmdParameters=config_overrides`; see `gres.py`. Disagreements and unsupported
+`AutoDetect=` lines go to the cluster's `notes`.
+
 `topology.conf` lines are `SwitchName=NAME Nodes=HOSTLIST` (a leaf switch) or
 `SwitchName=NAME Switches=LIST` (a switch above others); `LinkSpeed` is ignored and `Level=` (as
-`scontrol show topology` prints it) is checked against the tree. The same reader serves HPCsim's
+`scontrol show topology` prints it) is checked against the tree. Nodes of slurm.conf that no switch
+lists are kept, without a leaf, and noted. The same reader serves HPCsim's
 platform files (`platform.py`).
 """
 
@@ -35,7 +45,7 @@ from typing import Iterator
 
 import numpy as np
 
-from hpcsched.cluster.hostlist import expand_hostlist, split_outside_brackets
+from hpcsched.cluster.hostlist import compress_hostlist, expand_hostlist, split_outside_brackets
 from hpcsched.cluster.nodes import Cluster
 from hpcsched.cluster.pool import ClusterError
 
@@ -245,24 +255,83 @@ def gpu_count(line: ConfLine, gres: str, key: str = "gres") -> int:
 
 _TOPOLOGY_KEYS = {"sockets", "socketsperboard", "boards", "corespersocket", "threadspercore"}
 
+#: the keys slurm.conf(5) defines for each kind of line we read (lower case); others are noted
+KNOWN_KEYS: dict[str, frozenset[str]] = {
+    "nodename": frozenset({
+        "nodename", "nodehostname", "nodeaddr", "bcastaddr", "boards", "corespeccount",
+        "corespersocket", "cpubind", "cpus", "cpuspeclist", "feature", "features", "gres",
+        "memspeclimit", "parameters", "port", "procs", "realmemory", "reason",
+        "restrictedcorespergpu", "resumetimeout", "sockets", "socketsperboard", "state",
+        "suspendtime", "suspendtimeout", "threadspercore", "tmpdisk", "topology", "tresweights",
+        "weight", "extra", "comment"}),
+    "partitionname": frozenset({
+        "partitionname", "allocnodes", "allowaccounts", "allowgroups", "allowqos", "alternate",
+        "cpubind", "default", "defaulttime", "defcpupergpu", "defmempercpu", "defmempergpu",
+        "defmempernode", "denyaccounts", "denyqos", "disablerootjobs", "exclusivetopo",
+        "exclusiveuser", "gracetime", "hidden", "lln", "maxcpuspergpu", "maxcpuspernode",
+        "maxcpuspersocket", "maxmempercpu", "maxmempernode", "maxnodes", "maxtime", "minnodes",
+        "nodes", "oversubscribe", "overtimelimit", "powerdownonidle", "preemptmode",
+        "priorityjobfactor", "prioritytier", "qos", "reqresv", "resumetimeout", "rootonly",
+        "selecttypeparameters", "shared", "state", "suspendtime", "suspendtimeout", "topology",
+        "tresbillingweights"}),
+    "nodeset": frozenset({"nodeset", "feature", "nodes"}),
+}
+
+
+def _unknown_keys(line: ConfLine, notes: list[str]) -> None:
+    unknown = [line.label[k] for k in line.values if k not in KNOWN_KEYS[line.kind]]
+    if unknown:
+        notes.append(f"{line.path}:{line.line}: {', '.join(unknown)}: not a "
+                     f"{line.label[line.kind]} key of slurm.conf(5): ignored")
+
 
 def _node_cores(line: ConfLine, values: dict[str, str]) -> int:
+    """The CPUs jobs may use: CPUs (or their product from the topology keys) less the specialized
+    ones (slurm.conf(5): CoreSpecCount cores, or the CPU ids of CpuSpecList, kept for the system)."""
+    threads = line.integer("threadspercore", 1, values)
     cpus = line.integer("cpus", values=values)
-    if cpus is not None:
-        return cpus
-    sockets = line.integer("sockets", values=values)
-    if sockets is None:
-        sockets = line.integer("boards", 1, values) * line.integer("socketsperboard", 1, values)
-    return (sockets * line.integer("corespersocket", 1, values)
-            * line.integer("threadspercore", 1, values))
+    if cpus is None:
+        cpus = line.integer("procs", values=values)  # the old name of CPUs
+    if cpus is None:
+        sockets = line.integer("sockets", values=values)
+        if sockets is None:
+            sockets = line.integer("boards", 1, values) * line.integer("socketsperboard", 1, values)
+        cpus = sockets * line.integer("corespersocket", 1, values) * threads
+    if "corespeccount" in values and "cpuspeclist" in values:
+        raise line.error("give CoreSpecCount or CpuSpecList, not both (slurm.conf(5))",
+                         "corespeccount")
+    key, kept = None, 0
+    if "corespeccount" in values:
+        key, kept = "corespeccount", line.integer("corespeccount", 0, values) * threads
+    elif "cpuspeclist" in values:
+        key = "cpuspeclist"
+        try:
+            kept = len(set(expand_hostlist("[" + values[key] + "]")))
+        except ValueError:
+            raise line.error(f"expected CPU ids such as 0-1,8, got {values[key]!r}", key) from None
+    if kept >= cpus and kept:
+        raise line.error(f"keeps {kept} of the node's {cpus} CPUs for the system: none is left "
+                         f"for jobs", key)
+    return cpus - kept
+
+
+def _node_memory(line: ConfLine, values: dict[str, str]) -> int:
+    """RealMemory less MemSpecLimit (slurm.conf(5): memory kept for the system, not for jobs)."""
+    real = line.integer("realmemory", 0, values)
+    kept = line.integer("memspeclimit", 0, values)
+    if kept and kept >= real:
+        raise line.error(f"keeps {kept} MB of the node's RealMemory={real} for the system: none is "
+                         f"left for jobs", "memspeclimit")
+    return real - kept
 
 
 def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
-                    name: str | None = None) -> Cluster:
+                    name: str | None = None, gres: str | Path | None = None) -> Cluster:
     """The cluster a `slurm.conf` describes, with the switches of `topology` (default: a
-    `topology.conf` beside it, if there is one). Every node of the file, in file order; select a
-    partition with `Cluster.select`. The whole cluster allocates whole nodes only if every one of
-    its partitions does."""
+    `topology.conf` beside it, if there is one) and the GPUs of `gres` (default: a `gres.conf`
+    beside it, if there is one). Every node of the file, in file order; select a partition with
+    `Cluster.select`. The whole cluster allocates whole nodes only if every one of its partitions
+    does."""
     path = Path(path)
     node_defaults: dict[str, str] = {}
     part_defaults: dict[str, str] = {}
@@ -272,10 +341,13 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
     partitions: list[tuple[str, ConfLine, dict[str, str]]] = []
     nodesets: dict[str, list[str]] = {}
     nodeset_lines: list[ConfLine] = []
-    cluster_name, linear = None, False
+    cluster_name, linear, overrides = None, False, False
+    notes: list[str] = []
     for number, text in conf_lines(path):
         line = parse_line(path, number, text)
         head = line.values[line.kind]
+        if line.kind in KNOWN_KEYS:
+            _unknown_keys(line, notes)
         if line.kind == "nodename":
             if head.upper() == "DEFAULT":
                 node_defaults.update({k: v for k, v in line.values.items() if k != "nodename"})
@@ -283,8 +355,11 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
             values = {**node_defaults, **line.values}
             if "cpus" not in line.values and _TOPOLOGY_KEYS & set(line.values):
                 values.pop("cpus", None)  # the line's own sockets/cores win over a default CPUs=
+            if "cpus" not in line.values and "procs" not in line.values \
+                    and _TOPOLOGY_KEYS & set(line.values):
+                values.pop("procs", None)
             cores = _node_cores(line, values)
-            memory = line.integer("realmemory", 0, values)
+            memory = _node_memory(line, values)
             gpus = gpu_count(line, values["gres"]) if values.get("gres") else 0
             feats = values.get("features", values.get("feature", ""))
             feats = tuple(f for f in feats.split(",") if f and f != "(null)")
@@ -309,6 +384,8 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
             cluster_name = head
         elif line.kind == "selecttype":
             linear = head.lower() == "select/linear"
+        elif line.kind == "slurmdparameters":
+            overrides = "config_overrides" in head.lower().split(",")
     if not hosts:
         raise ClusterFileError(path, None, "no NodeName lines define a node")
 
@@ -344,6 +421,21 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
                                        f"node {host!r} is not defined in {path}", "Nodes")
         switches, children = tree.names, tree.children
         leaf = np.array([tree.leaf_of.get(h, -1) for h in hosts], dtype=np.int64)
+        loose = [h for h in hosts if h not in tree.leaf_of]
+        if loose:
+            notes.append(f"{tree.path}: {len(loose)} node(s) of {path} under no switch: "
+                         f"{compress_hostlist(loose)} (the topology allocator uses them only for "
+                         f"jobs that no switch can hold)")
+
+    if gres is None and (path.parent / "gres.conf").exists():
+        gres = path.parent / "gres.conf"
+    if gres is not None:
+        from hpcsched.cluster.gres import read_gres_conf, reconcile
+
+        found = read_gres_conf(gres, hosts)
+        # slurm.conf's counts stand (as in Slurm); this checks gres.conf against them
+        reconcile(found, hosts, [r[2] for r in rows], [node_source[h] for h in hosts], overrides)
+        notes += found.notes
 
     used_parts = {p for ps in membership.values() for p in ps}
     return Cluster(
@@ -359,6 +451,7 @@ def read_slurm_conf(path: str | Path, topology: str | Path | None = None,
         exclusive_partitions=tuple(exclusive_parts),
         default_partition=default if default in used_parts else None,
         sources=tuple(node_source[h] for h in hosts),
+        notes=tuple(notes),
     )
 
 

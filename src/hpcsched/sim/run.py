@@ -25,7 +25,7 @@ from hpcsched.sim.profiles import Profile, get_profile
 from hpcsched.workload.cleaning import CleaningReport, clean
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.slurm import looks_like_hpcsim
-from hpcsched.workload.traces import load_trace
+from hpcsched.workload.traces import known_oversized, load_trace
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,10 @@ class Prepared:
     dropped_no_procs: int = 0
     #: the allocator engines use on a heterogeneous cluster (None: the profile's)
     allocator: str | None = None
+    #: the first few jobs dropped as larger than the cluster, each with why (see `prepare`)
+    oversized: tuple[str, ...] = ()
+    #: why they were dropped: "--drop-oversized", or "known" (the trace's own machine cannot hold them)
+    oversized_rule: str = "--drop-oversized"
 
     def summary(self) -> str:
         text = f"{self.name}: {self.report.summary()}"
@@ -48,8 +52,11 @@ class Prepared:
             text += (f"; {self.dropped_no_procs} job(s) without a processor count dropped "
                      f"(they cannot be simulated)")
         if self.dropped_oversized:
-            text += (f"; {self.dropped_oversized} job(s) larger than the cluster dropped "
-                     f"(--drop-oversized)")
+            rule = ("known: the trace's own machine cannot hold them" if self.oversized_rule == "known"
+                    else self.oversized_rule)
+            more = self.dropped_oversized - len(self.oversized)
+            text += (f"; {self.dropped_oversized} job(s) larger than the cluster dropped ({rule}): "
+                     + "; ".join(self.oversized) + (f"; and {more} more" if more > 0 else ""))
         if isinstance(self.cluster, Cluster):
             text += f"\ncluster {self.cluster.describe()}"
         return text
@@ -72,7 +79,10 @@ def prepare(
     partitions, and a Slurm-accounting trace keeps that partition's jobs).
 
     A job that can never run on the cluster stops here with an error naming it, unless
-    `drop_oversized` (then it is dropped and counted).
+    `drop_oversized` (then it is dropped and counted) or it is one of the jobs a bundled trace
+    lists as too large for its own published machine (`TraceInfo.known_oversized`: dropped,
+    counted and named with the trace's reason, as `--drop-oversized` would; any other such job
+    still stops the run). `Prepared.oversized` names the first few dropped jobs and why.
     """
     prof = get_profile(profile)
     hetero = _cluster(cluster, partition) if cluster is not None else None
@@ -110,12 +120,14 @@ def prepare(
 
         count, per_node = job_requests(jobs, hetero)
         big = np.flatnonzero(never_fits(count, per_node, hetero))
-        if big.size and not drop_oversized:
-            r = int(big[0])
+        why = lambda r: why_never_fits(int(count[r]), per_node[r], hetero)  # noqa: E731
+        known = known_oversized(raw.header.name) if big.size else {}
+        surprise = [int(r) for r in big if int(jobs.job_id[r]) not in known]
+        if surprise and not drop_oversized:
+            r = surprise[0]
             raise ClusterError(
-                f"{_where(jobs, r)}: job {int(jobs.job_id[r])} "
-                f"{why_never_fits(int(count[r]), per_node[r], hetero)}; {big.size} such job(s) "
-                f"in all. Use --drop-oversized to drop them")
+                f"{_where(jobs, r)}: job {int(jobs.job_id[r])} {why(r)}; {len(surprise)} such "
+                f"job(s) in all. Use --drop-oversized to drop them")
         cluster_used = hetero
         if allocator is not None:
             from hpcsched.sim.factory import resolve_allocator
@@ -128,6 +140,9 @@ def prepare(
                              "them)")
         cluster_used = NodePool.from_header(jobs.header, nodes, procs_per_node)
         big = cluster_used.oversized(jobs)
+        why = lambda r: (f"asks for {int(jobs.procs[r])} processors, more than the cluster's "  # noqa: E731
+                         f"{cluster_used.total_procs}")
+        known = {}
         if big.size and not drop_oversized:
             r = int(big[0])
             raise ClusterError(
@@ -136,13 +151,21 @@ def prepare(
                 f"{big.size} such job(s) in all. Use --drop-oversized to drop them, or give the "
                 f"cluster size with --nodes/--procs-per-node"
             )
+    oversized: list[str] = []
     if big.size:
+        for r in big[:_NAMED]:
+            job = int(jobs.job_id[r])
+            oversized.append(f"job {job} {why(int(r))}" + (f" ({known[job]})" if job in known else ""))
         keep = np.ones(len(jobs), dtype=bool)
         keep[big] = False
         jobs = jobs.take(keep)
     name = raw.header.name or (str(trace) if isinstance(trace, str) else "jobs")
     return Prepared(name, jobs, cluster_used, prof, report,
-                    int(big.size), int(no_procs.sum()), allocator)
+                    int(big.size), int(no_procs.sum()), allocator, tuple(oversized),
+                    "--drop-oversized" if drop_oversized else "known")
+
+
+_NAMED = 3  # dropped jobs named in the summary
 
 
 def _where(jobs: JobTable, row: int) -> str:

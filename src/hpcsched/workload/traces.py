@@ -6,8 +6,9 @@
     jobs = load_trace("jobs.tsv", partition="physical")  # HPCsim's Slurm-accounting format
 
 A file is read as HPCsim's tab-separated Slurm accounting (`hpcsched.workload.slurm`) when its first
-line is a tab-separated header naming JobID, TimelimitRaw, AdminComment, AllocCPUS and Submit, and
-as SWF otherwise.
+line is a tab-separated header naming JobID, TimelimitRaw, AdminComment, AllocCPUS and Submit, as the
+CERIT-SC / Alea extension of SWF (`hpcsched.workload.cerit`: 21 fields, the 19th a `{...}` node id
+list) when its first job line has that shape, and as SWF otherwise.
 
 Loading gives the raw table; `hpcsched.workload.cleaning.clean` applies a profile's rules. Where the
 bundled files come from is written in `hpcsched/data/traces/PROVENANCE.md`.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from hpcsched.workload.cerit import looks_like_cerit, read_cerit
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.slurm import looks_like_hpcsim, read_hpcsim
 from hpcsched.workload.swf import TraceError, read_swf
@@ -36,6 +38,10 @@ class TraceInfo:
     description: str
     bundled: bool = True
     original: str = ""  # the file name it was published under, when not `file`
+    reader: str = "swf"  # "swf", or "cerit" (hpcsched.workload.cerit)
+    #: jobs that the trace's own published machine cannot hold, by job id, with why: a simulation
+    #: drops them (named and counted) instead of stopping, where they do not fit its cluster
+    known_oversized: tuple[tuple[int, str], ...] = ()
 
     def aliases(self) -> set[str]:
         """Other spellings that name the trace: its file names, with and without ".gz"."""
@@ -68,6 +74,13 @@ _KNOWN = [
               "(the DRAS experiment's period)"),
     TraceInfo("llnl-atlas", "LLNL-Atlas-2006-2.1-cln.swf.gz",
               "LLNL Atlas 2006-2007, 9216 procs, 43,778 jobs", bundled=False),
+    TraceInfo("cerit-2013", "wagap-2013.swf.gz",
+              "CERIT-SC zewura + zegox 2013 (20 x 80 + 48 x 12 cores), 17,900 jobs over 89 days "
+              "with nodes, cores per node and memory (cluster cerit-zewura)",
+              original="wagap-2013.swf", reader="cerit",
+              known_oversized=((8687, "it asks for 512 GiB on one zewura node, whose published "
+                                      "description (wagap-2013.swf.machines) has 505 GiB; it ran in "
+                                      "2013, the nodes letting jobs use a little more"),)),
 ]
 
 #: every known trace by short name, bundled or not
@@ -86,6 +99,13 @@ def describe_traces() -> dict[str, str]:
         t.name: t.description if t.bundled else f"{t.description} (not bundled: {t.file}, {PWA})"
         for t in _KNOWN
     }
+
+
+def known_oversized(name: str) -> dict[int, str]:
+    """Job id -> why, for the jobs of a known trace that its own machine cannot hold (empty for a
+    name that is not a known trace)."""
+    info = _lookup(name)
+    return dict(info.known_oversized) if info is not None else {}
 
 
 def trace_path(name: str) -> Path:
@@ -117,10 +137,14 @@ def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
         if os.path.isfile(path) and looks_like_hpcsim(path):
             return read_hpcsim(path, partition, drop_unbalanced=drop_unbalanced)
         _swf_takes_no_slurm_options(text, partition, drop_unbalanced)
+        if os.path.isfile(path) and looks_like_cerit(path):
+            return read_cerit(path)
         return read_swf(path)
     info = _lookup(text)
     if info is not None:
         _swf_takes_no_slurm_options(text, partition, drop_unbalanced)
+        if info.reader == "cerit":
+            return read_cerit(trace_path(info.name), name=info.name)
         return read_swf(trace_path(info.name), name=info.name)
     raise TraceError(_unknown_message(text))
 
@@ -153,4 +177,5 @@ def _not_bundled_message(info: TraceInfo) -> str:
     )
 
 
-__all__ = ["TRACES", "TraceInfo", "describe_traces", "load_trace", "trace_names", "trace_path"]
+__all__ = ["TRACES", "TraceInfo", "describe_traces", "known_oversized", "load_trace", "trace_names",
+           "trace_path"]
