@@ -33,6 +33,7 @@ from typing import Mapping
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from hpcsched.workload.formats import NAMES, describe, first_line, sniff
 from hpcsched.workload.jobs import TraceHeader
 from hpcsched.workload.swf import TraceError
 
@@ -61,17 +62,18 @@ def decode(data: bytes, where: str) -> str:
         raise TraceError(f"{where}, line {line}: not UTF-8 text") from None
 
 
-def first_line(data: bytes) -> tuple[int, str]:
-    """The first non-blank line (1-based number, text without its line end); (0, "") if none."""
-    pos, no = 0, 1
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        text = data[pos:end].rstrip(b"\r").decode("utf-8", "replace")
-        if text.strip():
-            return no, text
-        pos, no = end + 1, no + 1
-    return 0, ""
+def check_format(data: bytes, where: str, expected: str) -> int:
+    """The 1-based number of the header line of a file that should be in the `expected` format
+    ("sacct" or "hpcsim", see `hpcsched.workload.formats`). A file whose first line is another of
+    the formats is an error saying which (an SWF file given as sacct, sacct given as HPCsim, ...);
+    a first line that is none of them is left to the reader, whose column check names what lacks."""
+    no, line = first_line(data)
+    if not no:
+        raise TraceError(f"{where}: empty file")
+    found = sniff(line)
+    if found and found != expected:
+        raise TraceError(f"{where}: not {NAMES[expected]}: {describe(line)}")
+    return no
 
 
 # -- the fields of a delimited file ---------------------------------------------------------------
@@ -227,10 +229,21 @@ class Column:
                 for b, e in zip(self.begin.tolist(), self.end.tolist())]
 
     def categories(self) -> tuple[np.ndarray, list[str]]:
-        """(codes, values): each field as an index into its column's distinct values.
+        """(codes, values): each field as an index into its column's distinct values, numbered in
+        the order they first appear.
 
         The distinct values are found by a vectorised hash of the bytes, checked for collisions,
         so the cost is a few passes over the column, not a Python object per row."""
+        codes, values = self._categories()
+        if len(values) < 2:
+            return codes, values
+        first = first_rows(codes)
+        by_appearance = np.argsort(first, kind="stable")
+        renumber = np.empty(len(values), dtype=np.int64)
+        renumber[by_appearance] = np.arange(len(values))
+        return renumber[codes], [values[k] for k in by_appearance]
+
+    def _categories(self) -> tuple[np.ndarray, list[str]]:
         n = len(self)
         if n == 0:
             return np.zeros(0, dtype=np.int64), []
@@ -321,6 +334,33 @@ def naturals_or(col: Column, slow) -> np.ndarray:
     return out
 
 
+def numbers(col: Column, *, empty: bool = False, otherwise: float | None = None,
+            why: str = "is not a number") -> np.ndarray:
+    """A column of decimal numbers (``12``, ``-3``, ``1.5``, ``2e3``) as float64: plain digits
+    vectorised, the other distinct texts one Python parse each. An empty field is NaN where
+    `empty` allows it; any other text that is not a number is `otherwise` where that is given,
+    else an error naming the line and field."""
+    def slow(text: str, i: int) -> float:
+        t = text.strip()
+        if NUMBER.match(t):
+            return float(t)
+        if empty and not t:
+            return np.nan
+        if otherwise is not None:
+            return otherwise
+        raise bad(col.fields.where, int(col.line[i]), col.name, text, why)
+    return naturals_or(col, slow)
+
+
+def check_rows(col: Column, wrong: np.ndarray, why: str) -> None:
+    """Raise naming the first row where `wrong` holds (and how many there are)."""
+    rows = np.flatnonzero(wrong)
+    if rows.size:
+        i = int(rows[0])
+        more = f" ({rows.size} such rows)" if rows.size > 1 else ""
+        raise bad(col.fields.where, int(col.line[i]), col.name, col.text(i), why + more)
+
+
 _DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 _ISO_SEPARATORS = {4: ord("-"), 7: ord("-"), 10: ord("T"), 13: ord(":"), 16: ord(":")}
 
@@ -387,12 +427,14 @@ def instants(col: Column, *, unknown: bool, garbage: bool = False,
     return out
 
 
-def memory_mb(text: str, *, per_suffix: bool) -> tuple[float, str] | None:
+def memory_mb(text: str, *, per_suffix: bool, units: str = "KMGTP",
+              unitless_fraction: bool = True) -> tuple[float, str] | None:
     """A memory size in MB and how it counts: ``"n"`` per node, ``"c"`` per CPU, ``""`` no suffix.
 
-    A number with a unit K, M, G, T or P (none: MB), as Slurm prints it; with `per_suffix`, also
-    old Slurm's per-CPU ``c`` and per-node ``n`` after the unit (``4000Mc``, ``16Gn``, ``0n``).
-    None when the text is not such a size."""
+    A number with a unit among `units` (K, M, G, T, P: 1/1024, 1, 1024, 1024**2, 1024**3 MB), or
+    none (MB; a whole number only unless `unitless_fraction`), as Slurm prints it; with
+    `per_suffix`, also old Slurm's per-CPU ``c`` and per-node ``n`` after the unit (``4000Mc``,
+    ``16Gn``, ``0n``). None when the text is not such a size (signs included)."""
     t = text.strip().upper()
     kind = ""
     if per_suffix and t[-1:] in ("C", "N"):
@@ -402,7 +444,9 @@ def memory_mb(text: str, *, per_suffix: bool) -> tuple[float, str] | None:
     unit = t[-1]
     if unit.isdigit() or unit == ".":
         number, factor = t, 1.0
-    elif unit in MEMORY_UNITS:
+        if not unitless_fraction and not t.isdigit():
+            return None
+    elif unit in MEMORY_UNITS and unit in units:
         number, factor = t[:-1].strip(), MEMORY_UNITS[unit]
     else:
         return None
@@ -514,10 +558,11 @@ class SlurmHeader(TraceHeader):
 
 @dataclass(frozen=True)
 class ReadReport:
-    """What reading did: rows read and kept, rows dropped by reason, values changed by rule.
+    """What reading a Slurm-accounting file did: rows read, jobs kept, rows dropped by reason,
+    values changed by rule.
 
     `dropped` and `changed` leave out what did not happen; `notes` counts facts worth knowing that
-    change nothing (kept rows that ran past their limit, ...)."""
+    change nothing (kept jobs that ran past their limit, ...)."""
 
     path: str
     rows_read: int
@@ -527,8 +572,8 @@ class ReadReport:
     notes: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line for a human: "2000 jobs read, 2000 kept; run time capped at the time limit: 164"."""
-        parts = [f"{self.rows_read} jobs read, {self.rows_kept} kept"]
+        """One line for a human: "2000 rows read, 1990 jobs kept; dropped, job step rows: 10"."""
+        parts = [f"{self.rows_read} rows read, {self.rows_kept} jobs kept"]
         parts += [f"dropped, {reason}: {n}" for reason, n in self.dropped.items()]
         parts += [f"{rule}: {n}" for rule, n in self.changed.items()]
         parts += [f"{note}: {n}" for note, n in self.notes.items()]
@@ -558,5 +603,6 @@ def repeated(values: np.ndarray) -> np.ndarray:
     return rep
 
 
-__all__ = ["Column", "Fields", "ReadReport", "SlurmHeader", "SourceText", "classify_job_ids",
-           "instants", "memory_mb", "numeric_job_ids"]
+__all__ = ["Column", "Fields", "ReadReport", "SlurmHeader", "SourceText", "bad", "check_format",
+           "check_rows", "classify_job_ids", "count", "instants", "memory_mb", "naturals_or",
+           "numbers", "numeric_job_ids", "parse_by_value", "repeated"]

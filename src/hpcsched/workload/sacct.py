@@ -86,9 +86,10 @@ import numpy as np
 
 from hpcsched.workload.accounting import (
     REPEATED_ID, SKIP_ARRAY_RANGE, SKIP_STEP, Column, Fields, ReadReport, SlurmHeader, SourceText,
-    bad, classify_job_ids, count, first_line, instants, memory_mb, naturals_or, numeric_job_ids,
+    bad, check_format, classify_job_ids, count, instants, memory_mb, naturals_or, numeric_job_ids,
     parse_by_value, repeated,
 )
+from hpcsched.workload.formats import describe, first_line, sniff, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
 from hpcsched.workload.swf import TraceError, _read_bytes
 
@@ -96,8 +97,7 @@ from hpcsched.workload.swf import TraceError, _read_bytes
 KNOWN = ("JobID", "JobIDRaw", "User", "UID", "GID", "Group", "Account", "Partition", "QOS",
          "Submit", "Eligible", "Start", "End", "Elapsed", "ElapsedRaw", "Timelimit",
          "TimelimitRaw", "NNodes", "AllocNodes", "ReqNodes", "NCPUS", "AllocCPUS", "ReqCPUS",
-         "ReqMem", "ReqTRES", "AllocTRES", "State", "JobName", "NodeList", "ExitCode", "Reason",
-         "CPUTimeRAW", "AdminComment", "Constraints", "Reserved", "Planned", "QOSRAW", "Cluster")
+         "ReqMem", "ReqTRES", "AllocTRES", "State")
 _CANON = {k.lower(): k for k in KNOWN}
 #: each needed thing and the columns that can give it, the first present wins
 NEEDED: tuple[tuple[str, ...], ...] = (
@@ -142,15 +142,6 @@ NO_LIMIT_WORDS = frozenset({"unlimited", "partition_limit"})
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
-@dataclass(frozen=True)
-class SacctReport(ReadReport):
-    """`ReadReport` of a sacct file: `rows_read` counts every data row (steps included)."""
-
-    def summary(self) -> str:
-        return super().summary().replace(" jobs read, ", " rows read, ", 1).replace(
-            " kept", " jobs kept", 1)
-
-
 def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
                no_limit: float | Mapping[str, float] | None = None,
                name: str | None = None) -> JobTable:
@@ -165,17 +156,16 @@ def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
 
 def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None, *,
                            no_limit: float | Mapping[str, float] | None = None,
-                           name: str | None = None) -> tuple[JobTable, SacctReport]:
+                           name: str | None = None) -> tuple[JobTable, ReadReport]:
     """`read_sacct`, and the report of what was dropped or changed (also ``header.report``)."""
     where = os.fspath(path)
     data = _read_bytes(where)
-    header_no, head = first_line(data)
-    if not header_no:
-        raise TraceError(f"{where}: empty file")
-    if not is_sacct_header(head):
-        raise TraceError(f"{where}: not Slurm sacct output ({describe_first_line(head)}); "
-                         f"expected a first line naming sacct's columns separated by '|', as "
-                         f"`sacct -P -X --format=JobIDRaw,JobID,Submit,Start,End,...` prints")
+    check_format(data, where, "sacct")  # another format: an error saying which
+    head = first_line(data)[1]
+    if sniff(head) != "sacct":
+        raise TraceError(f"{where}: not Slurm sacct output: its first line does not name sacct's "
+                         f"columns separated by '|', as `sacct -P -X --format=JobIDRaw,JobID,"
+                         f"Submit,Start,End,...` prints ({describe(head)})")
     fields = Fields(data, "|", where, "sacct -P output")
     col = {_CANON.get(c.lower(), c): j for j, c in enumerate(fields.columns)}
     missing = [" or ".join(alts) for alts in NEEDED if not any(a in col for a in alts)]
@@ -350,12 +340,9 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     order = np.argsort(submit_abs, kind="stable")
     count(changed, REORDERED, order != np.arange(len(order)))
     count(changed, REPEATED_ID, repeated(job_id))
-    _, first = np.unique(part_codes, return_index=True)
-    first_code = np.unique(part_codes)[np.argsort(first)]  # partitions in order of appearance
-    part_rank = np.empty(len(part_values), dtype=np.float64)
-    part_rank[first_code] = np.arange(len(first_code))
-    partitions = tuple(part_values[k] for k in first_code) if "Partition" in col else ()
-    part_index = part_rank[part_codes] if "Partition" in col else np.full(len(rows), -1.0)
+    partitions = tuple(part_values) if "Partition" in col else ()  # in order of appearance
+    part_index = (part_codes.astype(np.float64) if "Partition" in col
+                  else np.full(len(rows), -1.0))
     if id_source == "row":
         job_id = np.empty(len(rows))
         job_id[order] = np.arange(1, len(rows) + 1)
@@ -385,7 +372,7 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
             text[c.lower()] = np.array(values, dtype=object)[codes]
     if "Partition" in col:
         text["partition"] = np.array(part_values, dtype=object)[part_codes]
-    report = SacctReport(where, n_read, len(rows), dropped, changed, notes)
+    report = ReadReport(where, n_read, len(rows), dropped, changed, notes)
     base = os.path.basename(where)
     for suffix in (".gz", ".txt", ".psv", ".sacct", ".csv"):
         base = base.removesuffix(suffix)
@@ -399,58 +386,10 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
 # -- recognising the format -----------------------------------------------------------------------
 
 
-def is_sacct_header(line: str) -> bool:
-    """Whether a first line is a '|'-separated header naming a job id column and another of
-    sacct's columns."""
-    if "|" not in line:
-        return False
-    names = {n.strip().lower() for n in line.split("|")}
-    return bool(names & {"jobid", "jobidraw"}) and len(names & set(_CANON)) >= 2
-
-
 def looks_like_sacct(path: str | os.PathLike) -> bool:
-    """Whether the file's first non-blank line is a sacct -P header. Reads only its beginning."""
-    head = _head(path)
-    return head is not None and is_sacct_header(head)
-
-
-def describe_first_line(line: str) -> str:
-    """What a first line that is not a sacct header looks like, for error messages."""
-    text = line.strip()
-    tokens = text.split()
-    if text.startswith(";") or (len(tokens) == 18 and all(_is_number(t) for t in tokens)):
-        return "it looks like SWF, the Standard Workload Format: read it as SWF"
-    if "\t" in line and {"JobID", "TimelimitRaw", "AllocCPUS"} <= set(line.split("\t")):
-        return "it is HPCsim's tab-separated format: read it with read_hpcsim"
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    return f"its first line is {shown!r}"
-
-
-def _head(path) -> str | None:
-    import gzip
-    import zlib
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            if head == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=f) as g:
-                    data = g.read(65536)
-            else:
-                data = f.read(65536)
-    except (OSError, EOFError, zlib.error):
-        return None
-    no, line = first_line(data)
-    return line if no else None
-
-
-def _is_number(t: str) -> bool:
-    try:
-        float(t)
-        return True
-    except ValueError:
-        return False
+    """Whether the file's first non-blank line is a sacct -P header (a '|'-separated line naming
+    JobID or JobIDRaw and another of sacct's columns). Reads only the file's beginning."""
+    return sniff_file(path) == "sacct"
 
 
 # -- fields ---------------------------------------------------------------------------------------
@@ -609,5 +548,5 @@ def _pair(c: Column, parse) -> tuple[np.ndarray, np.ndarray]:
     return pairs[codes, 0], pairs[codes, 1]
 
 
-__all__ = ["SacctReport", "describe_first_line", "is_sacct_header", "looks_like_sacct",
+__all__ = ["looks_like_sacct",
            "parse_duration", "read_sacct", "read_sacct_with_report"]
