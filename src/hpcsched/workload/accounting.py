@@ -530,20 +530,22 @@ class SourceText:
     lines: np.ndarray  # (n,) int64, the file line of each row
     columns: Mapping[str, np.ndarray]  # name -> (n,) array of str (dtype U or object)
 
-    def get(self, name: str, lines: np.ndarray) -> list[str | None]:
-        """The `name` text of the rows on `lines` (None where a line is not one of them or the
-        column is absent)."""
-        lines = np.asarray(lines, dtype=np.int64)
+    def take(self, name: str, lines: np.ndarray) -> np.ndarray | None:
+        """The `name` text of the rows on `lines`, as an object array of str (None where a line is
+        not one of the rows); None when the source has no such column."""
         values = self.columns.get(name)
         if values is None:
-            return [None] * len(lines)
+            return None
+        lines = np.asarray(lines, dtype=np.int64)
+        out = np.full(len(lines), None, dtype=object)
+        if len(self.lines) == 0:
+            return out
         order = np.argsort(self.lines, kind="stable")
-        at = np.searchsorted(self.lines[order], lines)
-        at = np.minimum(at, max(len(order) - 1, 0))
-        found = self.lines[order][at] == lines if len(order) else np.zeros(len(lines), bool)
-        picked = values[order][at] if len(order) else np.array([], dtype=object)
-        return [(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)) if f else None
-                for v, f in zip(picked.tolist(), found.tolist())]
+        known = self.lines[order]
+        at = np.minimum(np.searchsorted(known, lines), len(known) - 1)
+        found = known[at] == lines
+        out[found] = np.asarray(values)[order][at[found]].astype(object)
+        return out
 
 
 @dataclass(frozen=True)

@@ -109,9 +109,8 @@ NEEDED: tuple[tuple[str, ...], ...] = (
 # what the report calls each thing it counts
 DROP_PARTITION = "other partition"
 NEVER_STARTED = "never started ({})"
-UNFINISHED = "still running when sacct ran (RUNNING, SUSPENDED, ... or no End): run time unknown"
-NO_LIMIT_UNKNOWN = ("no time limit (UNLIMITED, Partition_Limit): requested time left unknown, -1 "
-                    "(the profile's cleaning decides; standard: the run time)")
+UNFINISHED = "not ended when sacct ran (RUNNING, SUSPENDED, ..., or no End): run time unknown"
+NO_LIMIT_UNKNOWN = "no time limit (UNLIMITED, Partition_Limit): requested time unknown, -1"
 NO_LIMIT_GIVEN = "no time limit (UNLIMITED, Partition_Limit): requested time from no_limit"
 CORES_ROUNDED = "NCPUS not a multiple of the node count (cores per node rounded up)"
 GPUS_ROUNDED = "GPUs not a multiple of the node count (GPUs per node rounded up)"
@@ -120,7 +119,7 @@ MEMORY_ALLOCATED = "memory allocated (AllocTRES mem=) differs from ReqMem (the a
 MEMORY_FROM_REQMEM_PER_CPU = "memory per CPU (ReqMem ...c): times NCPUS"
 WAIT_NEGATIVE = "Start before Submit (wait unknown, -1)"
 REORDERED = "reordered by submit time"
-NOTE_PAST_LIMIT = "ran past its time limit (kept; the standard profile ends a job at its limit)"
+NOTE_PAST_LIMIT = "ran past its time limit (kept as logged)"
 NOTE_ELAPSED = "ElapsedRaw differs from End - Start (time suspended; ElapsedRaw used)"
 NOTE_STATE = "state unknown to this reader (kept: it ran)"
 NOTE_MEMORY_ZERO = "memory 0 (--mem=0: all of a node's memory; no allocation recorded)"
@@ -361,15 +360,19 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     cols.update(nodes=nodes[o], cores_per_node=cores_per_node[o], mem_per_node=mem_per_node[o],
                 gpus_per_node=gpus_per_node[o])
 
-    text = {"job_id": ids.strings(), "state": np.array(state_names, dtype=object)[state_codes]}
+    def names(c: str) -> np.ndarray:
+        codes, values = column(c, rows).categories()
+        return np.array(values, dtype=object)[codes]
+
+    text = {"job_id": ids.strings().astype(str),
+            "state": np.array(state_names, dtype=object)[state_codes]}
     if user_text is not None:
         text["user"] = user_text
     elif "UID" in col:
-        text["user"] = column("UID", rows).strings()
+        text["user"] = names("UID")
     for c in ("Account", "QOS"):
         if c in col:
-            codes, values = column(c, rows).categories()
-            text[c.lower()] = np.array(values, dtype=object)[codes]
+            text[c.lower()] = names(c)
     if "Partition" in col:
         text["partition"] = np.array(part_values, dtype=object)[part_codes]
     report = ReadReport(where, n_read, len(rows), dropped, changed, notes)

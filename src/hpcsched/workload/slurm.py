@@ -228,7 +228,7 @@ def read_hpcsim_with_report(path: str | os.PathLike, partition: str | None = Non
         changes[WAIT_UNKNOWN] = np.isnan(start_abs)
     else:
         wait = np.full(n, -1.0)
-    text: dict[str, np.ndarray] = {"job_id": ids.strings()}
+    text: dict[str, np.ndarray] = {"job_id": ids.strings().astype(str)}
     status = np.full(n, -1.0)
     if "State" in col:
         codes, values = column("State").categories()
