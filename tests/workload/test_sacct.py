@@ -266,15 +266,16 @@ def test_another_text_file_is_not_sacct(tmp_path):
 # -- a bad field names the line and the field, in one line --------------------------------------
 
 
-def with_field(tmp_path, job: str, column: str, value: str, name="bad.txt"):
-    """jobs.txt with `column` of job `job`'s row (JobID as written) set to `value`; that row's
-    line number."""
+def with_field(tmp_path, job: str, column: str, value: str, name="bad.txt", **others):
+    """jobs.txt with `column` of job `job`'s row (JobID as written) set to `value` (and the columns
+    named in `others` to theirs); that row's line number."""
     lines = JOBS.read_text().splitlines()
     header = lines[0].split("|")
     for no, line in enumerate(lines[1:], start=2):
         fields = line.split("|")
         if fields[header.index("JobID")] == job:
-            fields[header.index(column)] = value
+            for c, v in {column: value, **others}.items():
+                fields[header.index(c)] = v
             lines[no - 1] = "|".join(fields)
             break
     path = tmp_path / name
@@ -305,7 +306,9 @@ def with_field(tmp_path, job: str, column: str, value: str, name="bad.txt"):
     ("1002", "State", "", "is not a job state"),
 ])
 def test_bad_field(tmp_path, job, column, value, why):
-    path, line = with_field(tmp_path, job, column, value)
+    # ReqTRES is read only where the allocation says nothing (AllocTRES empty)
+    others = {"AllocTRES": ""} if column == "ReqTRES" else {}
+    path, line = with_field(tmp_path, job, column, value, **others)
     with pytest.raises(TraceError) as info:
         read_sacct(path)
     message = str(info.value)
@@ -317,6 +320,18 @@ def test_a_skipped_row_is_not_checked_past_its_id(tmp_path):
     # a step's fields are not read: a bad Submit there is no error
     path, _ = with_field(tmp_path, "1001.batch", "Submit", "garbage")
     assert len(read_sacct(path)) == 12
+    # nor is the request where the allocation says it all
+    path, _ = with_field(tmp_path, "1001", "ReqTRES", "garbage", name="alloc.txt")
+    assert len(read_sacct(path)) == 12
+
+
+def test_the_request_counts_where_nothing_was_allocated(tmp_path):
+    # 1002 with an empty AllocTRES and no ReqMem: memory and GPUs from ReqTRES
+    path, _ = with_field(tmp_path, "1002", "AllocTRES", "", ReqMem="",
+                         ReqTRES="cpu=32,mem=10G,gres/gpu=4,node=2")
+    jobs = read_sacct(path)
+    i = source(jobs, "job_id").index("1002")
+    assert (jobs.mem_per_node[i], jobs.gpus_per_node[i]) == (10 * 1024 / 2, 2)
 
 
 def test_wrong_number_of_fields_names_the_line(tmp_path):

@@ -185,10 +185,11 @@ class Column:
     def text(self, i: int) -> str:
         return self.fields.data[int(self.begin[i]):int(self.end[i])].decode("utf-8", "replace")
 
-    def matrix(self, width: int | None = None, *, multiple: int = 1) -> np.ndarray:
+    def matrix(self, width: int | None = None, *, multiple: int = 1,
+               clean: bool = True) -> np.ndarray:
         """(n, w) uint8: each field's bytes, left-aligned, 0 past its end (cut at `width`; w
-        rounded up to a `multiple`). Filled a block of rows at a time, each row from consecutive
-        bytes of the file."""
+        rounded up to a `multiple`); without `clean`, the bytes past a field's end are whatever
+        follows it in the file (cheaper, for readers that look at the length themselves)."""
         n = len(self)
         w = int(self.length.max()) if n else 0
         w = w if width is None else min(w, width)
@@ -207,6 +208,8 @@ class Column:
                 out[whole] = window[self.begin[whole]]
             part = np.flatnonzero(~whole)
             out[part] = np.take(buf, self.begin[part, None] + np.arange(w), mode="clip")
+        if not clean:
+            return out
         # zero every byte past its field's end: AND with a row of 0xff..00 chosen by length
         keep = (np.arange(w)[None, :] < np.arange(w + 1)[:, None]).astype(np.uint8) * 255
         length = np.minimum(self.length, w)
@@ -275,13 +278,18 @@ class Column:
         """(values float64, ok bool): the fields that are plain digits (at most 15), as numbers;
         NaN and False elsewhere."""
         n = len(self)
-        m = self.matrix(16)
-        ok = (self.length > 0) & (self.length <= 15)
+        length = self.length
+        w = min(int(length.max()) if n else 0, 15)
+        if w == 0:
+            return np.full(n, np.nan), np.zeros(n, dtype=bool)
+        # one row per character position: each step reads one contiguous row
+        digits = np.ascontiguousarray(self.matrix(w, clean=False).T) - np.uint8(_DIGIT0)
+        ok = (length > 0) & (length <= 15)
         value = np.zeros(n, dtype=np.int64)
-        for k in range(m.shape[1]):
-            inside = self.length > k
-            d = m[:, k].astype(np.int64) - _DIGIT0
-            ok &= ((d >= 0) & (d <= 9)) | ~inside
+        for k in range(w):
+            inside = length > k
+            d = digits[k]
+            ok &= (d <= 9) | ~inside  # a non-digit wrapped around past 9
             value = np.where(inside, value * 10 + d, value)
         return np.where(ok, value.astype(np.float64), np.nan), ok
 
@@ -361,8 +369,12 @@ def check_rows(col: Column, wrong: np.ndarray, why: str) -> None:
         raise bad(col.fields.where, int(col.line[i]), col.name, col.text(i), why + more)
 
 
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}(?::\d{2})*(?:[.,]\d+)?)?"
+                       r"(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
 _DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
-_ISO_SEPARATORS = {4: ord("-"), 7: ord("-"), 10: ord("T"), 13: ord(":"), 16: ord(":")}
+_ISO_SEPARATOR_AT = np.array([4, 7, 10, 13, 16])
+_ISO_SEPARATOR_BYTES = np.frombuffer(b"--T::", dtype=np.uint8)
+_ISO_DIGIT_AT = np.array([k for k in range(19) if k not in (4, 7, 10, 13, 16)])
 
 
 def instants(col: Column, *, unknown: bool, garbage: bool = False,
@@ -375,23 +387,22 @@ def instants(col: Column, *, unknown: bool, garbage: bool = False,
     out = np.full(n, np.nan)
     if n == 0:
         return out
-    m = col.matrix(19).T  # position-major view
     fast = col.length == 19
-    if m.shape[0] == 19:
-        for k in range(19):
-            if k in _ISO_SEPARATORS:
-                fast &= m[k] == _ISO_SEPARATORS[k]
-            else:
-                fast &= (m[k] >= _DIGIT0) & (m[k] <= _DIGIT9)
+    m = col.matrix(19, clean=False)
+    if m.shape[1] == 19:
+        fast &= (m[:, _ISO_SEPARATOR_AT] == _ISO_SEPARATOR_BYTES).all(axis=1)
+        digits = m[:, _ISO_DIGIT_AT] - np.uint8(_DIGIT0)  # a non-digit wraps around past 9
+        fast &= digits.max(axis=1) <= 9
+        d = np.ascontiguousarray(digits.T).astype(np.int64)  # one row per digit position
 
-        def num(a: int, b: int) -> np.ndarray:
-            v = np.zeros(n, dtype=np.int64)
-            for k in range(a, b):
-                v = v * 10 + m[k] - _DIGIT0
+        def number(a: int, places: int) -> np.ndarray:
+            v = d[a]
+            for k in range(a + 1, a + places):
+                v = v * 10 + d[k]
             return v
 
-        y, mo, day = num(0, 4), num(5, 7), num(8, 10)
-        hh, mi, ss = num(11, 13), num(14, 16), num(17, 19)
+        y, mo, day = number(0, 4), number(4, 2), number(6, 2)
+        hh, mi, ss = number(8, 2), number(10, 2), number(12, 2)
         leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
         month_ok = (mo >= 1) & (mo <= 12)
         length = _DAYS[np.clip(mo - 1, 0, 11)] + (leap & (mo == 2))
@@ -405,15 +416,19 @@ def instants(col: Column, *, unknown: bool, garbage: bool = False,
         days = era * 146097 + doe - 719468
         secs = days * 86400 + hh * 3600 + mi * 60 + ss
         out[fast] = secs[fast].astype(np.float64)
+    else:
+        fast[:] = False
 
     def slow(text: str, i: int) -> float:
         t = text.strip()
         if t.lower() in UNKNOWN_TIMES and unknown:
             return np.nan
-        try:
-            value = dt.datetime.fromisoformat(t)
-        except ValueError:
-            value = None
+        value = None
+        if _ISO_DATE.match(t):  # Python's fromisoformat also takes any letter between the two
+            try:
+                value = dt.datetime.fromisoformat(t)
+            except ValueError:
+                pass
         if value is None or value.microsecond:
             if not garbage:
                 why = fraction_why if value else "is not a date and time (YYYY-MM-DDTHH:MM:SS)"

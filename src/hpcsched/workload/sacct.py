@@ -300,7 +300,11 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
         mb, per = _req_mem(column("ReqMem", rows))
         count(changed, MEMORY_FROM_REQMEM_PER_CPU, (per == 2) & np.isnan(alloc_mem))
         req_mem_total = np.where(per == 1, mb * nodes, np.where(per == 2, mb * cpus, mb))
-    tres_mem, tres_gpus = _tres(column, col, "ReqTRES", rows)
+    # ReqTRES is read only where the allocation and ReqMem leave something unsaid
+    tres_mem, tres_gpus = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    need = np.flatnonzero((np.isnan(alloc_mem) & np.isnan(req_mem_total)) | np.isnan(alloc_gpus))
+    if need.size:
+        tres_mem[need], tres_gpus[need] = _tres(column, col, "ReqTRES", rows[need])
     count(changed, MEMORY_ALLOCATED,
           ~np.isnan(alloc_mem) & ~np.isnan(req_mem_total)
           & ~np.isclose(alloc_mem, req_mem_total, rtol=1e-9, atol=1e-6))
