@@ -78,6 +78,23 @@ def check_format(data: bytes, where: str, expected: str) -> int:
 
 # -- the fields of a delimited file ---------------------------------------------------------------
 
+#: rows (or, for the file's bytes, 2**23 bytes) worked on at a time
+BLOCK = 1 << 16
+
+
+def _positions(buf: np.ndarray, values: tuple[int, ...]) -> list[np.ndarray]:
+    """The offsets of each byte value in `buf`, found a few MB at a time (int32 where the file is
+    under 2 GB: half the memory of a table that has an entry per field)."""
+    dtype = np.int32 if len(buf) < 2 ** 31 - 1 else np.int64
+    found: list[list[np.ndarray]] = [[] for _ in values]
+    step = 1 << 23
+    for a in range(0, len(buf), step):
+        piece = buf[a:a + step]
+        for out, v in zip(found, values):
+            out.append((np.flatnonzero(piece == v) + a).astype(dtype))
+    return [np.concatenate(f) if f else np.zeros(0, dtype=dtype) for f in found]
+
+
 
 class Fields:
     """A delimited file's header and the byte span of every field, found with numpy.
@@ -96,7 +113,7 @@ class Fields:
         self.buf = buf
         sep_byte = ord(sep)
         sep_name = "tab" if sep == "\t" else repr(sep)
-        newlines = np.flatnonzero(buf == ord("\n"))
+        newlines, delims = _positions(buf, (ord("\n"), sep_byte))
         ends = newlines if data.endswith(b"\n") else np.append(newlines, len(buf))
         starts = np.concatenate(([0], newlines + 1))[: len(ends)]
         nonblank = np.flatnonzero(ends > starts)
@@ -121,7 +138,6 @@ class Fields:
         ncols = len(self.columns)
         rows = nonblank[nonblank > header]
         starts, ends = starts[rows], ends[rows]
-        delims = np.flatnonzero(buf == sep_byte)
         first = np.searchsorted(delims, starts)
         count = np.searchsorted(delims, ends) - first
         last_is_sep = np.zeros(len(rows), dtype=bool)
@@ -150,15 +166,15 @@ class Fields:
         if j == 0:
             begin = self._starts
         else:
-            begin = self._delims[self._first + j - 1] + 1
+            begin = self._delims[self._first + j - 1].astype(np.int64) + 1
         if j < len(self.columns) - 1:
-            end = self._delims[self._first + j]
+            end = self._delims[self._first + j].astype(np.int64)
         else:
             # the last field ends at the line's end, or at a trailing separator
             at = np.minimum(self._first + j, max(len(self._delims) - 1, 0))
             end = np.where(self._count > j, self._delims[at] if len(self._delims) else 0,
-                           self._ends)
-        return begin, end
+                           self._ends).astype(np.int64)
+        return begin.astype(np.int64, copy=False), end
 
     def column(self, j: int, rows: np.ndarray | None = None) -> "Column":
         begin, end = self.span(j)
@@ -181,6 +197,14 @@ class Column:
 
     def take(self, rows: np.ndarray) -> "Column":
         return Column(self.fields, self.name, self.begin[rows], self.end[rows], self.line[rows])
+
+    def blocks(self):
+        """The column in consecutive pieces of at most BLOCK rows: (first row, piece). Work on a
+        piece keeps its temporaries small (a big temporary costs more to map than to compute)."""
+        for a in range(0, len(self), BLOCK):
+            b = a + BLOCK
+            yield a, Column(self.fields, self.name, self.begin[a:b], self.end[a:b],
+                            self.line[a:b])
 
     def text(self, i: int) -> str:
         return self.fields.data[int(self.begin[i]):int(self.end[i])].decode("utf-8", "replace")
@@ -252,23 +276,40 @@ class Column:
             return np.zeros(0, dtype=np.int64), []
         if int(self.length.max()) > 512:  # absurdly wide fields: let numpy sort the strings
             return self._categories_by_sort()
-        words = self.matrix(multiple=8).view(np.uint64)  # 8 bytes a step
-        h = self.length.astype(np.uint64) + np.uint64(1469598103934665603)
-        prime = np.uint64(1099511628211)
-        with np.errstate(over="ignore"):
-            for k in range(words.shape[1]):
-                h ^= words[:, k]
-                h *= prime
-                h ^= h >> np.uint64(29)
+        h, check = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+        for a, piece in self.blocks():
+            b = a + len(piece)
+            h[a:b], check[a:b] = piece._hashes()
         codes = _group(h)
         first = first_rows(codes)
         rep = first[codes]
-        if not (np.array_equal(words, words[rep]) and np.array_equal(self.length, self.length[rep])):
+        # two fields with the same first hash are taken as equal when their second, independent
+        # hash and their lengths agree too (else the column is sorted instead)
+        if not (np.array_equal(check, check[rep]) and np.array_equal(self.length,
+                                                                     self.length[rep])):
             return self._categories_by_sort()
         data = self.fields.data
         values = [data[int(self.begin[i]):int(self.end[i])].decode("utf-8", "replace")
                   for i in first]
         return codes.astype(np.int64), values
+
+    def _hashes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two independent 64-bit hashes of each field's bytes and length (FNV-like, 8 bytes a
+        step, different seeds and multipliers)."""
+        words = self.matrix(multiple=8).view(np.uint64)
+        length = self.length.astype(np.uint64)
+        h = length + np.uint64(1469598103934665603)
+        g = length ^ np.uint64(0x9E3779B97F4A7C15)
+        with np.errstate(over="ignore"):
+            for k in range(words.shape[1]):
+                word = words[:, k]
+                h ^= word
+                h *= np.uint64(1099511628211)
+                h ^= h >> np.uint64(29)
+                g += word
+                g *= np.uint64(0xBF58476D1CE4E5B9)
+                g ^= g >> np.uint64(31)
+        return h, g
 
     def _categories_by_sort(self) -> tuple[np.ndarray, list[str]]:
         uniq, codes = np.unique(self.strings(), return_inverse=True)
@@ -277,6 +318,14 @@ class Column:
     def naturals(self) -> tuple[np.ndarray, np.ndarray]:
         """(values float64, ok bool): the fields that are plain digits (at most 15), as numbers;
         NaN and False elsewhere."""
+        n = len(self)
+        value, ok = np.empty(n), np.empty(n, dtype=bool)
+        for a, piece in self.blocks():
+            b = a + len(piece)
+            value[a:b], ok[a:b] = piece._naturals()
+        return value, ok
+
+    def _naturals(self) -> tuple[np.ndarray, np.ndarray]:
         n = len(self)
         length = self.length
         w = min(int(length.max()) if n else 0, 15)
@@ -377,6 +426,43 @@ _ISO_SEPARATOR_BYTES = np.frombuffer(b"--T::", dtype=np.uint8)
 _ISO_DIGIT_AT = np.array([k for k in range(19) if k not in (4, 7, 10, 13, 16)])
 
 
+def _iso_seconds(col: Column) -> tuple[np.ndarray, np.ndarray]:
+    """(UTC seconds, ok) of the fields of the form YYYY-MM-DDTHH:MM:SS; NaN and False elsewhere."""
+    n = len(col)
+    out = np.full(n, np.nan)
+    fast = col.length == 19
+    m = col.matrix(19, clean=False)
+    if m.shape[1] < 19 or not fast.any():
+        return out, np.zeros(n, dtype=bool)
+    fast &= (m[:, _ISO_SEPARATOR_AT] == _ISO_SEPARATOR_BYTES).all(axis=1)
+    digits = m[:, _ISO_DIGIT_AT] - np.uint8(_DIGIT0)  # a non-digit wraps around past 9
+    fast &= digits.max(axis=1) <= 9
+    d = np.ascontiguousarray(digits.T).astype(np.int64)  # one row per digit position
+
+    def number(a: int, places: int) -> np.ndarray:
+        v = d[a]
+        for k in range(a + 1, a + places):
+            v = v * 10 + d[k]
+        return v
+
+    y, mo, day = number(0, 4), number(4, 2), number(6, 2)
+    hh, mi, ss = number(8, 2), number(10, 2), number(12, 2)
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    month_ok = (mo >= 1) & (mo <= 12)
+    length = _DAYS[np.clip(mo - 1, 0, 11)] + (leap & (mo == 2))
+    fast &= month_ok & (day >= 1) & (day <= length) & (hh < 24) & (mi < 60) & (ss < 60)
+    # days since 1970-01-01 (H. Hinnant's days_from_civil)
+    yy = y - (mo <= 2)
+    era = yy // 400
+    yoe = yy - era * 400
+    doy = (153 * (mo + np.where(mo > 2, -3, 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    secs = days * 86400 + hh * 3600 + mi * 60 + ss
+    out[fast] = secs[fast].astype(np.float64)
+    return out, fast
+
+
 def instants(col: Column, *, unknown: bool, garbage: bool = False,
              fraction_why: str = "has a fraction of a second") -> np.ndarray:
     """UTC seconds since 1970 (float64) of ``YYYY-MM-DDTHH:MM:SS`` fields (vectorised), and of any
@@ -384,40 +470,11 @@ def instants(col: Column, *, unknown: bool, garbage: bool = False,
     are NaN where `unknown` allows them, and any other unreadable text where `garbage` does;
     otherwise they are an error naming the line."""
     n = len(col)
-    out = np.full(n, np.nan)
-    if n == 0:
-        return out
-    fast = col.length == 19
-    m = col.matrix(19, clean=False)
-    if m.shape[1] == 19:
-        fast &= (m[:, _ISO_SEPARATOR_AT] == _ISO_SEPARATOR_BYTES).all(axis=1)
-        digits = m[:, _ISO_DIGIT_AT] - np.uint8(_DIGIT0)  # a non-digit wraps around past 9
-        fast &= digits.max(axis=1) <= 9
-        d = np.ascontiguousarray(digits.T).astype(np.int64)  # one row per digit position
-
-        def number(a: int, places: int) -> np.ndarray:
-            v = d[a]
-            for k in range(a + 1, a + places):
-                v = v * 10 + d[k]
-            return v
-
-        y, mo, day = number(0, 4), number(4, 2), number(6, 2)
-        hh, mi, ss = number(8, 2), number(10, 2), number(12, 2)
-        leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
-        month_ok = (mo >= 1) & (mo <= 12)
-        length = _DAYS[np.clip(mo - 1, 0, 11)] + (leap & (mo == 2))
-        fast &= month_ok & (day >= 1) & (day <= length) & (hh < 24) & (mi < 60) & (ss < 60)
-        # days since 1970-01-01 (H. Hinnant's days_from_civil)
-        yy = y - (mo <= 2)
-        era = yy // 400
-        yoe = yy - era * 400
-        doy = (153 * (mo + np.where(mo > 2, -3, 9)) + 2) // 5 + day - 1
-        doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-        days = era * 146097 + doe - 719468
-        secs = days * 86400 + hh * 3600 + mi * 60 + ss
-        out[fast] = secs[fast].astype(np.float64)
-    else:
-        fast[:] = False
+    out = np.empty(n)
+    fast = np.empty(n, dtype=bool)
+    for a, piece in col.blocks():
+        b = a + len(piece)
+        out[a:b], fast[a:b] = _iso_seconds(piece)
 
     def slow(text: str, i: int) -> float:
         t = text.strip()
@@ -476,7 +533,25 @@ def classify_job_ids(col: Column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     number, 1 an array task ``123_4``, 2 a heterogeneous job's component ``123+0``. Any other form
     is an error naming the line."""
     n = len(col)
-    m = col.matrix().T  # position-major view
+    step, array_range = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
+    kind, wrong = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+    for a, piece in col.blocks():
+        b = a + len(piece)
+        step[a:b], array_range[a:b], kind[a:b], wrong[a:b] = _classify(piece)
+    wrong = np.flatnonzero(wrong)
+    if wrong.size:
+        i = int(wrong[0])
+        raise bad(col.fields.where, int(col.line[i]), col.name, col.text(i),
+                  "is not a Slurm job id (123, 123_4 for an array task, 123+0 for a "
+                  "heterogeneous job's component, 123.batch for a step)"
+                  + (f"; {wrong.size} such rows" if wrong.size > 1 else ""))
+    return step, array_range, kind
+
+
+def _classify(col: Column) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`classify_job_ids` of a piece, and which of its rows are none of the forms."""
+    n = len(col)
+    m = np.ascontiguousarray(col.matrix().T)  # one row per character position
     w = m.shape[0]
     length = col.length
     step = np.zeros(n, dtype=bool)
@@ -499,20 +574,13 @@ def classify_job_ids(col: Column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     array_range = ~step & bracket
     rest = ~(step | array_range)
     # a separator neither first nor last
-    rows = np.arange(n)
     first_ok = (m[0] >= _DIGIT0) & (m[0] <= _DIGIT9) if w else np.zeros(n, dtype=bool)
-    last_c = m[np.clip(length - 1, 0, max(w - 1, 0)), rows] if w else np.zeros(n, np.uint8)
+    last_c = m[np.clip(length - 1, 0, max(w - 1, 0)), np.arange(n)] if w else \
+        np.zeros(n, np.uint8)
     last_ok = (last_c >= _DIGIT0) & (last_c <= _DIGIT9)
     good = only & (n_sep <= 1) & first_ok & last_ok
-    wrong = np.flatnonzero(rest & ~good)
-    if wrong.size:
-        i = int(wrong[0])
-        raise bad(col.fields.where, int(col.line[i]), col.name, col.text(i),
-                  "is not a Slurm job id (123, 123_4 for an array task, 123+0 for a "
-                  "heterogeneous job's component, 123.batch for a step)"
-                  + (f"; {wrong.size} such rows" if wrong.size > 1 else ""))
     kind = np.where(under, 1, np.where(plus, 2, 0))
-    return step, array_range, kind
+    return step, array_range, kind, rest & ~good
 
 
 def numeric_job_ids(ids: Column, kind: np.ndarray, raw: Column | None) -> tuple[np.ndarray, str]:
