@@ -49,7 +49,8 @@ EXPECTED = [
     ("1013", 1013, 18000, 0, 1000, UNKNOWN, 3, 4, 334, 2, "gpu", "grace", "OUT_OF_MEMORY"),
     # 0.5G = 512 MB from ReqMem (AllocTRES names no mem)
     ("1014", 1014, 19800, 1800, 60, 600, 1, 2, 512, 0, "cpu", "heidi", "NODE_FAIL"),
-    # allocated 8G where 4G was asked (the allocation counts); ran 600 s of its 900 s span
+    # allocated 8G where 4G was asked (the allocation counts); ran 600 s of its 900 s span;
+    # gres/gpumem=40G is GPU memory, not a GPU
     ("1016", 1016, 25200, 0, 600, 1200, 1, 2, 8192, 0, "gpu", "judy", "COMPLETED"),
 ]
 # SWF status of each state: 1 COMPLETED, 0 failures, 5 CANCELLED

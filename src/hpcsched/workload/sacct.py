@@ -10,15 +10,21 @@
 
 The file is one header line naming the columns (in any order, as sacct prints them; the names are
 matched without regard to case), then one row per line, fields separated by ``|``; a trailing ``|``
-on every line (``--parsable``) is allowed, plain or gzipped. What sacct's manual says each column
-holds, and what this reader makes of it:
+on every line (``--parsable``) is allowed, plain or gzipped.
+
+What each column holds is taken from Slurm's manual page of sacct, sacct(1)
+(https://slurm.schedmd.com/sacct.html: the sections "Job Accounting Fields", for JobID, JobIDRaw,
+ElapsedRaw, TimelimitRaw, ReqMem, ReqTRES, AllocTRES, NNodes, NCPUS, and "JOB STATE CODES"), said
+here in our own words; where the manual is silent, the note says where the reading comes from. For
+each column, what it holds and what this reader makes of it:
 
 * **JobID**: the job's id as Slurm names it: ``123`` a job, ``123_4`` task 4 of array job 123,
   ``123+0`` component 0 of heterogeneous job 123 (each component is a row with its own resources;
   the components are kept as separate jobs), ``123.batch`` / ``123.extern`` / ``123.0`` a job
   *step* (a row of its own unless ``-X``, *allocations only*, is given: skipped and counted), and
   ``123_[5-10]`` the array tasks still pending as one row (skipped and counted: they never ran).
-  **JobIDRaw**: the job's own number (an array task's and a component's too). The JobTable's
+  **JobIDRaw**: the job's own number, which the manual distinguishes from JobID for array and
+  heterogeneous jobs (an array task and a component have their own). The JobTable's
   numeric `job_id` is JobIDRaw where the file has it, else the JobID where all are plain numbers,
   else the job's position 1, 2, ... in submit order (`TraceHeader.fields["JobIdSource"]` says
   which); the ids as sacct prints them are in ``header.source`` (`SlurmHeader`), and
@@ -28,16 +34,21 @@ holds, and what this reader makes of it:
   which changes no interval); ``Unknown`` or ``None`` where there is no such time. `submit` is
   seconds since the earliest Submit kept (that instant is the header's `unix_start_time`), `wait`
   = Start - Submit. **Eligible** (when the job could first start) is not used.
-* **State**: the job's state; its first word counts (``CANCELLED by 1001`` is CANCELLED). A job
+* **State**: the job's state, one of the manual's job state codes (PENDING, RUNNING, COMPLETED,
+  CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, ...); its
+  first word counts (``CANCELLED by 1001`` is CANCELLED; a trailing ``+``, sacct's mark of a cut
+  text, is dropped). A job
   that never started is dropped and counted by state: no Start (``Unknown``/``None``), no CPU
   allocated (NCPUS 0), or PENDING. A job still running when sacct ran (RUNNING, SUSPENDED,
   REQUEUED, ..., or no End) is dropped and counted: its run time is not known yet. A job cancelled
   while running, TIMEOUT, FAILED, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, ... keeps its real run time.
   The SWF `status` is 1 COMPLETED, 5 CANCELLED, 0 the failures, -1 other states.
-* **ElapsedRaw**: the job's run time in seconds: the `run_time` (End - Start where the file has no
+* **ElapsedRaw**: the job's elapsed time in seconds (the manual: Elapsed, as a number of seconds):
+  the `run_time` (End - Start where the file has no
   ElapsedRaw; where both are given and differ, as for a job that was suspended, ElapsedRaw is used
   and the rows are counted).
-* **TimelimitRaw**: the job's time limit in minutes; **Timelimit** the same as ``[D-]HH:MM:SS``,
+* **TimelimitRaw**: the job's time limit as a number of minutes (the manual says so; HPCsim's own
+  documentation says seconds, wrongly); **Timelimit** the same as ``[D-]HH:MM:SS``,
   ``MM:SS`` (and sbatch's other forms); where both are given they must agree. ``UNLIMITED`` (no
   limit set) and ``Partition_Limit`` (none set, the partition's not yet applied) mean the job has
   no limit of its own: its requested time is the `no_limit` given (seconds, or seconds per
@@ -50,9 +61,12 @@ holds, and what this reader makes of it:
   counted where it is not a whole number. `procs` = NCPUS.
 * Memory, as a job total, from the first that the row gives: the allocation, ``mem=`` in
   **AllocTRES** (the trackable resources allocated, e.g. ``cpu=4,mem=16G,node=1,gres/gpu=2``);
-  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), where old
-  Slurm appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS) and Slurm 21.08+
-  prints the job's total; else ``mem=`` in **ReqTRES** (the resources requested at submission).
+  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), to which
+  Slurm before 21.08 appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS), as
+  its manual of those versions says; since 21.08 sacct prints the ``mem`` count of the job's
+  requested TRES, the job's total, with no suffix (read from sacct's source, which prints ReqMem
+  from the request's TRES string); else ``mem=`` in **ReqTRES** (the trackable resources asked
+  for). ReqTRES is read only for the jobs whose AllocTRES and ReqMem leave something unsaid.
   `mem_per_node` = total / nodes in MB, rounded up to a whole MB (counted where that changes it);
   rows whose allocation differs from the request are counted. -1 where the file says nothing.
 * GPUs: ``gres/gpu=N`` in AllocTRES, else in ReqTRES; a typed ``gres/gpu:a100=N`` next to it is
@@ -71,8 +85,9 @@ HPCsim's tab-separated traces, anything else) or lacks one of these is an error 
 field is a `TraceError` naming the file, line, column and value. Rows are checked only as far as
 they are read: a dropped row is not checked past the reason it was dropped for.
 
-Reading is columnar (`hpcsched.workload.accounting`): 2,000,000 rows of the issue's column set read
-in about 10 s on one slow core.
+Reading is columnar (`hpcsched.workload.accounting`: numpy over whole columns, a block of rows at
+a time, and Python only once per distinct unusual value); `benchmarks/sacct_load.py` times it on
+millions of rows (BENCHMARKS.md).
 """
 
 from __future__ import annotations
