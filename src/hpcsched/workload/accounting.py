@@ -2,11 +2,14 @@
 and HPCsim's reader (`hpcsched.workload.slurm`) share.
 
 A file is one header line naming the columns, then one row per line, fields separated by one
-character (``|`` for ``sacct -P``, a tab for HPCsim's traces). `Fields` finds every field's bytes
-with numpy (no Python object per row), and the parsers below turn a column into numbers, instants or
-category codes the same way: a vectorised pass over the values of the common form, and Python only
-for the few *distinct* other values (``Unknown``, ``UNLIMITED``, ``4000Mc``, a TRES string), so a
-few million rows read in seconds.
+character (``|`` for ``sacct -P``, a tab for HPCsim's traces). `read_buffer` loads it (gunzipped)
+into one numpy byte array, `Fields` finds every line and every separator with numpy (no Python
+object per row), and the parsers below turn a column into numbers, instants or category codes the
+same way: a vectorised pass over the values of the common form, and Python only for the few
+*distinct* other values (``Unknown``, ``UNLIMITED``, ``4000Mc``, a TRES string), so a few million
+rows read in seconds. Work goes a block of rows at a time (`Fields.slice`, `Column.blocks`): every
+temporary stays small, and a reader that takes all its columns of one block before the next reads
+those rows' bytes while they are in the processor's cache.
 
 The rules both readers share, too:
 
