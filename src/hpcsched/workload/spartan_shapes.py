@@ -39,6 +39,7 @@ SWF_TRACES: dict[str, tuple[str, str]] = {
     "cerit": ("wagap-2013.swf.gz", "Europe/Prague"),  # no header: times are Unix seconds
 }
 CERIT = "wagap-2013.swf.gz"
+MAX_LIMIT_S = 30 * 86400  # Spartan's longest time limit (thesis Tables 4.1, 6.1)
 QUANTILES = 41  # points of each quantile table (every 2.5%)
 GROUP_BUCKETS = 12  # group sizes in [1], [2, 3], [4, 7], ..., [2048, 4095]
 
@@ -68,13 +69,14 @@ WEEK_PROFILE: tuple[tuple[int, ...], ...] = ((307, 272, 347, 265, 200, 153, 187,
                                              407, 364, 412, 388, 428, 397, 416, 370, 404, 519, 335,
                                              423, 319))
 
-#: Requested time (s) quantiles, pooled over SWF_TRACES (jobs with a requested time).
+#: Requested time (s) quantiles, pooled over SWF_TRACES (jobs with a requested time; a limit above
+#: Spartan's 30 days, such as a few of RICC's, counts as 30 days).
 LIMIT_QUANTILES: tuple[float, ...] = (1.0, 125.0, 300.0, 540.0, 600.0, 900.0, 900.0, 1320.0, 1800.0,
                                      1800.0, 1800.0, 1800.0, 3600.0, 3600.0, 5400.0, 7200.0,
                                      7200.0, 7200.0, 7200.0, 7200.0, 10800.0, 13800.0, 14400.0,
                                      16200.0, 21600.0, 21600.0, 28800.0, 39600.0, 43200.0, 53940.0,
                                      57600.0, 64800.0, 72000.0, 86400.0, 86400.0, 172800.0,
-                                     259200.0, 259200.0, 291419.0, 432000.0, 738738720.0)
+                                     259200.0, 259200.0, 291419.0, 432000.0, 2592000.0)
 
 #: Run time / requested time quantiles, pooled over SWF_TRACES, capped at 1 (>= 1: ran to its limit).
 RATIO_QUANTILES: tuple[float, ...] = (0.0, 0.0, 7e-05, 0.00032, 0.00079, 0.00169, 0.0028, 0.00444,
@@ -123,6 +125,8 @@ NODES_MULTI_NODE: tuple[tuple[int, int], ...] = ((2, 90), (3, 9), (4, 89), (6, 9
                                                 (10, 2))
 #: CERIT-SC: share of multi-node jobs among the jobs of more than one core.
 MULTI_NODE_SHARE: float = 0.03693
+#: CERIT-SC: share of one-core jobs (a realism check beside the thesis's 71.5% on Physical).
+ONE_CORE_SHARE: float = 0.51933
 
 
 # ---- derivation --------------------------------------------------------------------------------
@@ -217,7 +221,7 @@ def derive(folder: str) -> dict:
         share = np.bincount(hours, minlength=168) / len(a)
         week.append(share)
         ok = a[:, 8] > 0
-        limits.append(a[ok, 8])
+        limits.append(np.minimum(a[ok, 8], MAX_LIMIT_S))
         ratios.append(np.minimum(np.maximum(a[ok, 3], 0) / a[ok, 8], 1.0))
         sizes, one = _groups(a)
         groups1.append(sizes[one].astype(float))
@@ -252,6 +256,7 @@ def derive(folder: str) -> dict:
     out["CORES_MULTI_NODE"] = _counts(ppn[known & (nodes > 1)])
     out["NODES_MULTI_NODE"] = _counts(nodes[known & (nodes > 1)])
     out["MULTI_NODE_SHARE"] = round(float(np.mean(nodes[multi_core] > 1)), 5)
+    out["ONE_CORE_SHARE"] = round(float(np.mean(procs == 1)), 5)
     return out
 
 
@@ -260,7 +265,7 @@ def stored() -> dict:
     return {k: globals()[k] for k in (
         "WEEK_PROFILE", "LIMIT_QUANTILES", "RATIO_QUANTILES", "GROUP_SIZES_ONE_CORE",
         "GROUP_SIZES_OTHER", "STATUS_SHARES", "MEM_PER_CORE_QUANTILES", "CORES_SINGLE_NODE",
-        "CORES_MULTI_NODE", "NODES_MULTI_NODE", "MULTI_NODE_SHARE")}
+        "CORES_MULTI_NODE", "NODES_MULTI_NODE", "MULTI_NODE_SHARE", "ONE_CORE_SHARE")}
 
 
 def main(argv: list[str] | None = None) -> None:
