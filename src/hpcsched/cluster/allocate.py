@@ -17,6 +17,10 @@ The first three are ours: `first-available`, `best-fit`, `topology` (Slurm's top
 behaviour). The three `hpcsim-*` reproduce HPCsim's allocators exactly (`specs/hpcsim-semantics.md`
 §6), ties and quirks included, for the `hpcsim` profile; they are checked against HPCsim's own code
 by `tests/cluster/test_hpcsim_allocators.py`.
+
+The bodies are compiled (`allocate_kernels.py`, numba): each class here is a thin wrapper over one
+function of plain arrays, which the compiled pass loops (`hpcsched.sim.kernels_nodes`) call too, so
+both paths place jobs with the same code.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
+from hpcsched.cluster import allocate_kernels as kern
 from hpcsched.cluster.nodes import Cluster
 from hpcsched.cluster.pool import ClusterError
 
@@ -47,40 +52,21 @@ class Allocator(Protocol):
                  fits: np.ndarray | None = None) -> np.ndarray | None: ...
 
 
-def _candidates(cluster, free, request, count, fits) -> np.ndarray | None:
-    """Indices of the fitting nodes (cluster order), or None when there are fewer than `count`."""
+def _check_count(count: int) -> int:
+    count = int(count)
     if count < 0:
         raise ValueError(f"a job needs a number of nodes >= 0, got {count}")
-    if fits is None:
-        fits = fitting_nodes(cluster, free, np.asarray(request))
-    nodes = np.flatnonzero(fits)
-    return nodes if len(nodes) >= count else None
+    return count
 
 
 class _Prepared:
-    """What the allocators need of a cluster beyond its fields, computed once per cluster."""
+    """What the allocators need of a cluster beyond its fields, computed once per cluster: the
+    arrays the compiled bodies read (`allocate_kernels.cluster_arrays`)."""
 
     def __init__(self, cluster: Cluster) -> None:
-        res = cluster.resources
-        self.cores = res.index("cores")
-        self.gpus = cluster.resource_index("gpus")
-        self.memory = cluster.resource_index("memory")
-        # best fit's key folds into one float when the resources are the usual three: GPUs left x
-        # (most cores + 1) + cores left + half the memory fraction left (< 1, so it only breaks ties)
-        self.simple = set(res) <= {"cores", "memory", "gpus"}
-        self.gpu_scale = int(cluster.capacity[:, self.cores].max()) + 1
-        if self.memory is not None:
-            self.half_per_mb = 0.5 / np.maximum(cluster.capacity[:, self.memory], 1)
-        # under[l, s] = 1 if switch l is switch s or below it: the fitting nodes under each switch
-        # are then (fitting nodes hanging off each switch) @ under
-        self.under = np.eye(len(cluster.switches), dtype=np.int64)
-        for low in range(len(cluster.switches)):
-            up = cluster.switch_parent[low]
-            while up >= 0:
-                self.under[low, up] = 1
-                up = cluster.switch_parent[up]
-        self.hpcsim_rank = _hpcsim_name_rank(cluster.nodes)
-        self.hpcsim_topology: _HpcsimBlocks | None = None
+        self.hpcsim_topology = _HpcsimBlocks(cluster)
+        self.arrays = kern.cluster_arrays(cluster, _hpcsim_name_rank(cluster.nodes),
+                                          self.hpcsim_topology)
 
 
 _PREPARED: "weakref.WeakKeyDictionary[Cluster, _Prepared]" = weakref.WeakKeyDictionary()
@@ -93,38 +79,64 @@ def _prepared(cluster: Cluster) -> _Prepared:
     return prep
 
 
+def cluster_arrays(cluster: Cluster) -> tuple:
+    """The per-cluster arrays of the compiled allocators (cached per cluster), for compiled callers
+    that unpack them (`allocate_kernels.unpack`) and call `allocate_kernels.choose` themselves."""
+    return _prepared(cluster).arrays
+
+
+def _int_array(values, what: str, ndim: int) -> np.ndarray:
+    array = np.asarray(values)
+    if array.dtype != np.int64:
+        if array.dtype.kind == "f" and not np.all(array == np.round(array)):
+            raise ValueError(f"{what} must hold whole numbers")
+        array = array.astype(np.int64)
+    if array.ndim != ndim:
+        raise ValueError(f"{what} must have {ndim} dimension(s), got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def _allocate(code: int, cluster: Cluster, free, request, count, fits) -> np.ndarray | None:
+    """One call of the compiled allocator `code` (the body every allocator class shares)."""
+    count = _check_count(count)
+    arrays = _prepared(cluster).arrays
+    free = _int_array(free, "free", 2)
+    request = _int_array(request, "request", 1)
+    if fits is None:
+        fits = np.empty(free.shape[0], dtype=np.bool_)
+        kern.fill_fits(free, request, arrays[0], bool(arrays[1][0]), fits)
+    else:
+        fits = np.ascontiguousarray(fits, dtype=np.bool_)
+    out = np.empty(count, dtype=np.int64)
+    got = kern.allocate_into(code, free, request, count, fits, out, *arrays)
+    return None if got < 0 else out
+
+
 def best_fit_order(cluster: Cluster, free: np.ndarray, request: np.ndarray,
                    nodes: np.ndarray) -> np.ndarray:
     """`nodes` (ascending indices of fitting nodes) sorted best fit first: the least left over
     after placing `request`, compared as GPUs left, then cores left, then every other resource
-    (memory, ...) left as a fraction of the node's capacity; ties in cluster order."""
-    prep = _prepared(cluster)
-    left = free[nodes] - request
-    if prep.simple:
-        key = left[:, prep.cores].astype(np.float64)
-        if prep.gpus is not None:
-            key += left[:, prep.gpus] * prep.gpu_scale
-        if prep.memory is not None:
-            key += left[:, prep.memory] * prep.half_per_mb[nodes]
-        return nodes[np.argsort(key, kind="stable")]
-    keys = []  # np.lexsort: the last key is the primary one
-    for r, resource in reversed(list(enumerate(cluster.resources))):
-        if resource not in ("gpus", "cores"):
-            keys.append(left[:, r] / np.maximum(cluster.capacity[nodes, r], 1))
-    keys.append(left[:, prep.cores])
-    if prep.gpus is not None:
-        keys.append(left[:, prep.gpus])
-    return nodes[np.lexsort(keys)]
+    (memory, ...) left as a fraction of the node's capacity; ties in cluster order.
+
+    When the resources are the usual three, the key folds into one float: GPUs left x (most cores
+    + 1) + cores left + half the memory fraction left (< 1, so it only breaks ties)."""
+    arrays = _prepared(cluster).arrays
+    free = _int_array(free, "free", 2)
+    mask = np.zeros(free.shape[0], dtype=np.bool_)
+    mask[np.asarray(nodes, dtype=np.int64)] = True
+    order = np.empty(free.shape[0], dtype=np.int64)
+    m = kern.best_fit_order_into(free, _int_array(request, "request", 1), mask, order, *arrays)
+    return order[:m]
 
 
 class FirstAvailable:
     """The first `count` fitting nodes in cluster order."""
 
     name = "first-available"
+    code = kern.FIRST_AVAILABLE
 
     def allocate(self, cluster, free, request, count, fits=None):
-        nodes = _candidates(cluster, free, request, count, fits)
-        return None if nodes is None else nodes[:count].astype(np.int64)
+        return _allocate(self.code, cluster, free, request, count, fits)
 
 
 class BestFit:
@@ -134,16 +146,15 @@ class BestFit:
     the costliest waste on a mixed cluster, so a CPU job goes to a CPU node when it can), then cores
     left (the unit jobs are counted in, so small jobs fill partly used nodes and keep whole nodes
     whole for large jobs), then memory left as a fraction of the node (MB are not comparable across
-    nodes of different sizes, and memory rarely decides). Ties go in cluster order.
+    nodes of different sizes, and memory rarely decides). Ties go in cluster order. (See
+    `best_fit_order` for how the key is computed.)
     """
 
     name = "best-fit"
+    code = kern.BEST_FIT
 
     def allocate(self, cluster, free, request, count, fits=None):
-        nodes = _candidates(cluster, free, request, count, fits)
-        if nodes is None:
-            return None
-        return best_fit_order(cluster, free, request, nodes)[:count].astype(np.int64)
+        return _allocate(self.code, cluster, free, request, count, fits)
 
 
 class TopologyAware:
@@ -155,64 +166,23 @@ class TopologyAware:
        ties in switch order.
     3. Under it, fill leaf by leaf as Slurm does: if one leaf alone can hold what is still
        needed, the tightest such leaf; otherwise the leaf with the most fitting nodes, all of
-       them, and repeat. Within a leaf, best fit (`BestFit`'s key).
+       them, and repeat (ties in switch order). Within a leaf, best fit (`BestFit`'s key).
 
     Topology is a preference, not a constraint (thesis §1.4): when no switch can hold the job, or
     the cluster has no switches, the job gets `BestFit`'s nodes.
     """
 
     name = "topology"
+    code = kern.TOPOLOGY
 
     def allocate(self, cluster, free, request, count, fits=None):
-        nodes = _candidates(cluster, free, request, count, fits)
-        if nodes is None:
-            return None
-        ordered = best_fit_order(cluster, free, request, nodes)
-        if not cluster.switches or count == 0:
-            return ordered[:count].astype(np.int64)
-        leaves = cluster.leaf[nodes]
-        hanging = np.bincount(leaves[leaves >= 0], minlength=len(cluster.switches))
-        held = hanging @ _prepared(cluster).under  # fitting nodes under each switch
-        can = held >= count
-        if not can.any():
-            return ordered[:count].astype(np.int64)
-        level = cluster.switch_level[can].min()
-        options = np.flatnonzero(can & (cluster.switch_level == level))
-        top = options[np.argmin(held[options])]
-        leaf_of = cluster.leaf[ordered]
-        if not cluster.switch_children[top]:  # a leaf: best fit among its nodes
-            return ordered[leaf_of == top][:count].astype(np.int64)
-
-        # the switches under `top` with fitting nodes of their own, each with its nodes best first
-        inside = cluster.switch_members[top][ordered]
-        groups = [ordered[inside & (leaf_of == s)] for s in dict.fromkeys(leaf_of[inside].tolist())]
-        groups.sort(key=lambda g: int(cluster.leaf[g[0]]))  # switch order
-        chosen, needed = [], count
-        while needed:
-            sizes = np.array([len(g) for g in groups])
-            enough = sizes >= needed
-            if enough.any():
-                pick = int(np.argmin(np.where(enough, sizes, np.iinfo(np.int64).max)))
-                chosen.append(groups[pick][:needed])
-                break
-            pick = int(np.argmax(sizes))
-            chosen.append(groups.pop(pick))
-            needed -= sizes[pick]
-        return np.concatenate(chosen).astype(np.int64)
+        return _allocate(self.code, cluster, free, request, count, fits)
 
 
 # -- HPCsim's allocators, exactly ------------------------------------------------------------------
 
 #: HPCsim's allocation weights (Scheduler.py, `Allocator.__init__`): a free GPU counts 100 cores.
-HPCSIM_GPU_WEIGHT = 100
-
-
-def _hpcsim_waste(cluster: Cluster, free: np.ndarray, nodes: np.ndarray | slice) -> np.ndarray:
-    prep = _prepared(cluster)
-    waste = free[nodes, prep.cores].astype(np.int64)
-    if prep.gpus is not None:
-        waste = waste + free[nodes, prep.gpus] * HPCSIM_GPU_WEIGHT
-    return waste
+HPCSIM_GPU_WEIGHT = kern.HPCSIM_GPU_WEIGHT
 
 
 @lru_cache(maxsize=16)
@@ -228,25 +198,21 @@ class HpcsimFirstAvailable(FirstAvailable):
     """HPCsim's `first_available`: the first `count` fitting nodes in cluster order (ours)."""
 
     name = "hpcsim-first-available"
+    code = kern.HPCSIM_FIRST_AVAILABLE
 
 
 class HpcsimBestFit:
     """HPCsim's `best_fit`: the fitting nodes by free GPUs x 100 + free cores, smallest first;
     memory is ignored, and ties go by the *string* order of HPCsim's node ids `n<index>` (so
     node 10 comes before node 2). Node index i is HPCsim's `n<i>` for a cluster read from its
-    platform files (topology-file order)."""
+    platform files (topology-file order). The compiled body compares one exact integer key,
+    free weight x N + name rank."""
 
     name = "hpcsim-best-fit"
+    code = kern.HPCSIM_BEST_FIT
 
     def allocate(self, cluster, free, request, count, fits=None):
-        nodes = _candidates(cluster, free, request, count, fits)
-        if nodes is None:
-            return None
-        # one exact integer key: (waste, name rank) in lexicographic order
-        key = _hpcsim_waste(cluster, free, nodes) * cluster.nodes + _prepared(cluster).hpcsim_rank[nodes]
-        if count == 1:
-            return nodes[[int(np.argmin(key))]].astype(np.int64)
-        return nodes[np.argsort(key)[:count]].astype(np.int64)
+        return _allocate(self.code, cluster, free, request, count, fits)
 
 
 class HpcsimTopology:
@@ -260,7 +226,7 @@ class HpcsimTopology:
     follows that insertion order. Compute nodes hang off one switch each, so the search from a
     node is its leaf switch's search with the node moved to the front, and leaving out nodes that
     do not fit changes nothing else. So the discovery order from each leaf switch is computed once
-    per cluster (`_HpcsimBlocks`), and a call is a few vectorised steps: the cost of start i is
+    per cluster (`_HpcsimBlocks`), and a call is a few linear steps: the cost of start i is
     the free sum of the first `count` fitting nodes of its leaf's order if i is among them, else
     i's plus that of the first `count - 1`.
 
@@ -271,70 +237,10 @@ class HpcsimTopology:
     """
 
     name = "hpcsim-topology"
-
-    @staticmethod
-    def _blocks(cluster: Cluster) -> "_HpcsimBlocks":
-        prep = _prepared(cluster)
-        if prep.hpcsim_topology is None:
-            prep.hpcsim_topology = _HpcsimBlocks(cluster)
-        return prep.hpcsim_topology
+    code = kern.HPCSIM_TOPOLOGY
 
     def allocate(self, cluster, free, request, count, fits=None):
-        nodes = _candidates(cluster, free, request, count, fits)
-        if nodes is None:
-            return None
-        if count == 0:
-            return np.zeros(0, dtype=np.int64)
-        b = self._blocks(cluster)
-        fitting = np.zeros(cluster.nodes, dtype=bool)
-        fitting[nodes] = True
-        # the fitting nodes block by block (cluster order inside a block), their free sums
-        listed = b.perm[fitting[b.perm]]
-        bounds = np.searchsorted(b.group[listed], b.block_ids).tolist()  # block k: [bounds[k], bounds[k+1])
-        free_sum = _hpcsim_waste(cluster, free, listed)
-        prefix = [0] + np.cumsum(free_sum).tolist()
-        listed = listed.tolist()
-
-        def first(group: int, k: int) -> int | None:
-            """The free sum of the first k fitting nodes from `group`'s switch (None: fewer)."""
-            acc = 0
-            for block in b.sequence[group]:
-                lo, hi = bounds[block], bounds[block + 1]
-                if k <= hi - lo:
-                    return acc + prefix[lo + k] - prefix[lo]
-                acc += prefix[hi] - prefix[lo]
-                k -= hi - lo
-            return None if k else acc
-
-        best = None  # (cost, start)
-        for group in range(len(b.sequence)):
-            lo, hi = bounds[group], bounds[group + 1]
-            if lo == hi:
-                continue
-            head = first(group, count)
-            if head is None:
-                continue  # fewer than `count` fitting nodes can be reached from here
-            # a start among the first `count` of its block costs `head`; the earliest is the
-            # block's first; a later start costs its own free sum plus the first `count - 1`
-            options = [(head, listed[lo])]
-            if hi - lo > count:
-                later = lo + count + int(np.argmin(free_sum[lo + count:hi]))  # first least
-                options.append((int(free_sum[later]) + first(group, count - 1), listed[later]))
-            for option in options:
-                if best is None or option < best:
-                    best = option
-        if best is None:
-            return None
-        start = best[1]
-        group = int(b.group[start])
-        chosen = [start]
-        for block in b.sequence[group]:
-            for i in listed[bounds[block]:bounds[block + 1]]:
-                if len(chosen) == count:
-                    return np.array(chosen, dtype=np.int64)
-                if i != start:
-                    chosen.append(i)
-        return np.array(chosen, dtype=np.int64)
+        return _allocate(self.code, cluster, free, request, count, fits)
 
 
 class _HpcsimBlocks:

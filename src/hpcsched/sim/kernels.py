@@ -31,19 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    from numba import njit
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised by a test that hides numba
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        """Stand-in for numba.njit: leaves the function as plain Python."""
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]
-        return lambda fn: fn
-
+from hpcsched._jit import HAVE_NUMBA, njit
 
 #: backfilling modes the kernel knows, by the names `profiles.BACKFILLS` uses
 BACKFILL_CODES = {"none": 0, "easy": 1, "conservative": 2, "schedgym": 3}

@@ -95,10 +95,15 @@ class PassLoop:
         result.modes = self.e.mode.copy()
 
     def run_fast(self, policy) -> bool:
-        """Run the whole table in one compiled call (`sim.kernels`) when that gives the stepped
-        loop's schedule: the textbook pass on identical nodes, a priority that never changes
+        """Run the whole table in one compiled call when that gives the stepped loop's schedule:
+        on a heterogeneous cluster `sim.kernels_nodes` (ours and HPCsim's pass, EASY or none);
+        on identical nodes `sim.kernels`: the textbook pass, a priority that never changes
         (`static_keys`) and nothing else to ask the policy. False, and nothing done, otherwise."""
         e = self.e
+        if not isinstance(e.res, PoolState):
+            from hpcsched.sim.kernels_nodes import run_compiled
+
+            return run_compiled(e, policy)
         if (e.started or self.in_pass or e.profile.dialect or self.repeats
                 or not isinstance(e.res, PoolState) or not hasattr(policy, "static_keys")
                 or hasattr(policy, "decide") or hasattr(policy, "reset")):
