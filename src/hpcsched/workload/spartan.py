@@ -113,12 +113,12 @@ class Model:
     window_days: int
     high_load_jobs: int | None  # jobs of the thesis's high-load day
     one_core_share: float | None  # None: every job asks for GPUs (Deeplearn)
-    mean_cores_per_node: float  # Table 4.3, multi-core (or GPU) jobs tilted to give this mean
-    memory_scale: float  # CERIT-SC's memory per core x this (Table 4.3's mean memory per node)
-    time_scale: float  # pooled limits x this (the FCFS+EASY+best-fit wait of Table B.1)
-    burst_time_scale: float  # the same for the extra jobs of the high-load day
-    burst_group: tuple[int, int]  # sizes of the high-load day's extra arrays (log-uniform)
+    mean_cores_per_node: float  # Table 4.3: multi-core (or GPU) jobs are tilted to give this mean
+    memory_scale: float  # CERIT-SC's memory per node x this
+    offered_load: float  # work offered over the window / capacity (calibrated: see OFFERED_LOAD)
+    high_load_offered_load: float | None  # the same for the high-load day
     users: int
+    largest_group: int | None = None  # jobs in one array at most (None: as the real traces)
     multi_node_share: float = shapes.MULTI_NODE_SHARE  # among multi-core jobs
     tail_share: float = 0.05  # of multi-node jobs: 11..tail_nodes nodes
     tail_nodes: int = 32
@@ -137,6 +137,17 @@ class Model:
     def nodes(self) -> int:
         return sum(k.count for k in self.kinds)
 
+    def shares(self, nodes: np.ndarray, cores: np.ndarray, memory: np.ndarray,
+               gpus: np.ndarray) -> dict[str, np.ndarray]:
+        """Each job's request as a share of the partition's total, per resource it has."""
+        total_cores = sum(k.count * k.cores for k in self.kinds)
+        total_memory = sum(k.count * k.memory_mb for k in self.kinds)
+        total_gpus = sum(k.count * k.gpus for k in self.kinds)
+        out = {"cores": nodes * cores / total_cores, "memory": nodes * memory / total_memory}
+        if total_gpus:
+            out["gpus"] = nodes * gpus / total_gpus
+        return out
+
     def holds(self, cores: np.ndarray, memory: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         """How many nodes of the empty partition hold each per-node request."""
         out = np.zeros(len(cores), dtype=np.int64)
@@ -148,27 +159,28 @@ class Model:
 # Node kinds: thesis Table 4.1 (Deeplearn's decoded in thesis_ch2_3_4.md §6.8), memory in MB as the
 # bundled platform files give it (710,000 and 1,519,000 MB; 1,000,000 MB for "1000 GB"), which is
 # the smaller reading of "710 GB". Sapphire: 52 x 128 cores x 977 GB (§6.5.2), 977,000 MB.
+# Offered loads: calibrated by `benchmarks/spartan_calibrate.py` (see the module's docstring).
 MODELS: dict[str, Model] = {
     "spartan-physical": Model(
         "spartan-physical", "physical",
         (NodeKind(72, 72, 710_000), NodeKind(14, 72, 1_519_000)),
         jobs=84_135, window_start=dt.date(2022, 9, 23), window_days=7, high_load_jobs=52_985,
-        one_core_share=0.715, mean_cores_per_node=2.7, memory_scale=3.0, time_scale=1.0,
-        burst_time_scale=0.05, burst_group=(100, 2048), users=500, first_id=38_000_000),
+        one_core_share=0.715, mean_cores_per_node=2.63, memory_scale=3.1, offered_load=0.94,
+        high_load_offered_load=1.18, users=500, first_id=38_000_000),
     "spartan-deeplearn": Model(
         "spartan-deeplearn", "deeplearn",
         (NodeKind(4, 28, 234_000, 4), NodeKind(5, 28, 174_000, 4), NodeKind(3, 24, 175_000, 4),
          NodeKind(6, 32, 234_000, 4), NodeKind(12, 32, 1_000_000, 4)),
         jobs=68_720, window_start=dt.date(2021, 9, 20), window_days=375, high_load_jobs=1_137,
-        one_core_share=None, mean_cores_per_node=4.0, memory_scale=3.0, time_scale=1.0,
-        burst_time_scale=1.0, burst_group=(10, 100), users=150, multi_node_share=0.01,
-        tail_share=0.0, tail_nodes=8,
-        gpus_per_node=((1, 0.60), (2, 0.20), (3, 0.05), (4, 0.15)), first_id=25_000_000),
+        one_core_share=None, mean_cores_per_node=4.0, memory_scale=3.1, offered_load=0.62,
+        high_load_offered_load=2.7, users=150, largest_group=15, multi_node_share=0.01, tail_share=0.0,
+        tail_nodes=8, gpus_per_node=((1, 0.60), (2, 0.20), (3, 0.05), (4, 0.15)),
+        first_id=25_000_000),
     "spartan-sapphire": Model(
         "spartan-sapphire", "sapphire", (NodeKind(52, 128, 977_000),),
         jobs=54_263, window_start=dt.date(2024, 5, 1), window_days=6, high_load_jobs=None,
-        one_core_share=0.715, mean_cores_per_node=2.7, memory_scale=3.0, time_scale=1.0,
-        burst_time_scale=0.05, burst_group=(100, 2048), users=300, first_id=8_000_000),
+        one_core_share=0.715, mean_cores_per_node=2.63, memory_scale=2.4, offered_load=1.15,
+        high_load_offered_load=None, users=300, first_id=8_000_000),
 }
 
 
@@ -188,6 +200,9 @@ class Generated:
     `req_time` (the limit) in seconds, `status` (1 completed, 0 failed or timeout, 5 cancelled),
     `user` (0-based index) and `group` (the account's index). `array_id` is the JobIDRaw of an
     array's first task (-1: not an array) and `array_index` the task's index; `state` is Slurm's.
+    `time_scale` is what the real traces' limits were multiplied by so that the busiest resource
+    (`dominant`) is offered `target_load`; `loads` is the offered load of each resource (work over
+    the span / the partition's total) and `offered_load` the dominant one's.
     """
 
     model: Model
@@ -198,14 +213,24 @@ class Generated:
     array_id: np.ndarray
     array_index: np.ndarray
     state: np.ndarray  # str per job
+    target_load: float
+    loads: dict[str, float]
+    dominant: str
+    time_scale: float
     clipped: dict[str, int] = field(default_factory=dict)
     high_load_day: bool = False
+
+    @property
+    def offered_load(self) -> float:
+        return self.loads[self.dominant]
 
     def summary(self) -> str:
         clips = "; ".join(f"{why}: {n}" for why, n in self.clipped.items()) or "nothing clipped"
         kind = "high-load day" if self.high_load_day else f"{self.days:g} day(s)"
         return (f"{self.model.name} ({self.model.partition}), {kind} from "
-                f"{self.start:%Y-%m-%d}, seed {self.seed}: {len(self.jobs)} jobs; {clips}")
+                f"{self.start:%Y-%m-%d}, seed {self.seed}: {len(self.jobs)} jobs; offered load "
+                + ", ".join(f"{r} {v:.3f}" for r, v in self.loads.items())
+                + f" (limits x {self.time_scale:.3g}); {clips}")
 
 
 # ---- sampling helpers ----------------------------------------------------------------------------
@@ -255,19 +280,26 @@ def _table(pairs, cap: int) -> tuple[np.ndarray, np.ndarray]:
     return uniq, np.bincount(inv, weights=counts)
 
 
-def _group_sizes(rng: np.random.Generator, shares, total: int) -> np.ndarray:
-    """Sizes of groups adding up to exactly `total` jobs (the last group is cut)."""
+def _group_sizes(rng: np.random.Generator, shares, total: int,
+                 largest: int | None = None) -> np.ndarray:
+    """Sizes of groups adding up to exactly `total` jobs (the last group is cut): a bucket
+    [2^k, 2^(k+1) - 1] drawn by its share, then a size uniformly in it; none above `largest`."""
     if total <= 0:
         return np.zeros(0, dtype=np.int64)
     p = np.asarray(shares, dtype=np.float64)
-    p /= p.sum()
     lows = 2 ** np.arange(len(p))
-    mean = float((p * (lows * 1.5 - 0.5)).sum())
+    highs = lows * 2 - 1
+    if largest is not None:
+        p = np.where(lows <= largest, p, 0.0)
+        highs = np.minimum(highs, largest)
+    p /= p.sum()
+    mean = float((p * (lows + highs) / 2).sum())
     sizes = np.zeros(0, dtype=np.int64)
     while sizes.sum() < total:
         n = int(total / mean * 1.3) + 16
         b = rng.choice(len(p), size=n, p=p)
-        sizes = np.concatenate([sizes, lows[b] + (rng.random(n) * lows[b]).astype(np.int64)])
+        span = highs[b] - lows[b] + 1
+        sizes = np.concatenate([sizes, lows[b] + (rng.random(n) * span).astype(np.int64)])
     cum = np.cumsum(sizes)
     last = int(np.searchsorted(cum, total))
     sizes = sizes[:last + 1].copy()
@@ -286,6 +318,19 @@ def _arrival_times(rng: np.random.Generator, n: int, start: dt.datetime, days: f
     w = w * length
     h = rng.choice(hours, size=n, p=w / w.sum())
     return np.floor((h + rng.random(n) * length[h]) * 3600).astype(np.int64)
+
+
+def _memory_per_node(rng: np.random.Generator, nodes: np.ndarray,
+                     cores: np.ndarray) -> np.ndarray:
+    """MB per node: CERIT-SC's quantiles of multi-node jobs, or of single-node jobs of that width."""
+    out = np.empty(len(cores), dtype=np.float64)
+    classes = np.where(nodes > 1, -1, np.searchsorted(shapes.MEM_CLASSES, cores, side="right") - 1)
+    tables = ((-1, shapes.MEM_PER_NODE_MULTI_QUANTILES),) + tuple(
+        enumerate(shapes.MEM_PER_NODE_QUANTILES))
+    for k, table in tables:
+        mask = classes == k
+        out[mask] = _from_quantiles(rng, table, int(mask.sum()), log=True)
+    return out
 
 
 def _typed_limit_minutes(seconds: np.ndarray) -> np.ndarray:
@@ -315,18 +360,19 @@ class _Groups:
     cores: np.ndarray
     memory: np.ndarray
     gpus: np.ndarray
-    limit_min: np.ndarray
-    burst: np.ndarray  # bool: extra jobs of the high-load day
+    limit: np.ndarray  # seconds, the real traces' limit before it is scaled and typed
+
+    FIELDS = ("size", "nodes", "cores", "memory", "gpus", "limit")
 
     @staticmethod
     def concat(parts: list["_Groups"]) -> "_Groups":
-        return _Groups(*(np.concatenate([getattr(p, f) for p in parts])
-                         for f in ("size", "nodes", "cores", "memory", "gpus", "limit_min",
-                                   "burst")))
+        return _Groups(*(np.concatenate([getattr(p, f) for p in parts]) for f in _Groups.FIELDS))
+
+    def take(self, rows: np.ndarray) -> "_Groups":
+        return _Groups(*(getattr(self, f)[rows] for f in _Groups.FIELDS))
 
 
-def _shapes(rng: np.random.Generator, model: Model, sizes: np.ndarray, one_core: bool,
-            burst: bool) -> _Groups:
+def _shapes(rng: np.random.Generator, model: Model, sizes: np.ndarray, one_core: bool) -> _Groups:
     """Requests and limits for groups of the given sizes."""
     g = len(sizes)
     nodes = np.ones(g, dtype=np.int64)
@@ -337,8 +383,6 @@ def _shapes(rng: np.random.Generator, model: Model, sizes: np.ndarray, one_core:
         gv = np.array([v for v, _ in model.gpus_per_node])
         gp = np.array([p for _, p in model.gpus_per_node])
         gpus = rng.choice(gv, size=g, p=gp / gp.sum())
-        if burst:
-            gpus[:] = 1
         # cores per GPU: CERIT-SC's cores per node of single-node jobs, one-core ones included
         one = shapes.ONE_CORE_SHARE / (1 - shapes.ONE_CORE_SHARE) * sum(
             c for _, c in shapes.CORES_SINGLE_NODE) / (1 - shapes.MULTI_NODE_SHARE)
@@ -350,7 +394,7 @@ def _shapes(rng: np.random.Generator, model: Model, sizes: np.ndarray, one_core:
         # tilted so that all jobs (one-core ones included) average Table 4.3's cores per node
         target = (model.mean_cores_per_node - model.one_core_share) / (1 - model.one_core_share)
         cores = rng.choice(v, size=g, p=_tilted(v, c, target))
-    if not one_core and not burst:
+    if not one_core:
         multi = rng.random(g) < model.multi_node_share
         m = int(multi.sum())
         nv, nc = _table(shapes.NODES_MULTI_NODE, model.nodes)
@@ -363,13 +407,10 @@ def _shapes(rng: np.random.Generator, model: Model, sizes: np.ndarray, one_core:
         if not model.gpus_per_node:
             cv, cc = _table(shapes.CORES_MULTI_NODE, model.max_cores)
             cores[multi] = rng.choice(cv, size=m, p=cc / cc.sum())
-    per_core = _from_quantiles(rng, shapes.MEM_PER_CORE_QUANTILES, g, log=True)
-    memory = _typed_memory(cores * per_core * model.memory_scale)
-    scale = model.burst_time_scale if burst else model.time_scale
-    limit_s = _from_quantiles(rng, shapes.LIMIT_QUANTILES, g, log=True) * scale
-    limit_min = _typed_limit_minutes(limit_s)
+    memory = _typed_memory(_memory_per_node(rng, nodes, cores) * model.memory_scale)
+    limit = _from_quantiles(rng, shapes.LIMIT_QUANTILES, g, log=True)
     return _Groups(sizes.astype(np.int64), nodes, cores.astype(np.int64), memory,
-                   gpus.astype(np.int64), limit_min.astype(np.int64), np.full(g, burst))
+                   gpus.astype(np.int64), limit)
 
 
 def _clip(model: Model, groups: _Groups, clipped: dict[str, int]) -> None:
@@ -399,58 +440,63 @@ def _clip(model: Model, groups: _Groups, clipped: dict[str, int]) -> None:
 # ---- generation ----------------------------------------------------------------------------------
 
 
-def generate(partition: str, days: float | None = None, seed: int = 0, *, load: float = 1.0,
-             high_load_day: bool = False, start: dt.date | dt.datetime | None = None) -> Generated:
+def generate(partition: str, days: float | None = None, seed: int = 0, *,
+             jobs: int | None = None, high_load_day: bool = False, load: float | None = None,
+             start: dt.date | dt.datetime | None = None) -> Generated:
     """A Spartan-like trace of `partition` (``spartan-physical``, ``spartan-deeplearn``,
-    ``spartan-sapphire``, or without the prefix).
+    ``spartan-sapphire``, or without the prefix); the same arguments give the same trace.
 
-    `days`: the span (default: the thesis's window of that partition, 7, 375 or 6 days). `seed`:
-    the same seed gives the same trace. `load`: jobs per day as a multiple of the thesis's rate
-    (requests and times unchanged). `high_load_day`: one day with the thesis's high-load job count
-    (52,985 on Physical, 1,137 on Deeplearn, times `load`): an ordinary day plus arrays of small,
-    short jobs. `start`: the first day (default: the first day of the thesis's window).
+    `days`: the span (default: the thesis's window of that partition, 7, 375 or 6 days, or with
+    `jobs` given, as many days as the thesis's rate takes for them). `jobs`: how many jobs (default:
+    the thesis's jobs per day times `days`). `high_load_day`: one day with the thesis's high-load
+    job count (52,985 on Physical, 1,137 on Deeplearn) and its calibrated load. `load`: the offered
+    load (work / capacity over the span, of cores, or GPUs on Deeplearn) instead of the calibrated
+    one; the limits and run times are scaled to it, so at one load more jobs are shorter jobs.
+    `start`: the first day (default: the first day of the thesis's window).
     """
     model = get_model(partition)
-    if load <= 0:
-        raise ValueError(f"load must be positive, got {load}")
     if high_load_day:
         if model.high_load_jobs is None:
             raise ValueError(f"the thesis gives no high-load day for {model.name}")
-        if days not in (None, 1):
-            raise ValueError("a high-load day is one day: leave --days out")
-        days = 1.0
-    days = float(model.window_days if days is None else days)
-    if days <= 0:
+        if days not in (None, 1) or jobs is not None:
+            raise ValueError("a high-load day is one day of the thesis's job count: give neither "
+                             "days nor jobs")
+        days, jobs = 1.0, model.high_load_jobs
+        target = model.high_load_offered_load
+    else:
+        target = model.offered_load
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if days is None:
+        days = model.window_days if jobs is None else jobs / model.jobs_per_day
+    days = float(days)
+    if not days > 0:
         raise ValueError(f"days must be positive, got {days}")
+    total = int(round(model.jobs_per_day * days)) if jobs is None else int(jobs)
+    if total < 1:
+        raise ValueError(f"{days:g} day(s) of {model.name} hold no job at the thesis's rate of "
+                         f"{model.jobs_per_day:.1f} a day; give more days or jobs")
+    if load is not None:
+        if not load > 0:
+            raise ValueError(f"load must be positive, got {load}")
+        target = float(load)
     first = start or model.window_start
     first = first if isinstance(first, dt.datetime) else dt.datetime.combine(first, dt.time())
-    rng = np.random.default_rng([seed, sorted(MODELS).index(model.name)])
+    rng = np.random.default_rng([seed, sorted(MODELS).index(model.name), int(high_load_day)])
 
-    total = int(round(model.jobs_per_day * days * load))
-    extra = 0
-    if high_load_day:
-        extra = max(int(round(model.high_load_jobs * load)) - total, 0)
+    # requests, in groups of identical jobs (arrays); one-core jobs are an exact quota
     parts = []
+    rest = total
     if model.one_core_share is not None:
         ones = int(round(model.one_core_share * total))
-        parts.append(_shapes(rng, model, _group_sizes(rng, shapes.GROUP_SIZES_ONE_CORE, ones),
-                             True, False))
-        rest = total - ones
-    else:
-        rest = total
-    parts.append(_shapes(rng, model, _group_sizes(rng, shapes.GROUP_SIZES_OTHER, rest), False,
-                         False))
-    if extra:
-        lo, hi = np.log(model.burst_group[0]), np.log(model.burst_group[1])
-        sizes = []
-        while sum(sizes) < extra:
-            sizes.append(int(np.exp(lo + rng.random() * (hi - lo))))
-        sizes[-1] -= sum(sizes) - extra
-        parts.append(_shapes(rng, model, np.array(sizes), model.one_core_share is not None,
+        parts.append(_shapes(rng, model, _group_sizes(rng, shapes.GROUP_SIZES_ONE_CORE, ones,
+                                                         model.largest_group),
                              True))
+        rest = total - ones
+    parts.append(_shapes(rng, model, _group_sizes(rng, shapes.GROUP_SIZES_OTHER, rest,
+                                                     model.largest_group), False))
     groups = _Groups.concat(parts)
-    groups = _Groups(*(getattr(groups, f)[groups.size > 0] for f in (
-        "size", "nodes", "cores", "memory", "gpus", "limit_min", "burst")))
+    groups = groups.take(groups.size > 0)
     clipped: dict[str, int] = {}
     _clip(model, groups, clipped)
 
@@ -458,8 +504,7 @@ def generate(partition: str, days: float | None = None, seed: int = 0, *, load: 
     when = _arrival_times(rng, len(groups.size), first, days)
     order = np.argsort(when, kind="stable")
     when = when[order]
-    groups = _Groups(*(getattr(groups, f)[order] for f in (
-        "size", "nodes", "cores", "memory", "gpus", "limit_min", "burst")))
+    groups = groups.take(order)
     g_of_job = np.repeat(np.arange(len(groups.size)), groups.size)
     n = len(g_of_job)
     first_of_group = np.cumsum(groups.size) - groups.size
@@ -468,11 +513,19 @@ def generate(partition: str, days: float | None = None, seed: int = 0, *, load: 
     array_id = np.where(groups.size[g_of_job] > 1, job_id[first_of_group[g_of_job]], -1)
     array_index = np.where(array_id >= 0, index_in_group, -1)
 
-    # times: per-job run time from the run/limit ratio; at or past the limit: TIMEOUT
-    limit_s = groups.limit_min[g_of_job] * 60
+    # times: each job's run time is a share of its limit (>= 1: TIMEOUT at the limit); the limits
+    # are the real traces' times scaled so that the trace offers the target load, then typed
+    nodes = groups.nodes[g_of_job]
+    cores = groups.cores[g_of_job]
     ratio = _from_quantiles(rng, shapes.RATIO_QUANTILES, n, log=False)
     timeout = ratio >= 1.0
-    run = np.where(timeout, limit_s, np.maximum(np.round(ratio * limit_s), 1)).astype(np.int64)
+    shares = model.shares(nodes, cores, groups.memory[g_of_job], groups.gpus[g_of_job])
+    raw = {r: float((s * np.minimum(ratio, 1.0) * groups.limit[g_of_job]).sum())
+           for r, s in shares.items()}
+    dominant = max(raw, key=raw.get)  # the busiest resource, before scaling (scaling keeps it)
+    scale, limit_s, run = _scaled_times(groups.limit[g_of_job], ratio, shares[dominant],
+                                        target * days * DAY)
+    loads = {r: float((run * s).sum()) / (days * DAY) for r, s in shares.items()}
     done, failed, _ = shapes.STATUS_SHARES
     u = rng.random(n)
     state = np.where(timeout, "TIMEOUT",
@@ -487,22 +540,57 @@ def generate(partition: str, days: float | None = None, seed: int = 0, *, load: 
     user = user_of_group[g_of_job]
     account = (user * 7919 + 13) % max(model.users // 3, 1)
 
-    nodes = groups.nodes[g_of_job]
-    cores = groups.cores[g_of_job]
     procs = nodes * cores
     header = TraceHeader(
         name=f"{model.name}-{'highload' if high_load_day else f'{days:g}d'}-s{seed}",
         unix_start_time=int((first - dt.datetime(1970, 1, 1)).total_seconds()),
         fields={"Generator": "hpcsched.workload.spartan", "Partition": model.partition,
-                "Seed": str(seed), "Days": f"{days:g}", "Load": f"{load:g}"},
+                "Seed": str(seed), "Days": f"{days:g}", "Load": f"{loads[dominant]:.4g}"},
         partitions=(model.partition,))
-    jobs = JobTable.from_columns(
+    table = JobTable.from_columns(
         header, job_id=job_id, submit=when[g_of_job], run_time=run, alloc_procs=procs,
         req_procs=procs, req_time=limit_s, status=status, user=user, group=account,
         partition=np.zeros(n), nodes=nodes, cores_per_node=cores,
         mem_per_node=groups.memory[g_of_job], gpus_per_node=groups.gpus[g_of_job])
-    return Generated(model, jobs, first, days, seed, array_id, array_index, state, clipped,
-                     high_load_day)
+    return Generated(model, table, first, days, seed, array_id, array_index, state, target,
+                     loads, dominant, scale, clipped, high_load_day)
+
+
+def _scaled_times(limit: np.ndarray, ratio: np.ndarray, width: np.ndarray,
+                  work: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """(scale, limits in s, run times in s) such that sum(run * width) is as close to `work` as
+    typing allows.
+
+    Limits are `limit * scale` typed (whole minutes users type, at most 30 days), run times
+    `ratio * limit` (at least 1 s; the limit itself from a ratio of 1). The work grows with the
+    scale in steps (one typed value to the next), so the scale is found by bisection.
+    """
+    def times(scale: float) -> tuple[np.ndarray, np.ndarray]:
+        limit_s = _typed_limit_minutes(limit * scale).astype(np.int64) * 60
+        run = np.where(ratio >= 1.0, limit_s, np.maximum(np.round(ratio * limit_s), 1))
+        return limit_s, run.astype(np.int64)
+
+    def offered(scale: float) -> float:
+        return float((times(scale)[1] * width).sum())
+
+    guess = work / max(float((np.minimum(ratio, 1.0) * limit * width).sum()), 1.0)
+    lo, hi = guess / 2, guess * 2
+    while offered(lo) > work and lo > 1e-9:
+        lo /= 2
+    while offered(hi) < work and hi < 1e9:
+        if offered(hi * 2) == offered(hi):  # every limit at 30 days: no more work to offer
+            break
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        got = offered(mid)
+        if abs(got / work - 1) < 1e-3:
+            lo = hi = mid
+            break
+        lo, hi = (mid, hi) if got < work else (lo, mid)
+    scale = lo if abs(offered(lo) / work - 1) <= abs(offered(hi) / work - 1) else hi
+    limit_s, run = times(scale)
+    return scale, limit_s, run
 
 
 __all__ = ["MODELS", "Model", "NodeKind", "Generated", "generate", "get_model"]

@@ -98,13 +98,45 @@ GROUP_SIZES_ONE_CORE: tuple[int, ...] = (79991, 6723, 3509, 3923, 2383, 1140, 58
                                         1)
 GROUP_SIZES_OTHER: tuple[int, ...] = (93421, 3662, 1409, 854, 255, 245, 95, 30, 26, 1, 2, 0)
 
-#: CERIT-SC: memory per core (MB) quantiles over all jobs.
-MEM_PER_CORE_QUANTILES: tuple[float, ...] = (5.0, 83.3, 83.3, 100.0, 200.0, 200.0, 200.0, 200.0,
-                                            300.0, 300.0, 300.0, 400.0, 500.0, 500.0, 500.0, 500.0,
-                                            500.0, 512.0, 512.0, 682.7, 1024.0, 1024.0, 1024.0,
-                                            1536.0, 1706.7, 2048.0, 2048.0, 2432.0, 3000.0, 4000.0,
-                                            4096.0, 4096.0, 4096.0, 4266.7, 5120.0, 5120.0, 5120.0,
-                                            6000.0, 10000.0, 20480.0, 256000.0)
+#: CERIT-SC: lowest cores per node of each class of `MEM_PER_NODE_QUANTILES`.
+MEM_CLASSES: tuple[int, ...] = (1, 2, 5, 13, 33)
+#: CERIT-SC: memory per node (MB) quantiles of the single-node jobs whose cores fall in each class of
+#: MEM_CLASSES (1, 2-4, 5-12, 13-32, 33 and more). Per class, because memory grows with the job's
+#: width (the correlation of their logarithms is 0.63 on CERIT) but not in proportion: a one-core
+#: job asks up to 150 GB, a 32-core one at most 16 GB per core. Per node, so that no draw exceeds
+#: what some CERIT job asked of one node (at most one 512-GiB node).
+MEM_PER_NODE_QUANTILES: tuple[tuple[float, ...], ...] = (
+    (50.0, 200.0, 200.0, 200.0, 200.0, 200.0, 200.0, 300.0, 300.0, 300.0, 300.0, 300.0, 400.0,
+    500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 1024.0, 1024.0, 1024.0, 2048.0,
+    4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 5120.0, 5120.0, 5120.0, 5120.0, 5120.0,
+    5120.0, 16384.0, 153600.0),
+    (400.0, 400.0, 400.0, 400.0, 400.0, 500.0, 500.0, 1000.0, 1024.0, 2048.0, 2048.0, 4000.0,
+    4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0, 4096.0,
+    4096.0, 4096.0, 4096.0, 4096.0, 5120.0, 10240.0, 12288.0, 12288.0, 16384.0, 16384.0, 20000.0,
+    20480.0, 32768.0, 40960.0, 61440.0, 81920.0, 512000.0),
+    (400.0, 400.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0,
+    500.0, 500.0, 2048.0, 4096.0, 5120.0, 10000.0, 10240.0, 12288.0, 12288.0, 12288.0, 16384.0,
+    20000.0, 20480.0, 20480.0, 24576.0, 24576.0, 30000.0, 30720.0, 40960.0, 44000.0, 50000.0,
+    51200.0, 51200.0, 60000.0, 87040.0, 100000.0, 131072.0, 512000.0),
+    (400.0, 3072.0, 6144.0, 10000.0, 10240.0, 15360.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0,
+    16384.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0, 16384.0,
+    16384.0, 16384.0, 16384.0, 20480.0, 20480.0, 25600.0, 32768.0, 32768.0, 46080.0, 49152.0,
+    51200.0, 60000.0, 60000.0, 81920.0, 100000.0, 122880.0, 163840.0, 163840.0, 204800.0,
+    512000.0),
+    (400.0, 400.0, 4096.0, 6144.0, 6144.0, 10240.0, 13107.2, 20070.4, 30720.0, 32768.0, 32768.0,
+    40960.0, 46080.0, 61440.0, 64716.8, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0,
+    65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0, 65536.0,
+    81920.0, 81920.0, 81920.0, 81920.0, 90112.0, 134348.8, 223232.0, 244531.2, 256000.0, 524288.0),
+)
+#: CERIT-SC: memory per node (MB) quantiles of the multi-node jobs (whatever their width): CERIT's
+#: asked at most 40 GB per node, where single-node jobs of the same width asked up to 512 GB.
+MEM_PER_NODE_MULTI_QUANTILES: tuple[float, ...] = (
+    66.7, 341.3, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0,
+    1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1092.3, 2048.0, 2048.0, 2048.0, 2048.0,
+    2355.2, 3840.0, 6826.7, 7680.0, 8192.0, 8192.0, 8192.0, 8192.0, 10240.0, 10240.0, 10240.0,
+    10240.0, 10513.1, 12288.0, 20480.0, 20480.0, 40960.0)
+#: CERIT-SC: the most memory any job asked of one node (MB).
+LARGEST_MEM_PER_NODE: float = 524288.0
 #: CERIT-SC: cores per node of single-node jobs of more than one core, (value, count).
 CORES_SINGLE_NODE: tuple[tuple[int, int], ...] = ((2, 1319), (3, 103), (4, 724), (5, 135),
                                                  (6, 1130), (7, 11), (8, 935), (9, 1), (10, 283),
@@ -247,10 +279,18 @@ def derive(folder: str) -> dict:
     nodes = np.array([int(m.group(1)) if m else 0 for m in spec])
     ppn = np.array([int(m.group(2)) if m else 0 for m in spec])
     procs = np.maximum(a[:, 7], 1)
-    mem_per_core = a[:, 9] / procs / 2**20  # bytes per job -> MB per core
-    out["MEM_PER_CORE_QUANTILES"] = tuple(float(round(x, 1)) for x in
-                                          np.quantile(mem_per_core[a[:, 9] > 0],
-                                                      np.linspace(0, 1, QUANTILES)))
+    single = ~known | (nodes == 1)
+    classes = np.where(single, np.searchsorted(MEM_CLASSES, np.where(known, ppn, procs),
+                                               side="right") - 1, -1)
+    mem_per_node = a[:, 9] / np.where(known, np.maximum(nodes, 1), 1) / 2**20  # bytes -> MB
+    out["MEM_PER_NODE_QUANTILES"] = tuple(
+        tuple(float(round(x, 1)) for x in np.quantile(
+            mem_per_node[(a[:, 9] > 0) & (classes == k)], np.linspace(0, 1, QUANTILES)))
+        for k in range(len(MEM_CLASSES)))
+    out["MEM_PER_NODE_MULTI_QUANTILES"] = tuple(
+        float(round(x, 1)) for x in np.quantile(mem_per_node[(a[:, 9] > 0) & known & (nodes > 1)],
+                                                np.linspace(0, 1, QUANTILES)))
+    out["LARGEST_MEM_PER_NODE"] = float(round(mem_per_node.max(), 1))
     multi_core = known & (nodes * ppn > 1)
     out["CORES_SINGLE_NODE"] = _counts(ppn[multi_core & (nodes == 1)])
     out["CORES_MULTI_NODE"] = _counts(ppn[known & (nodes > 1)])
@@ -264,7 +304,9 @@ def stored() -> dict:
     """The stored tables, as `derive` returns them."""
     return {k: globals()[k] for k in (
         "WEEK_PROFILE", "LIMIT_QUANTILES", "RATIO_QUANTILES", "GROUP_SIZES_ONE_CORE",
-        "GROUP_SIZES_OTHER", "STATUS_SHARES", "MEM_PER_CORE_QUANTILES", "CORES_SINGLE_NODE",
+        "GROUP_SIZES_OTHER", "STATUS_SHARES", "MEM_PER_NODE_QUANTILES",
+        "MEM_PER_NODE_MULTI_QUANTILES", "LARGEST_MEM_PER_NODE",
+        "CORES_SINGLE_NODE",
         "CORES_MULTI_NODE", "NODES_MULTI_NODE", "MULTI_NODE_SHARE", "ONE_CORE_SHARE")}
 
 
