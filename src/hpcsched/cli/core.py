@@ -35,6 +35,9 @@ EPILOG_EVALUATE = """examples:
 EPILOG_TRACE = """examples:
   hpcsched trace list
   hpcsched trace stats hpc2n
+  hpcsched trace stats jobs.txt                 # a sacct -P file: what was read and dropped, counted
+  hpcsched trace jobs jobs.txt --json           # every job as read, one flat row each (--csv too)
+  hpcsched trace jobs jobs.txt --partition gpu --csv
   hpcsched trace convert my.swf.gz out.swf --first 10000
   hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
   hpcsched trace generate lublin out.swf --jobs 5000 --fit ricc   # fitted to a real trace
@@ -94,10 +97,27 @@ def register(sub, fmt) -> None:
                        formatter_class=RAW)
     tsub = p.add_subparsers(dest="trace_command", metavar="ACTION")
     t = tsub.add_parser("list", help="the bundled traces")
-    t = tsub.add_parser("stats", parents=[fmt], help="summary statistics of a trace")
+    t = tsub.add_parser("stats", parents=[fmt], help="summary statistics of a trace (of a Slurm "
+                                                    "accounting file: also what was read and "
+                                                    "dropped, and why)")
     t.add_argument("trace", nargs="+")
     add_profile_arg(t)
+    t.add_argument("--partition", help="a Slurm-accounting trace: only this partition's jobs")
+    t.add_argument("--cluster", metavar="NAME|FILE",
+                   help="size the offered load by this cluster (default: the trace header's "
+                        "size; a Slurm-accounting file has none, and its load is then left out)")
+    t.add_argument("--nodes", type=int, help="cluster size in nodes, for the offered load")
+    t.add_argument("--procs-per-node", type=int)
     p.set_defaults(trace_parser=p)
+    t = tsub.add_parser("jobs", parents=[fmt],
+                        help="every job of a trace as read, one flat row each (job_id as the "
+                             "source names it, submit, wait, run, limit, nodes, cores_per_node, "
+                             "mem_per_node, gpus_per_node, partition, user, state, ...)")
+    t.add_argument("trace", help="a bundled trace name, an SWF file, sacct -P output or an HPCsim "
+                                 "trace")
+    t.add_argument("--partition", help="a Slurm-accounting trace: only this partition's jobs")
+    t.add_argument("--clean", choices=list(PROFILES),
+                   help="apply a profile's cleaning rules first (default: the jobs as read)")
     t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
     t.add_argument("source")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
@@ -287,18 +307,41 @@ def cmd_trace(args) -> int:
             print(f"{name:<12}{info}")
         return 0
     if args.trace_command == "stats":
-        from hpcsched.workload.stats import trace_stats
-
         from hpcsched.sim.run import prepare
+        from hpcsched.workload.cleaning import clean
+        from hpcsched.workload.stats import trace_stats
 
         rows = []
         for name in args.trace:
-            prepared = prepare(name, args.profile, drop_oversized=True)
-            row = {"trace": prepared.name}
-            row.update(trace_stats(prepared.jobs, prepared.cluster.total_procs))
+            if args.cluster or args.nodes or not traces.is_slurm_file(name):
+                prepared = prepare(name, args.profile, drop_oversized=True,
+                                   partition=args.partition, cluster=args.cluster,
+                                   nodes=args.nodes, procs_per_node=args.procs_per_node)
+                label, jobs, cleaning = prepared.name, prepared.jobs, prepared.report
+                cluster = prepared.cluster
+                procs = (cluster.total_procs if hasattr(cluster, "total_procs")
+                         else int(cluster.total[cluster.resource_index("cores")]))
+            else:  # a Slurm-accounting file names no cluster size: no offered load
+                raw = traces.load_trace(name, partition=args.partition)
+                jobs, cleaning = clean(raw, PROFILES[args.profile].cleaning)
+                label, procs = raw.header.name, None
+            row = {"trace": label}
+            read = getattr(jobs.header, "report", None)
+            if read is not None:  # a Slurm-accounting file: what reading dropped, and why
+                if args.fmt:
+                    row["read"] = read.summary()
+                else:
+                    print("\n".join(read.lines()))
+            row["cleaning"] = cleaning.summary()
+            row.update(trace_stats(jobs, procs))
             rows.append(row)
+        if not args.fmt:
+            for row in rows:
+                print(f"{row['trace']}: cleaning ({args.profile}): {row.pop('cleaning')}")
         print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
         return 0
+    if args.trace_command == "jobs":
+        return _jobs(args)
     if args.trace_command == "convert":
         from hpcsched.workload.swf import write_swf
 
@@ -319,6 +362,40 @@ def cmd_trace(args) -> int:
         return _generate(args)
     args.trace_parser.print_help()
     return 2
+
+
+def _jobs(args) -> int:
+    import csv
+
+    from hpcsched.workload import traces
+    from hpcsched.workload.listing import job_columns
+
+    jobs = traces.load_trace(args.trace, partition=args.partition) if args.partition \
+        else traces.load_trace(args.trace)
+    read = getattr(jobs.header, "report", None)
+    if read is not None:
+        print(f"read: {read.summary()}", file=sys.stderr)
+    if args.clean:
+        from hpcsched.workload.cleaning import clean
+
+        jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
+        print(f"cleaning ({args.clean}): {report.summary()}", file=sys.stderr)
+    cols = job_columns(jobs)
+    keys = list(cols)
+    rows = (dict(zip(keys, values)) for values in zip(*cols.values()))
+    out = sys.stdout
+    if args.fmt == "json":
+        out.write("[")
+        for i, row in enumerate(rows):
+            out.write(("\n" if i == 0 else ",\n") + json.dumps(row))
+        out.write("\n]\n")
+    elif args.fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")  # None is written as an empty field
+        writer.writerow(keys)
+        writer.writerows(zip(*cols.values()))
+    else:
+        print(format_rows(list(rows), args.fmt or "table", columns=keys))
+    return 0
 
 
 def _generate(args) -> int:

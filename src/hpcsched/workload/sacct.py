@@ -10,15 +10,21 @@
 
 The file is one header line naming the columns (in any order, as sacct prints them; the names are
 matched without regard to case), then one row per line, fields separated by ``|``; a trailing ``|``
-on every line (``--parsable``) is allowed, plain or gzipped. What sacct's manual says each column
-holds, and what this reader makes of it:
+on every line (``--parsable``) is allowed, plain or gzipped.
+
+What each column holds is taken from Slurm's manual page of sacct, sacct(1)
+(https://slurm.schedmd.com/sacct.html: the sections "Job Accounting Fields", for JobID, JobIDRaw,
+ElapsedRaw, TimelimitRaw, ReqMem, ReqTRES, AllocTRES, NNodes, NCPUS, and "JOB STATE CODES"), said
+here in our own words; where the manual is silent, the note says where the reading comes from. For
+each column, what it holds and what this reader makes of it:
 
 * **JobID**: the job's id as Slurm names it: ``123`` a job, ``123_4`` task 4 of array job 123,
   ``123+0`` component 0 of heterogeneous job 123 (each component is a row with its own resources;
   the components are kept as separate jobs), ``123.batch`` / ``123.extern`` / ``123.0`` a job
   *step* (a row of its own unless ``-X``, *allocations only*, is given: skipped and counted), and
   ``123_[5-10]`` the array tasks still pending as one row (skipped and counted: they never ran).
-  **JobIDRaw**: the job's own number (an array task's and a component's too). The JobTable's
+  **JobIDRaw**: the job's own number, which the manual distinguishes from JobID for array and
+  heterogeneous jobs (an array task and a component have their own). The JobTable's
   numeric `job_id` is JobIDRaw where the file has it, else the JobID where all are plain numbers,
   else the job's position 1, 2, ... in submit order (`TraceHeader.fields["JobIdSource"]` says
   which); the ids as sacct prints them are in ``header.source`` (`SlurmHeader`), and
@@ -28,16 +34,21 @@ holds, and what this reader makes of it:
   which changes no interval); ``Unknown`` or ``None`` where there is no such time. `submit` is
   seconds since the earliest Submit kept (that instant is the header's `unix_start_time`), `wait`
   = Start - Submit. **Eligible** (when the job could first start) is not used.
-* **State**: the job's state; its first word counts (``CANCELLED by 1001`` is CANCELLED). A job
+* **State**: the job's state, one of the manual's job state codes (PENDING, RUNNING, COMPLETED,
+  CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, ...); its
+  first word counts (``CANCELLED by 1001`` is CANCELLED; a trailing ``+``, sacct's mark of a cut
+  text, is dropped). A job
   that never started is dropped and counted by state: no Start (``Unknown``/``None``), no CPU
   allocated (NCPUS 0), or PENDING. A job still running when sacct ran (RUNNING, SUSPENDED,
   REQUEUED, ..., or no End) is dropped and counted: its run time is not known yet. A job cancelled
   while running, TIMEOUT, FAILED, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, ... keeps its real run time.
   The SWF `status` is 1 COMPLETED, 5 CANCELLED, 0 the failures, -1 other states.
-* **ElapsedRaw**: the job's run time in seconds: the `run_time` (End - Start where the file has no
+* **ElapsedRaw**: the job's elapsed time in seconds (the manual: Elapsed, as a number of seconds):
+  the `run_time` (End - Start where the file has no
   ElapsedRaw; where both are given and differ, as for a job that was suspended, ElapsedRaw is used
   and the rows are counted).
-* **TimelimitRaw**: the job's time limit in minutes; **Timelimit** the same as ``[D-]HH:MM:SS``,
+* **TimelimitRaw**: the job's time limit as a number of minutes (the manual says so; HPCsim's own
+  documentation says seconds, wrongly); **Timelimit** the same as ``[D-]HH:MM:SS``,
   ``MM:SS`` (and sbatch's other forms); where both are given they must agree. ``UNLIMITED`` (no
   limit set) and ``Partition_Limit`` (none set, the partition's not yet applied) mean the job has
   no limit of its own: its requested time is the `no_limit` given (seconds, or seconds per
@@ -50,9 +61,12 @@ holds, and what this reader makes of it:
   counted where it is not a whole number. `procs` = NCPUS.
 * Memory, as a job total, from the first that the row gives: the allocation, ``mem=`` in
   **AllocTRES** (the trackable resources allocated, e.g. ``cpu=4,mem=16G,node=1,gres/gpu=2``);
-  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), where old
-  Slurm appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS) and Slurm 21.08+
-  prints the job's total; else ``mem=`` in **ReqTRES** (the resources requested at submission).
+  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), to which
+  Slurm before 21.08 appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS), as
+  its manual of those versions says; since 21.08 sacct prints the ``mem`` count of the job's
+  requested TRES, the job's total, with no suffix (read from sacct's source, which prints ReqMem
+  from the request's TRES string); else ``mem=`` in **ReqTRES** (the trackable resources asked
+  for). ReqTRES is read only for the jobs whose AllocTRES and ReqMem leave something unsaid.
   `mem_per_node` = total / nodes in MB, rounded up to a whole MB (counted where that changes it);
   rows whose allocation differs from the request are counted. -1 where the file says nothing.
 * GPUs: ``gres/gpu=N`` in AllocTRES, else in ReqTRES; a typed ``gres/gpu:a100=N`` next to it is
@@ -71,8 +85,9 @@ HPCsim's tab-separated traces, anything else) or lacks one of these is an error 
 field is a `TraceError` naming the file, line, column and value. Rows are checked only as far as
 they are read: a dropped row is not checked past the reason it was dropped for.
 
-Reading is columnar (`hpcsched.workload.accounting`): 2,000,000 rows of the issue's column set read
-in about 10 s on one slow core.
+Reading is columnar (`hpcsched.workload.accounting`: numpy over whole columns, a block of rows at
+a time, and Python only once per distinct unusual value); `benchmarks/sacct_load.py` times it on
+millions of rows (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -86,9 +101,10 @@ import numpy as np
 
 from hpcsched.workload.accounting import (
     REPEATED_ID, SKIP_ARRAY_RANGE, SKIP_STEP, Column, Fields, ReadReport, SlurmHeader, SourceText,
-    bad, classify_job_ids, count, first_line, instants, memory_mb, naturals_or, numeric_job_ids,
+    bad, check_format, classify_job_ids, count, instants, memory_mb, naturals_or, numeric_job_ids,
     parse_by_value, repeated,
 )
+from hpcsched.workload.formats import describe, first_line, sniff, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
 from hpcsched.workload.swf import TraceError, _read_bytes
 
@@ -96,8 +112,7 @@ from hpcsched.workload.swf import TraceError, _read_bytes
 KNOWN = ("JobID", "JobIDRaw", "User", "UID", "GID", "Group", "Account", "Partition", "QOS",
          "Submit", "Eligible", "Start", "End", "Elapsed", "ElapsedRaw", "Timelimit",
          "TimelimitRaw", "NNodes", "AllocNodes", "ReqNodes", "NCPUS", "AllocCPUS", "ReqCPUS",
-         "ReqMem", "ReqTRES", "AllocTRES", "State", "JobName", "NodeList", "ExitCode", "Reason",
-         "CPUTimeRAW", "AdminComment", "Constraints", "Reserved", "Planned", "QOSRAW", "Cluster")
+         "ReqMem", "ReqTRES", "AllocTRES", "State")
 _CANON = {k.lower(): k for k in KNOWN}
 #: each needed thing and the columns that can give it, the first present wins
 NEEDED: tuple[tuple[str, ...], ...] = (
@@ -109,9 +124,8 @@ NEEDED: tuple[tuple[str, ...], ...] = (
 # what the report calls each thing it counts
 DROP_PARTITION = "other partition"
 NEVER_STARTED = "never started ({})"
-UNFINISHED = "still running when sacct ran (RUNNING, SUSPENDED, ... or no End): run time unknown"
-NO_LIMIT_UNKNOWN = ("no time limit (UNLIMITED, Partition_Limit): requested time left unknown, -1 "
-                    "(the profile's cleaning decides; standard: the run time)")
+UNFINISHED = "not ended when sacct ran (RUNNING, SUSPENDED, ..., or no End): run time unknown"
+NO_LIMIT_UNKNOWN = "no time limit (UNLIMITED, Partition_Limit): requested time unknown, -1"
 NO_LIMIT_GIVEN = "no time limit (UNLIMITED, Partition_Limit): requested time from no_limit"
 CORES_ROUNDED = "NCPUS not a multiple of the node count (cores per node rounded up)"
 GPUS_ROUNDED = "GPUs not a multiple of the node count (GPUs per node rounded up)"
@@ -120,7 +134,7 @@ MEMORY_ALLOCATED = "memory allocated (AllocTRES mem=) differs from ReqMem (the a
 MEMORY_FROM_REQMEM_PER_CPU = "memory per CPU (ReqMem ...c): times NCPUS"
 WAIT_NEGATIVE = "Start before Submit (wait unknown, -1)"
 REORDERED = "reordered by submit time"
-NOTE_PAST_LIMIT = "ran past its time limit (kept; the standard profile ends a job at its limit)"
+NOTE_PAST_LIMIT = "ran past its time limit (kept as logged)"
 NOTE_ELAPSED = "ElapsedRaw differs from End - Start (time suspended; ElapsedRaw used)"
 NOTE_STATE = "state unknown to this reader (kept: it ran)"
 NOTE_MEMORY_ZERO = "memory 0 (--mem=0: all of a node's memory; no allocation recorded)"
@@ -142,15 +156,6 @@ NO_LIMIT_WORDS = frozenset({"unlimited", "partition_limit"})
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
-@dataclass(frozen=True)
-class SacctReport(ReadReport):
-    """`ReadReport` of a sacct file: `rows_read` counts every data row (steps included)."""
-
-    def summary(self) -> str:
-        return super().summary().replace(" jobs read, ", " rows read, ", 1).replace(
-            " kept", " jobs kept", 1)
-
-
 def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
                no_limit: float | Mapping[str, float] | None = None,
                name: str | None = None) -> JobTable:
@@ -165,17 +170,16 @@ def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
 
 def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None, *,
                            no_limit: float | Mapping[str, float] | None = None,
-                           name: str | None = None) -> tuple[JobTable, SacctReport]:
+                           name: str | None = None) -> tuple[JobTable, ReadReport]:
     """`read_sacct`, and the report of what was dropped or changed (also ``header.report``)."""
     where = os.fspath(path)
     data = _read_bytes(where)
-    header_no, head = first_line(data)
-    if not header_no:
-        raise TraceError(f"{where}: empty file")
-    if not is_sacct_header(head):
-        raise TraceError(f"{where}: not Slurm sacct output ({describe_first_line(head)}); "
-                         f"expected a first line naming sacct's columns separated by '|', as "
-                         f"`sacct -P -X --format=JobIDRaw,JobID,Submit,Start,End,...` prints")
+    check_format(data, where, "sacct")  # another format: an error saying which
+    head = first_line(data)[1]
+    if sniff(head) != "sacct":
+        raise TraceError(f"{where}: not Slurm sacct output: its first line does not name sacct's "
+                         f"columns separated by '|', as `sacct -P -X --format=JobIDRaw,JobID,"
+                         f"Submit,Start,End,...` prints ({describe(head)})")
     fields = Fields(data, "|", where, "sacct -P output")
     col = {_CANON.get(c.lower(), c): j for j, c in enumerate(fields.columns)}
     missing = [" or ".join(alts) for alts in NEEDED if not any(a in col for a in alts)]
@@ -311,7 +315,11 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
         mb, per = _req_mem(column("ReqMem", rows))
         count(changed, MEMORY_FROM_REQMEM_PER_CPU, (per == 2) & np.isnan(alloc_mem))
         req_mem_total = np.where(per == 1, mb * nodes, np.where(per == 2, mb * cpus, mb))
-    tres_mem, tres_gpus = _tres(column, col, "ReqTRES", rows)
+    # ReqTRES is read only where the allocation and ReqMem leave something unsaid
+    tres_mem, tres_gpus = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    need = np.flatnonzero((np.isnan(alloc_mem) & np.isnan(req_mem_total)) | np.isnan(alloc_gpus))
+    if need.size:
+        tres_mem[need], tres_gpus[need] = _tres(column, col, "ReqTRES", rows[need])
     count(changed, MEMORY_ALLOCATED,
           ~np.isnan(alloc_mem) & ~np.isnan(req_mem_total)
           & ~np.isclose(alloc_mem, req_mem_total, rtol=1e-9, atol=1e-6))
@@ -350,12 +358,9 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     order = np.argsort(submit_abs, kind="stable")
     count(changed, REORDERED, order != np.arange(len(order)))
     count(changed, REPEATED_ID, repeated(job_id))
-    _, first = np.unique(part_codes, return_index=True)
-    first_code = np.unique(part_codes)[np.argsort(first)]  # partitions in order of appearance
-    part_rank = np.empty(len(part_values), dtype=np.float64)
-    part_rank[first_code] = np.arange(len(first_code))
-    partitions = tuple(part_values[k] for k in first_code) if "Partition" in col else ()
-    part_index = part_rank[part_codes] if "Partition" in col else np.full(len(rows), -1.0)
+    partitions = tuple(part_values) if "Partition" in col else ()  # in order of appearance
+    part_index = (part_codes.astype(np.float64) if "Partition" in col
+                  else np.full(len(rows), -1.0))
     if id_source == "row":
         job_id = np.empty(len(rows))
         job_id[order] = np.arange(1, len(rows) + 1)
@@ -374,18 +379,22 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     cols.update(nodes=nodes[o], cores_per_node=cores_per_node[o], mem_per_node=mem_per_node[o],
                 gpus_per_node=gpus_per_node[o])
 
-    text = {"job_id": ids.strings(), "state": np.array(state_names, dtype=object)[state_codes]}
+    def names(c: str) -> np.ndarray:
+        codes, values = column(c, rows).categories()
+        return np.array(values, dtype=object)[codes]
+
+    text = {"job_id": ids.strings().astype(str),
+            "state": np.array(state_names, dtype=object)[state_codes]}
     if user_text is not None:
         text["user"] = user_text
     elif "UID" in col:
-        text["user"] = column("UID", rows).strings()
+        text["user"] = names("UID")
     for c in ("Account", "QOS"):
         if c in col:
-            codes, values = column(c, rows).categories()
-            text[c.lower()] = np.array(values, dtype=object)[codes]
+            text[c.lower()] = names(c)
     if "Partition" in col:
         text["partition"] = np.array(part_values, dtype=object)[part_codes]
-    report = SacctReport(where, n_read, len(rows), dropped, changed, notes)
+    report = ReadReport(where, n_read, len(rows), dropped, changed, notes)
     base = os.path.basename(where)
     for suffix in (".gz", ".txt", ".psv", ".sacct", ".csv"):
         base = base.removesuffix(suffix)
@@ -399,58 +408,10 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
 # -- recognising the format -----------------------------------------------------------------------
 
 
-def is_sacct_header(line: str) -> bool:
-    """Whether a first line is a '|'-separated header naming a job id column and another of
-    sacct's columns."""
-    if "|" not in line:
-        return False
-    names = {n.strip().lower() for n in line.split("|")}
-    return bool(names & {"jobid", "jobidraw"}) and len(names & set(_CANON)) >= 2
-
-
 def looks_like_sacct(path: str | os.PathLike) -> bool:
-    """Whether the file's first non-blank line is a sacct -P header. Reads only its beginning."""
-    head = _head(path)
-    return head is not None and is_sacct_header(head)
-
-
-def describe_first_line(line: str) -> str:
-    """What a first line that is not a sacct header looks like, for error messages."""
-    text = line.strip()
-    tokens = text.split()
-    if text.startswith(";") or (len(tokens) == 18 and all(_is_number(t) for t in tokens)):
-        return "it looks like SWF, the Standard Workload Format: read it as SWF"
-    if "\t" in line and {"JobID", "TimelimitRaw", "AllocCPUS"} <= set(line.split("\t")):
-        return "it is HPCsim's tab-separated format: read it with read_hpcsim"
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    return f"its first line is {shown!r}"
-
-
-def _head(path) -> str | None:
-    import gzip
-    import zlib
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            if head == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=f) as g:
-                    data = g.read(65536)
-            else:
-                data = f.read(65536)
-    except (OSError, EOFError, zlib.error):
-        return None
-    no, line = first_line(data)
-    return line if no else None
-
-
-def _is_number(t: str) -> bool:
-    try:
-        float(t)
-        return True
-    except ValueError:
-        return False
+    """Whether the file's first non-blank line is a sacct -P header (a '|'-separated line naming
+    JobID or JobIDRaw and another of sacct's columns). Reads only the file's beginning."""
+    return sniff_file(path) == "sacct"
 
 
 # -- fields ---------------------------------------------------------------------------------------
@@ -609,5 +570,5 @@ def _pair(c: Column, parse) -> tuple[np.ndarray, np.ndarray]:
     return pairs[codes, 0], pairs[codes, 1]
 
 
-__all__ = ["SacctReport", "describe_first_line", "is_sacct_header", "looks_like_sacct",
+__all__ = ["looks_like_sacct",
            "parse_duration", "read_sacct", "read_sacct_with_report"]
