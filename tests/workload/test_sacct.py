@@ -402,3 +402,29 @@ def test_hash_collisions_fall_back_to_sorting(monkeypatch):
     for name in honest.columns:
         assert np.array_equal(honest[name], jobs[name]), name
     assert source(jobs, "user") == source(honest, "user")
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_blocks_of_any_size_read_alike(monkeypatch, rows):
+    # the reader works a block of rows at a time and merges the blocks' results: blocks of a few
+    # rows (text codes merged across blocks, users and ids numbered over all) change nothing
+    import hpcsched.workload.accounting as accounting
+    import hpcsched.workload.sacct as sacct
+
+    whole = {path: read_sacct_with_report(path) for path in (JOBS, TIMELIMIT)}
+    monkeypatch.setattr(sacct, "BLOCK_ROWS", rows)
+    monkeypatch.setattr(accounting, "BLOCK", max(1, rows - 1))
+    for path, (honest, report) in whole.items():
+        jobs, blocked = read_sacct_with_report(path)
+        for name in honest.columns:
+            assert np.array_equal(honest[name], jobs[name]), (path, name)
+        for name in ("job_id", "user", "state", "partition", "account"):
+            a = jobs.header.source.take(name, jobs.line)
+            b = honest.header.source.take(name, honest.line)
+            assert (a is None and b is None) or a.tolist() == b.tolist(), (path, name)
+        assert jobs.header.partitions == honest.header.partitions
+        assert (blocked.dropped, blocked.changed, blocked.notes) == \
+            (report.dropped, report.changed, report.notes)
+    assert read_sacct(JOBS, partition="gpu").job_id.tolist() == [1005, 1006, 1008, 1013, 1016]
+    with pytest.raises(TraceError, match="no job of partition 'debug'"):
+        read_sacct(JOBS, partition="debug")

@@ -21,7 +21,12 @@ def test_same_seed_same_lines():
     assert gen.generate(500, seed=3)[0] == gen.generate(500, seed=3)[0] != gen.generate(500)[0]
 
 
-def test_every_row_read_as_the_generator_meant(tmp_path):
+def test_every_row_read_as_the_generator_meant(tmp_path, monkeypatch):
+    import hpcsched.workload.accounting as accounting
+    import hpcsched.workload.sacct as sacct
+
+    monkeypatch.setattr(sacct, "BLOCK_ROWS", 4096)  # five blocks of rows, not one
+    monkeypatch.setattr(accounting, "BLOCK", 1000)
     path = tmp_path / "synthetic.txt"
     truth = gen.write(str(path), 20_000, seed=2)
     jobs, report = read_sacct_with_report(path)

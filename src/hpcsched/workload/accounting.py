@@ -2,20 +2,20 @@
 and HPCsim's reader (`hpcsched.workload.slurm`) share.
 
 A file is one header line naming the columns, then one row per line, fields separated by one
-character (``|`` for ``sacct -P``, a tab for HPCsim's traces). `Fields` finds every field's bytes
-with numpy (no Python object per row), and the parsers below turn a column into numbers, instants or
-category codes the same way: a vectorised pass over the values of the common form, and Python only
-for the few *distinct* other values (``Unknown``, ``UNLIMITED``, ``4000Mc``, a TRES string), so a
-few million rows read in seconds.
+character (``|`` for ``sacct -P``, a tab for HPCsim's traces). `read_buffer` loads it (gunzipped)
+into one numpy byte array, `Fields` finds every line and every separator with numpy (no Python
+object per row), and the parsers below turn a column into numbers, instants or category codes the
+same way: a vectorised pass over the values of the common form, and Python only for the few
+*distinct* other values (``Unknown``, ``UNLIMITED``, ``4000Mc``, a TRES string), so a few million
+rows read in seconds. Work goes a block of rows at a time (`Fields.slice`, `Column.blocks`): every
+temporary stays small, and a reader that takes all its columns of one block before the next reads
+those rows' bytes while they are in the processor's cache.
 
 The rules both readers share, too:
 
 * job ids (`classify_job_ids`): ``123`` a job, ``123_4`` an array task, ``123+0`` a heterogeneous
   job's component (all three kept); ``123.batch``, ``123.extern``, ``123.0`` rows of job steps and
   ``123_[5-10]`` a pending array's unstarted tasks (both skipped and counted);
-* the numeric `job_id` a JobTable holds (`numeric_job_ids`): the JobIDRaw column where there is one,
-  else the JobID where every kept one is a plain number, else the row's position (1, 2, ...) in
-  submit order; the ids as the source names them are in the header's `source` (`SlurmHeader`);
 * memory sizes (`memory_mb`): a number and a unit K, M, G, T (P) (1/1024, 1, 1024, 1024**2 MB), or
   none (MB);
 * instants ``YYYY-MM-DDTHH:MM:SS`` read as UTC seconds, ``Unknown`` / ``None`` / empty unknown.
@@ -26,7 +26,9 @@ Every error is a `TraceError` naming the file, and the line, column and value wh
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -35,7 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from hpcsched.workload.formats import NAMES, describe, first_line, sniff
 from hpcsched.workload.jobs import TraceHeader
-from hpcsched.workload.swf import TraceError
+from hpcsched.workload.swf import TraceError, _read_bytes
 
 MEMORY_UNITS = {"K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 ** 2, "P": 1024.0 ** 3}
 NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -62,12 +64,58 @@ def decode(data: bytes, where: str) -> str:
         raise TraceError(f"{where}, line {line}: not UTF-8 text") from None
 
 
-def check_format(data: bytes, where: str, expected: str) -> int:
+def read_buffer(where: str) -> np.ndarray:
+    """A file's bytes, gunzipped where it is gzip, as a numpy array. numpy allocates large arrays
+    so that the kernel may back them with huge pages: a file of hundreds of MB then costs a few
+    hundred page faults, not a hundred thousand (which, where faults are dear, cost more than
+    parsing)."""
+    try:
+        with open(where, "rb") as f:
+            magic = f.read(2)
+            f.seek(0)
+            if magic != b"\x1f\x8b":
+                buf = np.empty(os.fstat(f.fileno()).st_size, dtype=np.uint8)
+                got = f.readinto(memoryview(buf))
+                return buf[:got]
+            raw = f.read()
+    except OSError:
+        _read_bytes(where)  # raises the TraceError that names the problem
+        raise
+    size = int.from_bytes(raw[-4:], "little") if len(raw) >= 18 else -1
+    out = np.empty(max(size, 0), dtype=np.uint8)
+    unzip = zlib.decompressobj(wbits=31)
+    pos, step = 0, 1 << 22
+    try:
+        piece = unzip.decompress(raw, step)
+        while piece:
+            if pos + len(piece) > len(out):
+                break  # not the size the trailer says (a file of several members, or > 4 GB)
+            out[pos:pos + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            pos += len(piece)
+            piece = unzip.decompress(unzip.unconsumed_tail, step)
+    except zlib.error as exc:
+        raise TraceError(f"{where}: damaged gzip file ({exc})") from None
+    if pos == len(out) and unzip.eof and not unzip.unused_data:
+        return out
+    return np.frombuffer(_read_bytes(where), dtype=np.uint8)
+
+
+def head_line(buf: np.ndarray) -> tuple[int, str]:
+    """`first_line` of a file's bytes, looking at its beginning only."""
+    size = 1 << 16
+    while True:
+        no, line = first_line(buf[:size].tobytes())
+        if no or size >= len(buf):
+            return no, line
+        size *= 16
+
+
+def check_format(data: bytes | np.ndarray, where: str, expected: str) -> int:
     """The 1-based number of the header line of a file that should be in the `expected` format
     ("sacct" or "hpcsim", see `hpcsched.workload.formats`). A file whose first line is another of
     the formats is an error saying which (an SWF file given as sacct, sacct given as HPCsim, ...);
     a first line that is none of them is left to the reader, whose column check names what lacks."""
-    no, line = first_line(data)
+    no, line = head_line(data) if isinstance(data, np.ndarray) else first_line(data)
     if not no:
         raise TraceError(f"{where}: empty file")
     found = sniff(line)
@@ -82,18 +130,30 @@ def check_format(data: bytes, where: str, expected: str) -> int:
 BLOCK = 1 << 16
 
 
-def _positions(buf: np.ndarray, values: tuple[int, ...]) -> list[np.ndarray]:
-    """The offsets of each byte value in `buf`, found a few MB at a time (int32 where the file is
-    under 2 GB: half the memory of a table that has an entry per field)."""
+def _scan(buf: np.ndarray, sep: int,
+          crlf: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(newlines, separators, before): the offsets of every line end and every separator in
+    `buf`, and for each line end the number of separators before it; None where there is a
+    carriage return and `crlf` (CRLF line ends, to be made LF first). Found a few MB at a time, so that every search is in a small,
+    cached piece (int32 where the file is under 2 GB: half the memory of a table that has an entry
+    per field)."""
     dtype = np.int32 if len(buf) < 2 ** 31 - 1 else np.int64
-    found: list[list[np.ndarray]] = [[] for _ in values]
-    step = 1 << 23
+    newlines, seps, before = [], [], []
+    step, n_seps = 1 << 23, 0
     for a in range(0, len(buf), step):
         piece = buf[a:a + step]
-        for out, v in zip(found, values):
-            out.append((np.flatnonzero(piece == v) + a).astype(dtype))
-    return [np.concatenate(f) if f else np.zeros(0, dtype=dtype) for f in found]
-
+        if crlf and (piece == ord("\r")).any():
+            return None
+        nl = np.flatnonzero(piece == ord("\n"))
+        sp = np.flatnonzero(piece == sep)
+        before.append(np.searchsorted(sp, nl) + n_seps)
+        newlines.append((nl + a).astype(dtype))
+        seps.append((sp + a).astype(dtype))
+        n_seps += len(sp)
+    if not newlines:
+        empty = np.zeros(0, dtype=dtype)
+        return empty, empty, np.zeros(0, dtype=np.int64)
+    return np.concatenate(newlines), np.concatenate(seps), np.concatenate(before)
 
 
 class Fields:
@@ -104,22 +164,26 @@ class Fields:
     extra separator (``sacct --parsable``) is read as if it had none.
     """
 
-    def __init__(self, data: bytes, sep: str, where: str, what: str) -> None:
+    def __init__(self, data: bytes | np.ndarray, sep: str, where: str, what: str) -> None:
         self.where = where
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n")
-        self.data = data
-        buf = np.frombuffer(data, dtype=np.uint8)
+        buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data
+        scan = _scan(buf, sep_byte := ord(sep))
+        if scan is None:  # CRLF line ends: read as LF
+            buf = np.frombuffer(buf.tobytes().replace(b"\r\n", b"\n"), dtype=np.uint8)
+            scan = _scan(buf, sep_byte, crlf=False)
         self.buf = buf
-        sep_byte = ord(sep)
         sep_name = "tab" if sep == "\t" else repr(sep)
-        newlines, delims = _positions(buf, (ord("\n"), sep_byte))
-        ends = newlines if data.endswith(b"\n") else np.append(newlines, len(buf))
+        newlines, delims, before = scan
+        if len(buf) and buf[-1] == ord("\n"):
+            ends = newlines
+        else:  # a last line without a line end
+            ends, before = np.append(newlines, len(buf)), np.append(before, len(delims))
         starts = np.concatenate(([0], newlines + 1))[: len(ends)]
+        line_first = np.concatenate(([0], before))[: len(ends)]  # a line's first separator
         nonblank = np.flatnonzero(ends > starts)
         header = None
         for i in nonblank:  # the header: the first line with anything but blanks on it
-            text = decode(data[starts[i]:ends[i]], where)
+            text = decode(self.bytes(starts[i], ends[i]), where)
             if text.strip():
                 header = int(i)
                 break
@@ -138,8 +202,8 @@ class Fields:
         ncols = len(self.columns)
         rows = nonblank[nonblank > header]
         starts, ends = starts[rows], ends[rows]
-        first = np.searchsorted(delims, starts)
-        count = np.searchsorted(delims, ends) - first
+        first = line_first[rows]
+        count = before[rows] - first
         last_is_sep = np.zeros(len(rows), dtype=bool)
         if len(rows):
             last_is_sep = buf[ends - 1] == sep_byte
@@ -147,7 +211,7 @@ class Fields:
         if not ok.all():
             keep = np.ones(len(rows), dtype=bool)
             for i in np.flatnonzero(~ok):
-                if not data[starts[i]:ends[i]].strip():
+                if not self.bytes(starts[i], ends[i]).strip():
                     keep[i] = False  # whitespace only: blank
                     continue
                 raise TraceError(f"{where}, line {int(rows[i]) + 1}: {int(count[i]) + 1} "
@@ -160,6 +224,22 @@ class Fields:
 
     def __len__(self) -> int:
         return len(self.line)
+
+    def slice(self, a: int, b: int) -> "Fields":
+        """The same file's rows a..b-1 (a view: nothing is copied but the rows' offsets)."""
+        part = object.__new__(Fields)
+        part.__dict__.update(self.__dict__)
+        part.line = self.line[a:b]
+        part._starts, part._ends = self._starts[a:b], self._ends[a:b]
+        part._first, part._count = self._first[a:b], self._count[a:b]
+        return part
+
+    def bytes(self, begin: int, end: int) -> bytes:
+        """The file's bytes from offset `begin` to `end`."""
+        return self.buf[int(begin):int(end)].tobytes()
+
+    def text(self, begin: int, end: int) -> str:
+        return self.bytes(begin, end).decode("utf-8", "replace")
 
     def span(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Start and end byte offsets of column `j` in every row."""
@@ -207,7 +287,7 @@ class Column:
                             self.line[a:b])
 
     def text(self, i: int) -> str:
-        return self.fields.data[int(self.begin[i]):int(self.end[i])].decode("utf-8", "replace")
+        return self.fields.text(self.begin[i], self.end[i])
 
     def matrix(self, width: int | None = None, *, multiple: int = 1,
                clean: bool = True) -> np.ndarray:
@@ -251,9 +331,8 @@ class Column:
 
     def texts(self) -> list[str]:
         """The fields as Python strings (for small files and slow paths only)."""
-        data = self.fields.data
-        return [data[b:e].decode("utf-8", "replace")
-                for b, e in zip(self.begin.tolist(), self.end.tolist())]
+        text = self.fields.text
+        return [text(b, e) for b, e in zip(self.begin.tolist(), self.end.tolist())]
 
     def categories(self) -> tuple[np.ndarray, list[str]]:
         """(codes, values): each field as an index into its column's distinct values, numbered in
@@ -288,9 +367,7 @@ class Column:
         if not (np.array_equal(check, check[rep]) and np.array_equal(self.length,
                                                                      self.length[rep])):
             return self._categories_by_sort()
-        data = self.fields.data
-        values = [data[int(self.begin[i]):int(self.end[i])].decode("utf-8", "replace")
-                  for i in first]
+        values = [self.fields.text(self.begin[i], self.end[i]) for i in first]
         return codes.astype(np.int64), values
 
     def _hashes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -583,24 +660,6 @@ def _classify(col: Column) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return step, array_range, kind, rest & ~good
 
 
-def numeric_job_ids(ids: Column, kind: np.ndarray, raw: Column | None) -> tuple[np.ndarray, str]:
-    """The JobTable's numeric `job_id` of the kept rows (in `ids`' order) and what it is (see the
-    module's docstring)."""
-    if raw is not None:
-        values = naturals_or(raw, lambda t, i: _raise(bad(
-            raw.fields.where, int(raw.line[i]), raw.name, t, "is not a job number")))
-        return values, "JobIDRaw"
-    if not np.any(kind):
-        values, ok = ids.naturals()
-        if ok.all():
-            return values, "JobID"
-    return np.arange(1, len(ids) + 1, dtype=np.float64), "row"
-
-
-def _raise(exc: Exception):
-    raise exc
-
-
 # -- the header of a table read from Slurm accounting ----------------------------------------------
 
 
@@ -690,4 +749,4 @@ def repeated(values: np.ndarray) -> np.ndarray:
 
 __all__ = ["Column", "Fields", "ReadReport", "SlurmHeader", "SourceText", "bad", "check_format",
            "check_rows", "classify_job_ids", "count", "instants", "memory_mb", "naturals_or",
-           "numbers", "numeric_job_ids", "parse_by_value", "repeated"]
+           "numbers", "parse_by_value", "repeated"]

@@ -94,19 +94,18 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from hpcsched.workload.accounting import (
     REPEATED_ID, SKIP_ARRAY_RANGE, SKIP_STEP, Column, Fields, ReadReport, SlurmHeader, SourceText,
-    bad, check_format, classify_job_ids, count, instants, memory_mb, naturals_or, numeric_job_ids,
-    parse_by_value, repeated,
+    bad, check_format, classify_job_ids, count, head_line, instants, memory_mb, naturals_or,
+    parse_by_value, read_buffer, repeated,
 )
-from hpcsched.workload.formats import describe, first_line, sniff, sniff_file
+from hpcsched.workload.formats import describe, sniff, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import TraceError
 
 #: sacct's names for the columns this reader knows, matched without regard to case
 KNOWN = ("JobID", "JobIDRaw", "User", "UID", "GID", "Group", "Account", "Partition", "QOS",
@@ -173,9 +172,9 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
                            name: str | None = None) -> tuple[JobTable, ReadReport]:
     """`read_sacct`, and the report of what was dropped or changed (also ``header.report``)."""
     where = os.fspath(path)
-    data = _read_bytes(where)
+    data = read_buffer(where)
     check_format(data, where, "sacct")  # another format: an error saying which
-    head = first_line(data)[1]
+    head = head_line(data)[1]
     if sniff(head) != "sacct":
         raise TraceError(f"{where}: not Slurm sacct output: its first line does not name sacct's "
                          f"columns separated by '|', as `sacct -P -X --format=JobIDRaw,JobID,"
@@ -190,10 +189,25 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
                          f"(header on line {fields.header_line}), which reading its jobs needs")
     if len(fields) == 0:
         raise TraceError(f"{where}: a header and no job")
-    n_read = len(fields)
-    dropped: dict[str, int] = {}
-    changed: dict[str, int] = {}
-    notes: dict[str, int] = {}
+    # the rows are read a block at a time, every column of a block while its bytes are in the
+    # processor's cache; what needs every row (numbering, order) is done on the blocks' results
+    parts = [_read_block(fields.slice(a, a + BLOCK_ROWS), col, partition, no_limit)
+             for a in range(0, len(fields), BLOCK_ROWS)]
+    return _assemble(where, fields, col, partition, parts, name)
+
+
+#: rows read at a time (about 7 MB of the issue's column set)
+BLOCK_ROWS = 1 << 15
+
+
+def _read_block(fields: Fields, col: dict[str, int], partition: str | None,
+                no_limit: float | Mapping[str, float] | None) -> dict:
+    """Steps 1-9 of the reading for some rows: what to drop and why, and every kept row's values
+    (arrays, and (codes, values) for the text columns), counted in `dropped`, `changed`, `notes`."""
+    where = fields.where
+    out: dict = {"dropped": {}, "changed": {}, "notes": {}, "rows": 0, "partitions": [],
+                 "matched": 0}
+    dropped, changed, notes = out["dropped"], out["changed"], out["notes"]
 
     def pick(*names: str) -> str | None:
         return next((c for c in names if c in col), None)
@@ -202,7 +216,7 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
         return fields.column(col[c], rows)
 
     # 1. ids: steps and pending array ranges are not jobs
-    rows = np.arange(n_read)
+    rows = np.arange(len(fields))
     id_name = pick("JobID", "JobIDRaw")
     step, array_range, kind = classify_job_ids(column(id_name, rows))
     count(dropped, SKIP_STEP, step)
@@ -213,12 +227,11 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     # 2. the partition
     if partition is not None:
         codes, values = column("Partition", rows).categories()
+        out["partitions"] = values
         match = codes == values.index(partition) if partition in values else \
             np.zeros(len(rows), dtype=bool)
         count(dropped, DROP_PARTITION, ~match)
-        if not match.any():
-            raise TraceError(f"{where}: no job of partition {partition!r} (partitions in the "
-                             f"file: {', '.join(sorted(set(values))) or 'none'})")
+        out["matched"] = int(match.sum())
         rows, kind = rows[match], kind[match]
 
     # 3. states; jobs that never started, and jobs not finished
@@ -251,8 +264,9 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     rows, kind, state_codes = rows[keep], kind[keep], state_codes[keep]
     start, cpus = start[keep], cpus[keep]
     end = end[keep] if end is not None else None
+    out["rows"] = rows.size
     if rows.size == 0:
-        raise TraceError(f"{where}: no job left to read ({'; '.join(dropped)})")
+        return out
     line_no = fields.line[rows]
     count(notes, NOTE_STATE, ~known_state)
 
@@ -336,73 +350,143 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     gpus_per_node = np.where(gpus >= 0, np.ceil(gpus / nodes), -1.0)
     count(changed, GPUS_ROUNDED, (gpus >= 0) & (gpus_per_node * nodes != gpus))
 
-    # 9. who
-    user_text = None
-    if "User" in col:
-        codes, values = column("User", rows).categories()
+    # 9. who, and the ids as the file has them
+    ids = column(id_name, rows)
+    values = {"line": line_no, "kind": kind, "submit": submit_abs, "wait": wait,
+              "run_time": run_time, "req_time": req_time, "limit": limit, "nodes": nodes,
+              "cpus": cpus, "cores_per_node": cores_per_node, "mem_per_node": mem_per_node,
+              "gpus_per_node": gpus_per_node, "id_text": ids.strings().astype(str)}
+    values["req_cpus"] = (_counts(column("ReqCPUS", rows))
+                          if "ReqCPUS" in col and cpu_name != "ReqCPUS" else cpus)
+    for c in ("UID", "GID"):
+        if c in col:
+            values[c] = _optional_numbers(column(c, rows))
+    if "JobIDRaw" in col:
+        raw = column("JobIDRaw", rows)
+        values["raw_id"] = naturals_or(raw, lambda t, i: _raise(bad(
+            where, int(raw.line[i]), raw.name, t, "is not a job number")))
+    else:
+        values["plain_id"], values["plain_ok"] = ids.naturals()
+    out["values"] = values
+    out["text"] = {"state": (state_codes, state_names)}
+    if "Partition" in col:
+        out["text"]["partition"] = (part_codes, part_values)
+    for c in ("User", "UID", "Account", "QOS"):
+        if c in col:
+            out["text"][c.lower()] = column(c, rows).categories()
+    return out
+
+
+def _assemble(where: str, fields: Fields, col: dict[str, int], partition: str | None,
+              parts: list[dict], name: str | None) -> tuple[JobTable, ReadReport]:
+    """The blocks' rows as one table: counts summed, text columns given global codes, users and
+    ids numbered, rows ordered by submit time."""
+    dropped: dict[str, int] = {}
+    changed: dict[str, int] = {}
+    notes: dict[str, int] = {}
+    for part in parts:
+        for total, log in ((dropped, part["dropped"]), (changed, part["changed"]),
+                           (notes, part["notes"])):
+            for key, n in log.items():
+                total[key] = total.get(key, 0) + n
+    if partition is not None and not any(p["matched"] for p in parts):
+        seen = {v for p in parts for v in p["partitions"]}
+        raise TraceError(f"{where}: no job of partition {partition!r} (partitions in the "
+                         f"file: {', '.join(sorted(seen)) or 'none'})")
+    parts = [p for p in parts if p["rows"]]
+    if not parts:
+        raise TraceError(f"{where}: no job left to read ({'; '.join(dropped)})")
+    text = {k: _merge([p["text"][k] for p in parts]) for k in parts[0]["text"]}
+    submit_abs = np.concatenate([p["values"]["submit"] for p in parts])
+    n = len(submit_abs)
+    order = np.argsort(submit_abs, kind="stable")
+    count(changed, REORDERED, order != np.arange(n))
+    scratch = np.empty(n)
+
+    def ordered(key: str) -> np.ndarray:
+        """The blocks' values of `key` in submit order (read-only: the JobTable takes it as is)."""
+        pieces = [p["values"][key] for p in parts]
+        joined = np.concatenate(pieces, out=scratch) if pieces[0].dtype == np.float64 \
+            else np.concatenate(pieces)
+        out = joined[order]
+        out.flags.writeable = False
+        return out
+
+    v = {k: ordered(k) for k in parts[0]["values"] if k not in ("id_text", "line")}
+    v["submit"] = submit_abs[order]
+    line_no = np.concatenate([p["values"]["line"] for p in parts])  # file order, for `source`
+    id_text = np.concatenate([p["values"]["id_text"] for p in parts])
+    o = order
+
+    state_codes, state_names = text["state"]
+    status = np.array([SWF_STATUS.get(s, -1) for s in state_names], dtype=np.float64)[
+        state_codes[o]]
+    unknown = np.full(n, -1.0)  # one read-only column of -1 serves every field sacct lacks
+    unknown.flags.writeable = False
+    user = unknown
+    if "user" in text:  # user names numbered 1, 2, ... in sorted order
+        codes, values = text["user"]
         rank = np.empty(len(values), dtype=np.float64)
         rank[np.argsort(values, kind="stable")] = np.arange(1, len(values) + 1)
-        rank[[k for k, v in enumerate(values) if not v.strip()]] = -1.0
-        user = rank[codes]
-        user_text = np.array(values, dtype=object)[codes]
-    else:
-        user = np.full(len(rows), -1.0)
-    if "UID" in col:
-        user = _optional_numbers(column("UID", rows))
-    group = _optional_numbers(column("GID", rows)) if "GID" in col else np.full(len(rows), -1.0)
+        rank[[k for k, u in enumerate(values) if not u.strip()]] = -1.0
+        user = rank[codes[o]]
+    if "UID" in v:
+        user = v["UID"]
+    group = v.get("GID", unknown)
 
-    # 10. ids, order, partitions
-    raw = column("JobIDRaw", rows) if "JobIDRaw" in col else None
-    ids = column(id_name, rows)
-    job_id, id_source = numeric_job_ids(ids, kind, raw)
-    order = np.argsort(submit_abs, kind="stable")
-    count(changed, REORDERED, order != np.arange(len(order)))
+    if "raw_id" in v:
+        job_id, id_source = v["raw_id"], "JobIDRaw"
+    elif not v["kind"].any() and v["plain_ok"].all():
+        job_id, id_source = v["plain_id"], "JobID"
+    else:  # the row's position in submit order
+        job_id, id_source = np.arange(1, n + 1, dtype=np.float64), "row"
     count(changed, REPEATED_ID, repeated(job_id))
-    partitions = tuple(part_values) if "Partition" in col else ()  # in order of appearance
-    part_index = (part_codes.astype(np.float64) if "Partition" in col
-                  else np.full(len(rows), -1.0))
-    if id_source == "row":
-        job_id = np.empty(len(rows))
-        job_id[order] = np.arange(1, len(rows) + 1)
+    if "partition" in text:
+        part_codes, part_values = text["partition"]
+        partitions, part_index = tuple(part_values), part_codes[o].astype(np.float64)
+    else:
+        partitions, part_index = (), unknown
 
-    t0 = float(submit_abs[order[0]])
-    status = np.array([SWF_STATUS.get(s, -1) for s in state_names], dtype=np.float64)[state_codes]
-    o = order
-    cols = {f: np.full(len(rows), -1.0) for f in SWF_FIELDS}
-    req_cpus = (_counts(column("ReqCPUS", rows)) if "ReqCPUS" in col and cpu_name != "ReqCPUS"
-                else cpus)
-    cols.update(job_id=job_id[o], submit=submit_abs[o] - t0, wait=wait[o], run_time=run_time[o],
-                alloc_procs=cpus[o], req_procs=req_cpus[o], req_time=req_time[o],
-                status=status[o], user=user[o], group=group[o], partition=part_index[o])
-    cols[PROCS] = cpus[o]
+    t0 = float(v["submit"][0])
+    cols = {f: unknown for f in SWF_FIELDS}
+    cols.update(job_id=job_id, submit=v["submit"] - t0, wait=v["wait"], run_time=v["run_time"],
+                alloc_procs=v["cpus"], req_procs=v["req_cpus"], req_time=v["req_time"],
+                status=status, user=user, group=group, partition=part_index)
+    cols[PROCS] = v["cpus"]
     cols[LINE] = line_no[o].astype(np.float64)
-    cols.update(nodes=nodes[o], cores_per_node=cores_per_node[o], mem_per_node=mem_per_node[o],
-                gpus_per_node=gpus_per_node[o])
+    for k in ("nodes", "cores_per_node", "mem_per_node", "gpus_per_node"):
+        cols[k] = v[k]
+    for k, column in cols.items():
+        column.flags.writeable = False  # the JobTable takes read-only columns without a copy
 
-    def names(c: str) -> np.ndarray:
-        codes, values = column(c, rows).categories()
-        return np.array(values, dtype=object)[codes]
-
-    text = {"job_id": ids.strings().astype(str),
-            "state": np.array(state_names, dtype=object)[state_codes]}
-    if user_text is not None:
-        text["user"] = user_text
-    elif "UID" in col:
-        text["user"] = names("UID")
-    for c in ("Account", "QOS"):
-        if c in col:
-            text[c.lower()] = names(c)
-    if "Partition" in col:
-        text["partition"] = np.array(part_values, dtype=object)[part_codes]
-    report = ReadReport(where, n_read, len(rows), dropped, changed, notes)
+    source = {"job_id": id_text}  # file order, found by line number
+    for k, (codes, values) in text.items():
+        if k != "uid" or "user" not in text:
+            source["user" if k == "uid" else k] = np.array(values, dtype=object)[codes]
+    source["state"] = np.array(state_names, dtype=object)[state_codes]
+    report = ReadReport(where, len(fields), n, dropped, changed, notes)
     base = os.path.basename(where)
     for suffix in (".gz", ".txt", ".psv", ".sacct", ".csv"):
         base = base.removesuffix(suffix)
     header = SlurmHeader(
         name=name or base, path=where, unix_start_time=int(t0),
         fields={"Format": "Slurm sacct -P", "JobIdSource": id_source}, partitions=partitions,
-        source=SourceText(line_no, text), report=report)
+        source=SourceText(line_no, source), report=report)
     return JobTable(cols, header), report
+
+
+def _merge(pieces: list[tuple[np.ndarray, list[str]]]) -> tuple[np.ndarray, list[str]]:
+    """(codes, values) of several blocks as one: values in the order they first appear."""
+    index: dict[str, int] = {}
+    codes = []
+    for block_codes, block_values in pieces:
+        remap = np.array([index.setdefault(x, len(index)) for x in block_values], dtype=np.int64)
+        codes.append(remap[block_codes] if len(block_values) else block_codes)
+    return np.concatenate(codes), list(index)
+
+
+def _raise(exc: Exception):
+    raise exc
 
 
 # -- recognising the format -----------------------------------------------------------------------

@@ -67,12 +67,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsched.workload.accounting import (
-    Column, Fields, ReadReport, SlurmHeader, SourceText, bad,
-    check_format, check_rows, count, instants, memory_mb, numbers, parse_by_value, repeated,
+    Column, Fields, ReadReport, SlurmHeader, SourceText, bad, check_format, check_rows, count,
+    instants, memory_mb, numbers, parse_by_value, read_buffer, repeated,
 )
 from hpcsched.workload.formats import HPCSIM_SIGNATURE, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import TraceError
 
 #: Columns without which the schedule cannot be known.
 REQUIRED: tuple[str, ...] = (
@@ -124,7 +124,7 @@ def read_hpcsim_with_report(path: str | os.PathLike, partition: str | None = Non
                             name: str | None = None) -> tuple[JobTable, HpcsimReport]:
     """`read_hpcsim`, and the report of what was dropped or changed (also ``header.report``)."""
     where = os.fspath(path)
-    data = _read_bytes(where)
+    data = read_buffer(where)
     check_format(data, where, "hpcsim")
     fields = Fields(data, "\t", where, "HPCsim trace")
     col = {c: i for i, c in enumerate(fields.columns)}
