@@ -39,8 +39,9 @@ EPILOG_TRACE = """examples:
   hpcsched trace jobs jobs.txt --json           # every job as read, one flat row each (--csv too)
   hpcsched trace jobs jobs.txt --partition gpu --csv
   hpcsched trace convert my.swf.gz out.swf --first 10000
+  hpcsched trace generate spartan-physical --days 7 --seed 1 -o physical-week.txt
+  hpcsched trace stats physical-week.txt        # each calibrated statistic beside its target
   hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
-  hpcsched trace generate lublin out.swf --jobs 5000 --fit ricc   # fitted to a real trace
 """
 
 
@@ -108,6 +109,14 @@ def register(sub, fmt) -> None:
                         "size; a Slurm-accounting file has none, and its load is then left out)")
     t.add_argument("--nodes", type=int, help="cluster size in nodes, for the offered load")
     t.add_argument("--procs-per-node", type=int)
+    t.add_argument("--calibration", action="store_true",
+                   help="print only the table of the Spartan-like generator's calibrated "
+                        "statistics, each beside its target (shown anyway, after the summary, "
+                        "for a trace of a partition named physical, deeplearn or sapphire)")
+    t.add_argument("--against", choices=["spartan-physical", "spartan-deeplearn",
+                                         "spartan-sapphire"],
+                   help="compare with this Spartan partition's targets whatever the trace's "
+                        "partition")
     p.set_defaults(trace_parser=p)
     t = tsub.add_parser("jobs", parents=[fmt],
                         help="every job of a trace as read, one flat row each (job_id as the "
@@ -125,19 +134,9 @@ def register(sub, fmt) -> None:
     t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
-    t = tsub.add_parser("generate", help="write a synthetic trace from a workload model")
-    t.add_argument("model", choices=["lublin"],
-                   help="lublin: the Lublin-Feitelson (2003) model, its published parameters")
-    t.add_argument("dest", help="output SWF file (.gz to compress)")
-    t.add_argument("--jobs", type=int, default=10000)
-    t.add_argument("--nodes", type=int, default=128, help="machine size (default 128, the model's)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--max-run-time", type=float, default=2 * 86400.0,
-                   help="longest run time in seconds (default 2 days)")
-    t.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
-                                 "(its first --fit-days days, cqsim cleaning); --nodes is then "
-                                 "its own")
-    t.add_argument("--fit-days", type=float, default=28.0)
+    from hpcsched.cli.generate import add_parser as add_generate_parser
+
+    add_generate_parser(tsub)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
                        ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
         sub.choices[name].set_defaults(func=func)
@@ -299,6 +298,9 @@ def cmd_policies(args) -> int:
     return 0
 
 
+_CALIBRATION_COLUMNS = ["trace", "statistic", "target", "this trace", "ok", "source"]
+
+
 def cmd_trace(args) -> int:
     from hpcsched.workload import traces
 
@@ -311,9 +313,27 @@ def cmd_trace(args) -> int:
         from hpcsched.workload.cleaning import clean
         from hpcsched.workload.stats import trace_stats
 
-        rows = []
+        from hpcsched.cli.generate import calibration_rows
+
+        if args.calibration:  # only the Spartan calibration table
+            cal = []
+            for name in args.trace:
+                raw = traces.load_trace(name, partition=args.partition)
+                rows = calibration_rows(name, raw, args.against)
+                if rows is None:
+                    raise ValueError(f"{name}: not a trace of a Spartan partition (physical, "
+                                     f"deeplearn, sapphire); name one with --against")
+                cal += rows
+            print(format_rows(cal, args.fmt or "table", columns=_CALIBRATION_COLUMNS))
+            return 0
+        rows, cal = [], []
         for name in args.trace:
-            if args.cluster or args.nodes or not traces.is_slurm_file(name):
+            slurm = traces.is_slurm_file(name)
+            raw = traces.load_trace(name, partition=args.partition) \
+                if slurm or args.against else None
+            if raw is not None:  # a Spartan partition's: its calibration table after the summary
+                cal.append(calibration_rows(name, raw, args.against))
+            if args.cluster or args.nodes or not slurm:
                 prepared = prepare(name, args.profile, drop_oversized=True,
                                    partition=args.partition, cluster=args.cluster,
                                    nodes=args.nodes, procs_per_node=args.procs_per_node)
@@ -322,7 +342,6 @@ def cmd_trace(args) -> int:
                 procs = (cluster.total_procs if hasattr(cluster, "total_procs")
                          else int(cluster.total[cluster.resource_index("cores")]))
             else:  # a Slurm-accounting file names no cluster size: no offered load
-                raw = traces.load_trace(name, partition=args.partition)
                 jobs, cleaning = clean(raw, PROFILES[args.profile].cleaning)
                 label, procs = raw.header.name, None
             row = {"trace": label}
@@ -339,6 +358,11 @@ def cmd_trace(args) -> int:
             for row in rows:
                 print(f"{row['trace']}: cleaning ({args.profile}): {row.pop('cleaning')}")
         print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
+        for c in cal:
+            if c and not args.fmt:  # --json/--csv keep one flat table: --calibration gives this
+                print(f"\n{c[0]['trace']} beside the thesis's {c[0]['model']} (`hpcsched trace "
+                      f"generate --help` says what is calibrated to what):")
+                print(format_rows(c, "table", columns=_CALIBRATION_COLUMNS[1:]))
         return 0
     if args.trace_command == "jobs":
         return _jobs(args)
@@ -359,7 +383,9 @@ def cmd_trace(args) -> int:
         print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
         return 0
     if args.trace_command == "generate":
-        return _generate(args)
+        from hpcsched.cli.generate import cmd_generate
+
+        return cmd_generate(args)
     args.trace_parser.print_help()
     return 2
 
@@ -395,26 +421,4 @@ def _jobs(args) -> int:
         writer.writerows(zip(*cols.values()))
     else:
         print(format_rows(list(rows), args.fmt or "table", columns=keys))
-    return 0
-
-
-def _generate(args) -> int:
-    from hpcsched.workload import lublin
-    from hpcsched.workload.swf import write_swf
-
-    if args.jobs <= 0 or args.nodes <= 0:
-        raise ValueError(f"--jobs and --nodes must be positive (got {args.jobs}, {args.nodes})")
-    if args.fit:
-        from hpcsched.sim.run import prepare
-
-        prepared = prepare(args.fit, "cqsim")
-        real = prepared.jobs
-        real = real.take((real.submit - real.submit[0]) < args.fit_days * 86400.0)
-        jobs = lublin.fitted(real, prepared.cluster.nodes, args.jobs, seed=args.seed,
-                             procs_per_node=prepared.cluster.procs_per_node)
-    else:
-        jobs = lublin.generate(args.jobs, args.nodes, seed=args.seed,
-                               max_run_time=args.max_run_time)
-    write_swf(jobs, args.dest)
-    print(f"wrote {len(jobs)} jobs to {args.dest}", file=sys.stderr)
     return 0
