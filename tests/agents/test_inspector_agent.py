@@ -77,7 +77,7 @@ def test_a_saved_inspector_loads_as_a_policy_around_its_base(run):
 
 def test_the_table4_rows_follow_the_row_convention(run):
     out, _ = run
-    rows = si.table4(["lublin-1"], ["sjf"], windows=2, jobs=64, models=out.parent)
+    rows = si.table4(["lublin-1"], ["sjf"], count=2, jobs=64, models=out.parent)
     ours = [r for r in rows if r["source"] == "ours"]
     assert [r["policy"] for r in ours] == ["sjf", f"inspect:{out / 'best.pt'}"]
     for r in ours:
@@ -92,7 +92,7 @@ def test_the_table4_rows_follow_the_row_convention(run):
 def test_cli_experiment_json_and_compare(run, capsys):
     out, _ = run
     code = main(["experiment", "schedinspector-table4", "--json", "--traces", "lublin-1",
-                 "--bases", "sjf", "--windows", "2", "--jobs", "64", "--models", str(out.parent)])
+                 "--bases", "sjf", "--count", "2", "--jobs", "64", "--models", str(out.parent)])
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and {"trace", "policy", "backfill", "bsld", "rejection_ratio"} <= set(rows[0])
     code = main(["compare", "lublin-1", "--profile", "schedinspector", "--backfill", "none",
