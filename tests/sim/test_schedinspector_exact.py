@@ -47,6 +47,9 @@ def test_the_draw_is_the_test_scripts_window_for_window():
     assert [int(prep.jobs.job_id[s]) for s in starts] == [w["first_job_id"] for w in WINDOWS]
     assert gym_legacy_state(1) == PAPER_SEED  # gym's seeding of 1, as RLScheduler's script too
     assert schedinspector_windows(len(prep.jobs), seed=2) != starts
+    # randint's upper bound is excluded: the last start drawn is N - 257, never N - 256
+    # (the 50 Lublin-1 draws cannot tell: none of them reaches the bound)
+    assert set(schedinspector_windows(260, count=50)) == {0, 1, 2, 3}
 
 
 @pytest.mark.parametrize("policy", ["sjf", "f1"])
