@@ -178,7 +178,7 @@ def cmd_experiment(args) -> int:
     if args.fmt is None:
         print(caption(args.windows, args.count, args.jobs) + "\n")
     # already rounded: print numbers as they are, and "-" where the paper gives none
-    table = [{k: "-" if v is None else (f"{v:g}" if isinstance(v, float) else v)
+    table = [{k: "-" if v is None else (f"{v:.10g}" if isinstance(v, float) else v)
               for k, v in line.items()} for line in si.side_by_side(rows)]
     print(format_rows(table, args.fmt or "table", columns=si.SIDE_COLUMNS))
     notes = si.notes(rows)
