@@ -125,3 +125,31 @@ def test_a_zero_length_job_is_scheduled_and_scored_as_the_code_scores_it():
     result = simulate(prepare(table(rows), "schedinspector"), get_policy("sjf"), backfill="none")
     assert result.start.tolist() == [0, 100]
     assert result.metrics["bsld"] == pytest.approx((1 + 9.9) / 2)
+
+
+def test_every_way_to_a_base_heuristic_reads_sjf_as_the_profile_does():
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.envs.inspector import InspectEnv
+    from hpcsched.experiments.inspector_training import InspectorValidation
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    for profile, rule in (("schedinspector", "sjf-procs"), ("schedinspector-paper", "sjf")):
+        prep = prepared("lublin-1", profile)
+        want = get_policy(rule).static_keys(prep.jobs)
+        bases = [resolve_policy("sjf", prep),
+                 resolve_policy("inspect:pretrained/inspect-lublin-1-sjf", prep).base,
+                 resolve_policy("inspect:reject-unfit@sjf", prep).base,
+                 InspectEnv(prep, base="sjf").base,
+                 InspectorValidation(InspectorConfig(profile=profile), windows=1).base]
+        for base in bases:
+            np.testing.assert_array_equal(base.static_keys(prep.jobs), want, err_msg=profile)
+    assert not np.array_equal(get_policy("sjf").static_keys(prep.jobs),
+                              get_policy("sjf-procs").static_keys(prep.jobs))
+
+
+def test_compare_draws_the_authors_windows_under_their_profile_without_a_seed():
+    from hpcsched.experiments.compare import choose_windows
+
+    prep = prepared("lublin-1")
+    assert choose_windows(prep, windows=50, jobs=256)[0] == [w["start"] for w in WINDOWS]
+    assert choose_windows(prep, windows=50, jobs=256, seed=0)[0] != [w["start"] for w in WINDOWS]
