@@ -19,7 +19,7 @@ def base_line(rows, source="ours"):
 
 
 def test_the_default_protocol_is_the_authors_and_its_base_column_the_papers(tmp_path):
-    rows = si.table4(["lublin-1"], ["sjf", "f1"], models=tmp_path, rule=False)  # no models
+    rows = si.table4(["lublin-1"], ["sjf", "f1"], models=tmp_path)  # no models: base and rule
     sjf, f1 = (r for r in rows if r["source"] == "ours")
     assert sjf["profile"] == "schedinspector" and sjf["draw"] == "code" and sjf["windows"] == 50
     assert sjf["bsld"] == pytest.approx(np.mean([w["sjf_bsld"] for w in FIXTURE]), rel=1e-12)
@@ -27,6 +27,8 @@ def test_the_default_protocol_is_the_authors_and_its_base_column_the_papers(tmp_
     # printed to three decimals, so that the paper's truncated 333.19 shows as ours
     assert base_line(rows)["base_bsld"] == 333.196
     assert base_line(rows, "paper")["base_bsld"] == 333.19
+    # the fixed rule wraps the profile's SJF too (SchedGym's SJF would give another number)
+    assert base_line(rows, "rule")["inspected_bsld"] == 109.278
 
 
 def test_windows_ours_keeps_the_shipped_models_protocol(tmp_path):
