@@ -124,8 +124,8 @@ def paper_rows(trace: str, base: str, backfill: str) -> list[dict]:
     return rows
 
 
-def protocol_windows(prepared, draw: str, count: int, length: int, seed: int | None = None
-                 ) -> list[int]:
+def protocol_windows(prepared, draw: str, count: int, length: int,
+                     seed: int | None = None) -> list[int]:
     """The window starts of a protocol: "code", SchedInspector's test script's draw over the whole
     trace; "ours", `count` windows from the last 80 % (`evaluation_windows`)."""
     from hpcsched.envs.inspector import evaluation_windows
