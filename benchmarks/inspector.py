@@ -45,7 +45,7 @@ def main() -> None:
     epochs = 1 if args.quick else 3
 
     prepared = inspector_trace(args.trace)
-    base = get_policy(args.base)
+    base = get_policy(args.base, profile=prepared.profile)
     model = InspectorPPO(InspectorConfig(trace=args.trace, base=args.base, threads=1))
     inspected = InspectedPolicy(model.policy, base, prepared.report.norm, name="inspect")
     starts = evaluation_windows(prepared, windows, 256, seed=0)

@@ -77,7 +77,7 @@ def test_a_saved_inspector_loads_as_a_policy_around_its_base(run):
 
 def test_the_table4_rows_follow_the_row_convention(run):
     out, _ = run
-    rows = si.table4(["lublin-1"], ["sjf"], windows=2, jobs=64, models=out.parent)
+    rows = si.table4(["lublin-1"], ["sjf"], count=2, jobs=64, models=out.parent)
     ours = [r for r in rows if r["source"] == "ours"]
     assert [r["policy"] for r in ours] == ["sjf", f"inspect:{out / 'best.pt'}"]
     for r in ours:
@@ -92,7 +92,7 @@ def test_the_table4_rows_follow_the_row_convention(run):
 def test_cli_experiment_json_and_compare(run, capsys):
     out, _ = run
     code = main(["experiment", "schedinspector-table4", "--json", "--traces", "lublin-1",
-                 "--bases", "sjf", "--windows", "2", "--jobs", "64", "--models", str(out.parent)])
+                 "--bases", "sjf", "--count", "2", "--jobs", "64", "--models", str(out.parent)])
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and {"trace", "policy", "backfill", "bsld", "rejection_ratio"} <= set(rows[0])
     code = main(["compare", "lublin-1", "--profile", "schedinspector", "--backfill", "none",
@@ -172,7 +172,30 @@ def test_a_shipped_inspector_was_trained_as_its_name_says(name):
     backfill = name.endswith("-backfill")
     assert name == si.model_name(config["trace"], config["base"], config["backfill"])
     assert (config["backfill"] != "none") == backfill
-    assert config["profile"] == "schedinspector" and config["metric"] == "bsld"
+    # trained before the schedinspector profile became the authors' code: read as the profile
+    # of their semantics (users' requested times, SchedGym's SJF)
+    assert config["profile"] == "schedinspector-paper" and config["metric"] == "bsld"
+
+
+def test_configs_from_before_the_profile_change_name_its_old_semantics():
+    from hpcsched.agents.inspector import trained_config
+    from hpcsched.experiments.policyspec import model_profiles
+    from dataclasses import asdict
+
+    old = {**asdict(InspectorConfig()), "estimate": "user"}  # what every earlier run saved
+    assert InspectorConfig.from_dict(old).profile == "schedinspector-paper"
+    assert trained_config({**old, "estimate": "perfect"})["profile"] == "schedinspector-paper"
+    # a config saved today reads back as it was written, under either profile
+    for profile in ("schedinspector", "schedinspector-paper"):
+        new = asdict(InspectorConfig(profile=profile))
+        assert InspectorConfig.from_dict(new) == InspectorConfig(profile=profile)
+    assert InspectorConfig(estimate="perfect").estimate is None  # the profile's loader does it
+    assert InspectorConfig(profile="schedinspector-paper", estimate="perfect").estimate == \
+        "perfect"
+    with pytest.raises(ValueError, match="schedinspector-paper"):
+        InspectorConfig(estimate="user")
+    spec = "inspect:pretrained/inspect-lublin-1-sjf"
+    assert model_profiles([spec]) == {spec: "schedinspector-paper"}
 
 
 def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():

@@ -14,8 +14,10 @@ from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import prepare, simulate
 
 
-def env_of(rows, nodes=4, metric="bsld", reward="paper", **kw):
-    jobs = prepare(table(rows, nodes=nodes), "schedinspector")
+def env_of(rows, nodes=4, metric="bsld", reward="paper", profile="schedinspector", **kw):
+    # rows with a request of their own need schedinspector-paper: the schedinspector profile's
+    # loader sets every request to the run time
+    jobs = prepare(table(rows, nodes=nodes), profile)
     env = InspectEnv(jobs, base="sjf", metric=metric, episode_jobs=len(rows), train_fraction=1.0,
                      reward=reward, **kw)
     env.reset(options={"start": 0, "jobs": len(rows)})
@@ -131,7 +133,7 @@ def test_an_always_accepting_inspector_is_its_base_heuristic_exactly(backfill, b
 
 
 def test_observation_features_on_a_hand_drawn_state():
-    env = env_of([(0, 300, 2), (0, 100, 4, 5000), (300, 50, 2)])
+    env = env_of([(0, 300, 2), (0, 100, 4, 5000), (300, 50, 2)], profile="schedinspector-paper")
     env.step(ACCEPT)  # J0 runs on 2 of 4 nodes; J1 (4 nodes, 5000 s request) is proposed
     obs = env.inspection.observe()
     norm = env.norm
@@ -168,10 +170,15 @@ def test_training_windows_come_from_the_first_fifth_and_test_windows_from_the_re
 
 def test_perfect_estimates_replace_requests_by_run_times():
     raw = table([(0, 100, 1, 900), (5, 50, 2, 60)])
-    user = inspector_trace(raw, "user")
-    perfect = inspector_trace(raw, "perfect")
+    user = inspector_trace(raw, profile="schedinspector-paper")
+    perfect = inspector_trace(raw, "perfect", profile="schedinspector-paper")
     assert user.jobs.req_time.tolist() == [900, 60]
     assert perfect.jobs.req_time.tolist() == [100, 50]
+    # the authors' code (the schedinspector profile) always schedules with the run times
+    assert inspector_trace(raw).jobs.req_time.tolist() == [100, 50]
+    assert inspector_trace(raw, "perfect").jobs.req_time.tolist() == [100, 50]
+    with pytest.raises(ValueError, match="schedinspector-paper"):
+        inspector_trace(raw, "user")
 
 
 def test_the_reject_unfit_rule_rejects_exactly_the_jobs_that_do_not_fit():

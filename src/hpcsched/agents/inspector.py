@@ -43,10 +43,13 @@ class InspectorConfig:
     base: str = "sjf"
     metric: str = "bsld"  # bsld, wait, utilization
     backfill: str = "none"
+    # "schedinspector": the authors' code (run times as requests, its SJF); "schedinspector-paper":
+    # the users' requested times on SchedGym's loader (the shipped models were trained under it)
     profile: str = "schedinspector"
     episode_jobs: int = 128
     features: str = "code"  # "code": 7 features; "paper": 8 (metric-aware delay, backfilling)
-    estimate: str = "user"  # "user": requested times as in the trace; "perfect": the code's
+    # None: the profile's requested times; "perfect": the run times under any profile
+    estimate: str | None = None
     reward: str = "paper"  # "paper": (base - insp) / base; "code": / max(base, insp, 1)
     train_fraction: float = 0.2
     max_interval: float = 600.0
@@ -85,13 +88,34 @@ class InspectorConfig:
                     train_fraction=self.train_fraction, max_interval=self.max_interval,
                     max_rejections=self.max_rejections, profile=self.profile)
 
+    def __post_init__(self) -> None:
+        from hpcsched.sim.profiles import get_profile
+
+        if self.estimate is not None and get_profile(self.profile).cleaning == "schedinspector":
+            if self.estimate == "user":
+                raise ValueError(f"estimate 'user': the {self.profile} profile schedules every job "
+                                 f"with its run time as its request (SchedInspector's code); for "
+                                 f"the users' requested times use --profile schedinspector-paper")
+            self.estimate = None  # "perfect": the profile's loader does it already
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InspectorConfig":
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"InspectorConfig: unknown setting(s) {', '.join(sorted(unknown))}")
-        return cls(**d)
+        return cls(**trained_config(d))
+
+
+def trained_config(d: dict[str, Any]) -> dict[str, Any]:
+    """A saved config as it reads today. Before the schedinspector profile became the authors'
+    code (run times as requests, SJF's ties by processors, zero-length jobs kept), a config named
+    it with an `estimate` of "user" or "perfect"; those semantics are the schedinspector-paper
+    profile's now, so such a config names that profile. Configs written since never pair
+    schedinspector with an estimate."""
+    if d.get("profile", "schedinspector") == "schedinspector" and d.get("estimate") is not None:
+        return {**d, "profile": "schedinspector-paper"}
+    return dict(d)
 
 
 class InspectorPolicyNet(nn.Module):
@@ -290,12 +314,14 @@ class InspectorPPO:
 
 
 def load_inspector_checkpoint(path) -> dict[str, Any]:
+    """The checkpoint's contents, its config as it reads today (`trained_config`)."""
     from hpcsched.agents.checkpoint import load_checkpoint
 
     ck = load_checkpoint(path)
     if ck.get("algorithm") != ALGORITHM:
         raise ValueError(f"{path} is not a SchedInspector model (it holds "
                          f"{ck.get('algorithm', 'an RLScheduler model')}); use it as rl:{path}")
+    ck["config"] = trained_config(ck.get("config", {}))
     return ck
 
 
@@ -378,16 +404,20 @@ def reject_unfit(obs: np.ndarray, mask: np.ndarray) -> int:
 
 
 def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | None = None,
-                   sample: bool = False, seed: int = 0, name: str | None = None) -> InspectedPolicy:
+                   sample: bool = False, seed: int = 0, name: str | None = None,
+                   profile=None) -> InspectedPolicy:
     """The inspector in checkpoint `path` around its base heuristic (or `base`), as a Policy.
-    `norm`: the normalisation constants of the trace it schedules (default: the training trace's)."""
+    `norm`: the normalisation constants of the trace it schedules (default: the training trace's);
+    `profile`: the profile it runs under, which says what the base's name means (default: the
+    one it was trained under)."""
     from hpcsched.policies.priority import get_policy
 
     ck = load_inspector_checkpoint(path)
     cfg = InspectorConfig.from_dict(ck["config"])
     net = InspectorPolicyNet(cfg.n_features)
     net.load_state_dict(ck["policy"])
-    return InspectedPolicy(net, get_policy(base or cfg.base), norm if norm is not None else ck["norm"],
+    base_policy = get_policy(base or cfg.base, profile=profile or cfg.profile)
+    return InspectedPolicy(net, base_policy, norm if norm is not None else ck["norm"],
                            features=cfg.features, metric=cfg.metric,
                            max_interval=cfg.max_interval, max_rejections=cfg.max_rejections,
                            sample=sample, seed=seed, name=name or f"inspect:{path}")
@@ -395,4 +425,4 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
 
 __all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPPO",
            "InspectorPolicyNet", "InspectorValueNet", "load_inspector",
-           "load_inspector_checkpoint", "reject_unfit"]
+           "load_inspector_checkpoint", "reject_unfit", "trained_config"]

@@ -230,7 +230,13 @@ def cmd_evaluate(args) -> int:
     from hpcsched.experiments.policyspec import model_path
 
     path = model_path(args.model)
-    config = load_checkpoint(path)["config"]
+    checkpoint = load_checkpoint(path)
+    inspector = checkpoint.get("algorithm") == "schedinspector-ppo"
+    config = checkpoint["config"]
+    if inspector:
+        from hpcsched.agents.inspector import trained_config
+
+        config = trained_config(config)  # the profile its semantics are called by today
     args.trace = args.trace or config["trace"]
     args.profile = args.profile or config["profile"]
     backfills = args.backfill or [config["backfill"]]
@@ -241,7 +247,6 @@ def cmd_evaluate(args) -> int:
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    inspector = load_checkpoint(path).get("algorithm") == "schedinspector-ppo"
     if args.base and not inspector:
         raise ValueError(f"--base: {path} is not a SchedInspector model")
     label = f"inspect:{args.model}" + (f"@{args.base}" if args.base else "") if inspector \
@@ -275,8 +280,9 @@ def cmd_policies(args) -> int:
         print(f"  rl:pretrained/{name}")
     inspectors = pretrained_models("inspect-")
     if inspectors:
-        print("\nSchedInspector models (run under their own profile, schedinspector, unless "
-              "--profile says otherwise): inspect:PATH[@BASE], or:")
+        print("\nSchedInspector models (run under the profile they were trained with, unless "
+              "--profile says otherwise; the shipped ones: schedinspector-paper): "
+              "inspect:PATH[@BASE], or:")
         for name in inspectors:
             print(f"  inspect:pretrained/{name}")
         print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "

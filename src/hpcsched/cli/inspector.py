@@ -21,13 +21,42 @@ Training windows (128 jobs) come from the first 20% of the trace; the run folder
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment schedinspector-table4
   hpcsched experiment schedinspector-table4 --json > table4.json
+  hpcsched experiment schedinspector-table4 --windows ours      # the shipped models' protocol
   hpcsched experiment schedinspector-table4 --backfill schedgym --bases sjf,f1,fcfs
+
+--windows code (default): the authors' test script exactly: the schedinspector profile (run times as
+requests, SJF's ties by processors) and its draw, randint(0, N - 256) seeded with 1, over the whole
+trace; its SJF base column is the paper's Table 4. --windows ours: the schedinspector-paper profile
+(users' requested times) and windows drawn with seed 0 from the last 80% of each trace, the protocol
+the shipped models were trained and chosen under.
 """
 
-CAPTION = ("bsld and utilization of each base heuristic alone and with its inspector (greedy), "
-           "mean over 50 windows of 256 jobs from the last 80% of each trace, schedinspector "
-           "profile; paper = Table 4 (SJF bsld) and Table 5 (utilization); rule = the fixed "
-           "rule 'reject exactly when the proposed job does not fit' in the inspector's place")
+CAPTIONS = {
+    "code": "SchedInspector's test protocol (its code: schedinspector profile, windows drawn as "
+            "randint(0, N - 256) with seed 1)",
+    "ours": "our protocol (schedinspector-paper profile: users' requested times; windows drawn "
+            "with seed 0 from the last 80% of each trace)",
+}
+
+
+def caption(draw: str, count: int, jobs: int) -> str:
+    return (f"bsld and utilization of each base heuristic alone and with its inspector (greedy), "
+            f"mean over {count} windows of {jobs} jobs, {CAPTIONS[draw]}; paper = Table 4 (SJF "
+            f"bsld) and Table 5 (utilization); rule = the fixed rule 'reject exactly when the "
+            f"proposed job does not fit' in the inspector's place")
+
+
+def window_draw(text: str) -> str:
+    """`--windows`: the name of a draw; a number gets a clear error (the count is --count)."""
+    from hpcsched.experiments.schedinspector import WINDOWS
+
+    if text in WINDOWS:
+        return text
+    if text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text}: --windows names the draw (code or ours); give the number of windows with "
+            f"--count {text}")
+    raise argparse.ArgumentTypeError(f"{text!r}: choose code or ours")
 
 
 def register(train, experiment, fmt) -> None:
@@ -48,9 +77,14 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--features", default="code", choices=["code", "paper"],
                    help="code: the authors' 7 features; paper: 8, with the metric-aware queue "
                         "delay and the backfilling contribution")
-    g.add_argument("--estimate", default="user", choices=["user", "perfect"],
-                   help="requested times: the users' (the paper) or the actual run times (the "
-                        "authors' code)")
+    g.add_argument("--profile", default="schedinspector",
+                   choices=["schedinspector", "schedinspector-paper"],
+                   help="schedinspector (default): the authors' code (run times as requests, SJF's "
+                        "ties by processors); schedinspector-paper: the users' requested times "
+                        "on SchedGym's loader (the shipped models' semantics)")
+    g.add_argument("--estimate", default=None, choices=["perfect"],
+                   help="perfect: the run times as requests under schedinspector-paper too "
+                        "(schedinspector always uses them)")
     g.add_argument("--reward", default="paper", choices=["paper", "code"],
                    help="paper: (base - insp) / base; code: / max(base, insp, 1)")
     g.add_argument("--train-fraction", type=float, default=0.2,
@@ -75,20 +109,23 @@ def register(train, experiment, fmt) -> None:
 
     p = experiment.add_parser("schedinspector-table4", parents=[fmt],
                               help="SchedInspector's Table 4/5: base heuristics with and without "
-                                   "their inspector", description=CAPTION,
+                                   "their inspector", description=caption("code", 50, 256),
                               epilog=EPILOG_EXPERIMENT, formatter_class=RAW)
     p.add_argument("--traces", default="lublin-1,hpc2n,ctc-sp2",
                    help="comma-separated traces (default: the paper's three that we bundle)")
     p.add_argument("--bases", default="sjf,f1", help="comma-separated base heuristics")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
-    p.add_argument("--windows", type=int, default=50)
+    p.add_argument("--windows", type=window_draw, default="code", metavar="{code,ours}",
+                   help="the protocol, named by its window draw (see below; default: code)")
+    p.add_argument("--count", type=int, default=50, help="how many windows (default 50)")
     p.add_argument("--jobs", type=int, default=256)
-    p.add_argument("--seed", type=int, default=0, help="seed of the test windows' draw")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the windows' draw (default: the protocol's, code 1, ours 0)")
     p.add_argument("--models", help="take the models from this folder (NAME.pt or NAME/best.pt, "
                                     "NAME = inspect-TRACE-BASE[-backfill]) instead of the shipped")
-    p.add_argument("--estimate", default="user", choices=["user", "perfect"],
-                   help="requested times the schedules see: the users' (default) or the run times "
-                        "(the authors' code; use with models trained with --estimate perfect)")
+    p.add_argument("--estimate", default=None, choices=["perfect"],
+                   help="perfect: the run times as requests under --windows ours too (for models "
+                        "trained with --estimate perfect); --windows code always uses them")
     p.add_argument("--no-rule", action="store_true",
                    help="leave out the reference rows of the fixed reject-unfit rule (source "
                         "'rule': reject exactly when the proposed job does not fit now)")
@@ -103,6 +140,7 @@ def cmd_train(args) -> int:
     get_policy(args.base)  # an unknown name fails now, not after loading the trace
     config = InspectorConfig(
         trace=args.trace, base=args.base, metric=args.metric, backfill=args.backfill,
+        profile=args.profile,
         episode_jobs=args.episode_jobs, features=args.features, estimate=args.estimate,
         reward=args.reward, train_fraction=args.train_fraction,
         trajectories_per_epoch=args.trajectories, n_envs=args.trajectories, pi_lr=args.pi_lr,
@@ -127,18 +165,20 @@ def cmd_experiment(args) -> int:
     from hpcsched.experiments import schedinspector as si
 
     traces, bases = csv_list(args.traces), csv_list(args.bases)
-    total = si.simulations(traces, bases, args.windows, rule=not args.no_rule)
+    if args.count < 1 or args.jobs < 1:
+        raise ValueError(f"--count and --jobs must be at least 1, not {args.count} and {args.jobs}")
+    total = si.simulations(traces, bases, args.count, rule=not args.no_rule)
     with Progress(total, "schedinspector-table4") as bar:
         rows = si.table4(traces, bases, backfill=args.backfill, windows=args.windows,
-                         jobs=args.jobs, seed=args.seed, models=args.models,
+                         count=args.count, jobs=args.jobs, seed=args.seed, models=args.models,
                          rule=not args.no_rule, estimate=args.estimate, progress=bar.update)
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0
     if args.fmt is None:
-        print(CAPTION + "\n")
+        print(caption(args.windows, args.count, args.jobs) + "\n")
     # already rounded: print numbers as they are, and "-" where the paper gives none
-    table = [{k: "-" if v is None else (f"{v:g}" if isinstance(v, float) else v)
+    table = [{k: "-" if v is None else (f"{v:.10g}" if isinstance(v, float) else v)
               for k, v in line.items()} for line in si.side_by_side(rows)]
     print(format_rows(table, args.fmt or "table", columns=si.SIDE_COLUMNS))
     notes = si.notes(rows)

@@ -9,7 +9,8 @@
             break                          # reward: (base - inspected) / base, 0 before
 
 Semantics (spec schedinspector.md sections 2-6), on a commit engine (`schedinspector` profile:
-SchedGym's event loop, utilization over the makespan):
+SchedGym's event loop, the authors' loader and SJF, utilization over the makespan; or
+`schedinspector-paper`, the same loop on the users' requested times):
 
 - At every decision the base heuristic ranks the whole queue and proposes its first job
   (`Engine.choose`, exactly as a heuristic run does).
@@ -28,8 +29,10 @@ SchedGym's event loop, utilization over the makespan):
   flips), or the code's ``/ max(base, inspected, 1)`` ("code"), which stays in [-1, 1].
 
 Features: "code" (7, the authors' code) or "paper" (8: the queue delay in the form of the target
-metric and the backfilling contribution); see `observe`. Requested times are the users' estimates;
-``estimate="perfect"`` replaces them by the actual run times, as the authors' code does.
+metric and the backfilling contribution); see `observe`. Requested times are the profile's: under
+`schedinspector` (the authors' code) every request is the job's run time; under
+`schedinspector-paper` they are the users' estimates, and ``estimate="perfect"`` replaces them by
+the run times there too.
 
 Training windows come from the first `train_fraction` (20 %) of the trace; `evaluation_windows` draws
 the paper's test windows from the rest.
@@ -79,25 +82,38 @@ def check_choice(name: str, value: str, choices) -> str:
 
 
 # -- traces ---------------------------------------------------------------------------------------
-_PREPARED: dict[tuple[str, str, str], Prepared] = {}
+_PREPARED: dict[tuple[str, str | None, str], Prepared] = {}
 
 
-def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str = "user",
+def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str | None = None,
                     profile: str = "schedinspector") -> Prepared:
-    """The trace prepared for inspection: `profile`'s cleaning, and with ``estimate="perfect"``
-    every requested time replaced by the actual run time (the authors' code). Named traces are
-    prepared once per process."""
-    check_choice("estimate", estimate, ESTIMATES)
+    """The trace prepared for inspection under `profile` (its cleaning decides the requested
+    times: the schedinspector profile's loader sets them to the run times). ``estimate="perfect"``
+    replaces every requested time by the run time under any profile; ``"user"`` asks for the
+    trace's own requests, which a profile that replaces them cannot give (an error). Named traces
+    are prepared once per process."""
+    from hpcsched.sim.profiles import get_profile
+
+    if estimate is not None:
+        check_choice("estimate", estimate, ESTIMATES)
+    prof = get_profile(profile) if not isinstance(trace, Prepared) else trace.profile
+    perfect_already = prof.cleaning == "schedinspector"
+    if estimate == "user" and perfect_already:
+        raise ValueError(f"the {prof.name} profile schedules every job with its run time as its "
+                         f"request, as SchedInspector's code does; for the users' requested "
+                         f"times use the schedinspector-paper profile")
+    if estimate == "perfect" and perfect_already:
+        estimate = None  # the profile's cleaning has done it
     key = None
     if isinstance(trace, Prepared):
         prepared = trace
     elif isinstance(trace, str) and not os.path.exists(os.path.expanduser(trace)):
-        key = (trace, estimate, profile)
+        key = (trace, estimate, prof.name)
         if key in _PREPARED:
             return _PREPARED[key]
-        prepared = prepare(trace, profile)
+        prepared = prepare(trace, prof)
     else:
-        prepared = prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
+        prepared = prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, prof)
     if estimate == "perfect":
         prepared = dataclasses.replace(
             prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))
@@ -150,8 +166,9 @@ class Inspection:
     @staticmethod
     def check(view) -> None:
         if view.profile_loop != "commit":
-            raise ValueError(f"the inspector needs commit semantics (the schedinspector or "
-                             f"rlscheduler profile), not the {view.profile!r} profile")
+            raise ValueError(f"the inspector needs commit semantics (the schedinspector, "
+                             f"schedinspector-paper or rlscheduler profile), not the "
+                             f"{view.profile!r} profile")
 
     def propose(self, view, row: int | None) -> None:
         """The decision at hand (None at the end of the run) and the base heuristic's pick."""
@@ -263,7 +280,7 @@ class InspectEnv(gym.Env):
         backfill: str = "none",
         episode_jobs: int = 128,
         features: str = "code",
-        estimate: str = "user",
+        estimate: str | None = None,
         reward: str = "paper",
         train_fraction: float = TRAIN_FRACTION,
         max_interval: float = MAX_INTERVAL,
@@ -274,7 +291,8 @@ class InspectEnv(gym.Env):
         from hpcsched.sim.profiles import check_backfill
 
         self.prepared = inspector_trace(trace, estimate, profile)
-        self.base = get_policy(base) if isinstance(base, str) else base
+        self.base = get_policy(base, profile=self.prepared.profile) if isinstance(base, str) \
+            else base
         self.metric = check_choice("metric", metric, METRICS)
         self.backfill = check_backfill(backfill)
         self.features = check_choice("feature set", features, FEATURE_SETS)

@@ -13,7 +13,7 @@ from hpcsched.sim.engine import Policy, Result
 from hpcsched.sim.metrics import combined_score
 from hpcsched.sim.metrics import METRIC_KEYS
 from hpcsched.sim.run import Prepared, simulate
-from hpcsched.workload.windows import paper_windows, sample_windows
+from hpcsched.workload.windows import paper_windows, sample_windows, schedinspector_windows
 
 #: the metrics averaged over windows in a comparison row
 MEAN_KEYS = tuple(k for k in METRIC_KEYS if k not in ("jobs", "first_job_id", "last_job_id"))
@@ -36,7 +36,8 @@ def choose_windows(
 
     Given explicitly by `start` or `starts` (with `jobs`), or drawn: `windows` windows of `jobs`
     jobs from the first `first` jobs with `seed`. Under the rlscheduler profile, a draw without a
-    seed is the RLScheduler paper's own draw (so its tables can be reproduced).
+    seed is the RLScheduler paper's own draw (so its tables can be reproduced); under the
+    schedinspector profile (without `first`), SchedInspector's test script's draw.
     """
     n = len(prepared.jobs)
     if windows is not None:
@@ -47,6 +48,8 @@ def choose_windows(
         if seed is None and prepared.profile.name == "rlscheduler":
             limit = min(first or PAPER_FIRST, n)
             return paper_windows(first=limit, count=windows, length=jobs), jobs
+        if seed is None and first is None and prepared.profile.name == "schedinspector":
+            return schedinspector_windows(n, windows, jobs), jobs
         return sample_windows(n, windows, jobs, first=first, seed=seed or 0), jobs
     if starts:
         if jobs is None:

@@ -37,7 +37,7 @@ class InspectorValidation:
         cut = split_point(self.prepared, config.train_fraction)
         self.jobs = min(jobs, cut)
         self.starts = sample_windows(cut, windows, self.jobs, seed=VALIDATION_SEED)
-        self.base = get_policy(config.base)
+        self.base = get_policy(config.base, profile=self.prepared.profile)
         self._base_values = [self._run(self.base, s) for s in self.starts]
 
     def _run(self, policy, start: int) -> float:

@@ -80,8 +80,7 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
         return load_policy(model_path(spec[3:]), sample=sample, seed=seed, name=spec, norm=norm)
     from hpcsched.policies.priority import get_policy
 
-    dialect = prepared.profile.dialect if prepared is not None else ""
-    return get_policy(spec, seed=seed, dialect=dialect)
+    return get_policy(spec, seed=seed, profile=prepared.profile if prepared is not None else None)
 
 
 def model_profiles(specs: list[str]) -> dict[str, str]:
@@ -118,15 +117,16 @@ def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool)
                          f"needs commit semantics; use --profile schedinspector or leave "
                          f"--profile out (not {prepared.profile.name})")
     norm = prepared.report.norm if prepared is not None else None
+    profile = prepared.profile if prepared is not None else None
     if path == "reject-unfit":
         from hpcsched.agents.inspector import InspectedPolicy, reject_unfit
 
         if not base:
             raise ValueError(f"{spec}: name the base heuristic, e.g. inspect:reject-unfit@sjf")
-        return InspectedPolicy(None, get_policy(base), norm or {}, decide=reject_unfit,
-                               name=spec)
+        return InspectedPolicy(None, get_policy(base, profile=profile or "schedinspector"),
+                               norm or {}, decide=reject_unfit, name=spec)
     return load_inspector(model_path(path), base=base or None, norm=norm, sample=sample,
-                          seed=seed, name=spec)
+                          seed=seed, name=spec, profile=profile)
 
 
 __all__ = ["PRETRAINED", "model_path", "model_profiles", "pretrained_models", "resolve_policy"]

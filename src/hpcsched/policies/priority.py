@@ -7,6 +7,7 @@ With r = requested time, n = processors, s = submit time and w = current waiting
 | fcfs    | s                                       | first come, first served                 |
 | lcfs    | -s                                      | last come, first served                  |
 | sjf     | r (ties: s)                             | shortest (requested) job first           |
+| sjf-procs | r (ties: n)                           | SJF as SchedInspector's code ranks ties  |
 | saf     | r * n                                   | smallest area first                      |
 | srf     | r / n                                   | smallest ratio first                     |
 | sqf     | n                                       | smallest request first                   |
@@ -18,6 +19,10 @@ With r = requested time, n = processors, s = submit time and w = current waiting
 `wfp3-rls` and `unicep-rls` reproduce the RLScheduler code, which reads the waiting time of a waiting
 job as -1 - s (its "scheduled time" is still -1). Their scores then favour long requests and early
 submitters: that bug produced the paper's WFP3/UNICEP numbers (spec rlscheduler.md section 9).
+
+Ties left by a score go to the job queued first. `sjf-procs` is the `sjf` of the `schedinspector`
+profile (its code sorts on (requested time, processors)); every other profile's `sjf` breaks ties by
+submit time, as RLScheduler's code does.
 
 SchedInspector's further base heuristics (smallest, largest, lpf, laf, lrf, sexp, lexp,
 multifactor) live in `hpcsched.policies.extra` and are known here by name too.
@@ -82,6 +87,7 @@ _STATIC: dict[str, Callable[[JobTable], np.ndarray]] = {
     "fcfs": lambda j: j.submit,
     "lcfs": lambda j: -j.submit,
     "sjf": lambda j: _dense_rank(j.req_time, j.submit),
+    "sjf-procs": lambda j: _dense_rank(j.req_time, j.procs),
     "saf": lambda j: j.req_time * j.procs,
     "srf": lambda j: j.req_time / j.procs,
     "sqf": lambda j: j.procs,
@@ -109,7 +115,9 @@ _DYNAMIC.update(EXTRA_DYNAMIC)
 DESCRIPTIONS = {
     "fcfs": "first come, first served",
     "lcfs": "last come, first served",
-    "sjf": "shortest requested time first",
+    "sjf": "shortest requested time first (ties: earliest submit)",
+    "sjf-procs": "shortest requested time first, ties: fewest processors (SchedInspector's code; "
+                 "the schedinspector profile's sjf)",
     "saf": "smallest area (time x procs) first",
     "srf": "smallest ratio (time / procs) first",
     "sqf": "smallest processor request first",
@@ -180,16 +188,24 @@ def policy_names() -> list[str]:
     return list(DESCRIPTIONS)
 
 
-def get_policy(name: str, seed: int = 0, dialect: str = ""):
+def get_policy(name: str, seed: int = 0, dialect: str = "", profile=None):
     """The heuristic called `name` (case-insensitive), in a profile's dialect: under "hpcsim" the
-    names are HPCsim's selectors (`hpcsched.policies.hpcsim`)."""
-    key = name.strip().lower()
+    names are HPCsim's selectors (`hpcsched.policies.hpcsim`). With `profile` (a name or a
+    `Profile`), its dialect, and the name as that profile reads it (the schedinspector profile's
+    `sjf` is `sjf-procs`, still named `sjf`, as the rows of a run under that profile call it)."""
+    label = key = name.strip().lower()
+    if profile is not None:
+        from hpcsched.sim.profiles import get_profile
+
+        prof = get_profile(profile)
+        dialect = prof.dialect
+        key = prof.heuristic(key)
     if dialect == "hpcsim":
         from hpcsched.policies.hpcsim import get_hpcsim_policy
 
         return get_hpcsim_policy(key)
     if key in _STATIC:
-        return StaticPriority(key, _STATIC[key])
+        return StaticPriority(label, _STATIC[key])
     if key in _DYNAMIC:
         return WaitingPriority(key, _DYNAMIC[key])
     if key == "random":

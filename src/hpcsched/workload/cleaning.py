@@ -14,6 +14,15 @@ changes without a trace in the run's summary.
 4. jobs with a run time of 0 are dropped;
 5. the jobs are sorted by job id (a stable sort).
 
+``"schedinspector"``: SchedInspector's loader, exactly (its code's `job.py`; spec schedinspector.md
+section 2):
+
+1. procs = max(alloc_procs, req_procs);
+2. a negative (unknown) run time becomes 10 s;
+3. every requested time becomes the job's run time (after step 2): perfect estimates;
+4. nothing is dropped: jobs with a run time of 0 are kept (SchedGym drops them);
+5. the jobs are sorted by job id (a stable sort).
+
 ``"standard"``: the textbook default of this package:
 
 1. procs = max(alloc_procs, req_procs);
@@ -38,7 +47,7 @@ applied its own rules to its traces: as ``standard``, except that jobs with a ru
 A request shorter than the run time is kept under the first two rules: under ``standard`` the engine kills
 such a job at its request and counts it itself; SchedGym lets it run to its logged run time.
 
-Both rules report the same normalisation constants (`CleaningReport.norm`), which RLScheduler's
+Every rule reports the same normalisation constants (`CleaningReport.norm`), which RLScheduler's
 observation divides by. They are taken from the raw table, over every row including the dropped
 ones, and start from 0 as SchedGym's do: ``max_run_time``, ``max_req_mem``, ``max_user``,
 ``max_group`` and ``max_executable`` are the maxima of the raw columns; ``max_procs`` is the
@@ -54,11 +63,12 @@ import numpy as np
 
 from hpcsched.workload.jobs import PROCS, JobTable
 
-RULES: tuple[str, ...] = ("rlscheduler", "standard", "cqsim", "hpcsim")
+RULES: tuple[str, ...] = ("rlscheduler", "schedinspector", "standard", "cqsim", "hpcsim")
 
 # what the report calls each rule
 PROCS_RULE = "procs = max(allocated, requested)"
 REQ_TIME_RULE = "requested time unknown -> run time"
+PERFECT_RULE = "requested time -> run time (perfect estimates)"
 NEG_RUN_RULE = "run time unknown -> 10 s"
 SORT_BY_ID = "reordered by job id"
 SORT_BY_SUBMIT = "reordered by submit time"
@@ -98,7 +108,7 @@ class CleaningReport:
 
 
 def clean(jobs: JobTable, rules: str) -> tuple[JobTable, CleaningReport]:
-    """Apply the cleaning `rules` ("rlscheduler" or "standard") to a raw table."""
+    """Apply the cleaning `rules` (one of `RULES`) to a raw table."""
     if rules not in _CLEANERS:
         raise ValueError(f"unknown cleaning rules {rules!r}; valid: {', '.join(RULES)}")
     return _CLEANERS[rules](jobs)
@@ -174,6 +184,20 @@ def _clean_rlscheduler(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
     return table, _report("rlscheduler", jobs, table, log)
 
 
+def _clean_schedinspector(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
+    log = _Log()
+    procs = np.maximum(jobs.alloc_procs, jobs.req_procs)
+    log.change(PROCS_RULE, procs != jobs.procs)
+    # SWF's only negative run time is -1 (unknown), which the loader reads as 10 s
+    negative = jobs.run_time < 0
+    log.change(NEG_RUN_RULE, negative)
+    run_time = np.where(negative, 10.0, jobs.run_time)
+    log.change(PERFECT_RULE, jobs.req_time != run_time)
+    table = jobs.with_columns(procs=procs, req_time=run_time.copy(), run_time=run_time)
+    table = _sort(table, table.job_id, SORT_BY_ID, log)
+    return table, _report("schedinspector", jobs, table, log)
+
+
 def _clean_standard(jobs: JobTable, rules: str = "standard") -> tuple[JobTable, CleaningReport]:
     log = _Log()
     procs = np.maximum(jobs.alloc_procs, jobs.req_procs)
@@ -228,7 +252,8 @@ def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningRep
     )
 
 
-_CLEANERS = {"rlscheduler": _clean_rlscheduler, "standard": _clean_standard,
+_CLEANERS = {"rlscheduler": _clean_rlscheduler, "schedinspector": _clean_schedinspector,
+             "standard": _clean_standard,
              "cqsim": _clean_cqsim, "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
 
 __all__ = ["CleaningReport", "RULES", "clean", "norm_constants"]

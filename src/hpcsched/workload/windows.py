@@ -6,6 +6,8 @@ that every policy compared sees the same jobs (`JobTable.window(start, length)`)
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 #: numpy's legacy seed state that gym 0.12's `seeding.np_random(1)` produces; RLScheduler's
@@ -31,6 +33,30 @@ def paper_windows(first: int = 10000, count: int = 10, length: int = 1024) -> li
         )
     rs = np.random.RandomState(np.array(PAPER_SEED, dtype=np.uint32))
     return [int(rs.randint(low, high)) for _ in range(count)]
+
+
+def gym_legacy_state(seed: int) -> tuple[int, ...]:
+    """The seed that gym's old `seeding.np_random(seed)` gives numpy's legacy RandomState: the
+    first 8 bytes of SHA-512 of the seed's decimal text, read as two little-endian uint32 words.
+    Seed 1 gives `PAPER_SEED`."""
+    digest = hashlib.sha512(str(int(seed)).encode()).digest()[:8]
+    return tuple(np.frombuffer(digest, dtype="<u4").tolist())
+
+
+def schedinspector_windows(n_jobs: int, count: int = 50, length: int = 256,
+                           seed: int = 1) -> list[int]:
+    """SchedInspector's test windows: its test script draws each start as ``randint(0, n_jobs -
+    length)`` in sequence from its environment's generator, seeded with 1 through gym's old
+    seeding (so over the whole trace: no train/test split). With the defaults on Lublin-1:
+    [9149, 8144, 1732, 7826, 1690, ...]. The script writes 256 for `length` in the bound."""
+    if count < 0 or length <= 0:
+        raise ValueError(
+            f"schedinspector_windows: count must be >= 0 and length > 0, got {count}, {length}")
+    if n_jobs - length <= 0:
+        raise ValueError(f"schedinspector_windows: a window of {length} jobs needs more than "
+                         f"the trace's {n_jobs} jobs")
+    rs = np.random.RandomState(np.array(gym_legacy_state(seed), dtype=np.uint32))
+    return [int(rs.randint(0, n_jobs - length)) for _ in range(count)]
 
 
 def sample_windows(
@@ -67,4 +93,5 @@ def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     return range(0, cut), range(cut, n_jobs)
 
 
-__all__ = ["PAPER_SEED", "paper_windows", "sample_windows", "train_test_split"]
+__all__ = ["PAPER_SEED", "gym_legacy_state", "paper_windows", "sample_windows",
+           "schedinspector_windows", "train_test_split"]
