@@ -115,13 +115,12 @@ def _sets(args) -> list[tuple[str, object, object]]:
 
 def cmd_grid(args) -> int:
     from hpcsched.experiments import herasched_grid as hg
-    from hpcsched.sim.profiles import PROFILES
     from hpcsched.sim.run import prepare
 
     for prof in args.profile:
         if prof not in ("hpcsim", "standard"):
-            known = ", ".join(p for p in PROFILES if p in ("hpcsim", "standard"))
-            raise ValueError(f"--profile {prof!r}: the grid runs under {known}")
+            raise ValueError(f"--profile {prof!r}: the grid runs under hpcsim, standard (the "
+                             f"thesis's simulator and ours)")
         for sel in args.selectors:
             hg.selector_policy(sel, prof)  # an unknown selector fails before any work
     if args.jobs is not None and args.jobs < 1:
