@@ -145,7 +145,9 @@ def cmd_grid(args) -> int:
                                    drop_oversized=args.drop_oversized)
                 if args.jobs is not None:
                     prepared = _first(prepared, args.jobs)
-                notes.append(f"{label} under {prof}: {prepared.summary()}")
+                if not isinstance(source, hg.Workload):
+                    label = prepared.name  # the trace's own name: phys2k_s11
+                notes.append(f"under {prof}: {prepared.summary()}")
 
                 def step(cell, label=label, prof=prof):
                     bar.note(f"{label} ({prof}): {cell}")
