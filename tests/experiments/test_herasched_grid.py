@@ -160,6 +160,10 @@ def test_the_table_output_and_markdown(capsys, tmp_path):
 def test_bad_grid_input_gives_one_clear_line(capsys):
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--selectors", "fcfs,saf")
     assert_one_line_error(code, err, "unknown policy 'saf' under the hpcsim profile")
+    code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--allocators", "worst-fit")
+    assert_one_line_error(code, err, "unknown allocator 'worst-fit'", "best-fit")
+    code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--reference", "sjf+worst-fit")
+    assert_one_line_error(code, err, "--reference 'sjf+worst-fit' is not a cell")
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--profile", "rlscheduler")
     assert_one_line_error(code, err, "--profile 'rlscheduler'", "hpcsim, standard")
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--cluster", "cerit-zewura")

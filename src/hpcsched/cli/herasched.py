@@ -76,13 +76,15 @@ def register(train, experiment, fmt) -> None:
     p.set_defaults(func=cmd_grid)
 
 
-def _reference(text: str | None, grid):
+def _reference(text: str | None, selectors, allocators):
+    """The cell named by --reference ("lcfs+best-fit"), checked against the grid before it runs;
+    None: the best cell of each grid."""
     if text is None:
-        return grid.reference()
+        return None
     sel, sep, alloc = text.partition("+")
     cell = (sel.strip().lower(), alloc.strip().lower())
-    if not sep or cell not in grid.metrics:
-        cells = ", ".join(f"{s}+{a}" for s, a in grid.cells())
+    if not sep or cell[0] not in selectors or cell[1] not in allocators:
+        cells = ", ".join(f"{s}+{a}" for s in selectors for a in allocators)
         raise ValueError(f"--reference {text!r} is not a cell of the grid; the cells: {cells}")
     return cell
 
@@ -117,14 +119,21 @@ def cmd_grid(args) -> int:
     from hpcsched.experiments import herasched_grid as hg
     from hpcsched.sim.run import prepare
 
+    args.selectors = [s.lower() for s in args.selectors]
+    args.allocators = [a.lower() for a in args.allocators]
     for prof in args.profile:
         if prof not in ("hpcsim", "standard"):
             raise ValueError(f"--profile {prof!r}: the grid runs under hpcsim, standard (the "
                              f"thesis's simulator and ours)")
         for sel in args.selectors:
-            hg.selector_policy(sel, prof)  # an unknown selector fails before any work
+            hg.selector_policy(sel, prof)  # unknown names fail before any work
+    for alloc in args.allocators:
+        if alloc not in hg.ALLOCATORS:
+            raise ValueError(f"--allocators: unknown allocator {alloc!r}; the grid's: "
+                             f"{', '.join(hg.ALLOCATORS)} (under hpcsim, HPCsim's own)")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    chosen = _reference(args.reference, args.selectors, args.allocators)
     sets = _sets(args)
     cells = len(args.selectors) * len(args.allocators)
     grids, notes = [], []
@@ -156,7 +165,7 @@ def cmd_grid(args) -> int:
                 grids.append(hg.run_grid(prepared, workload=label, selectors=args.selectors,
                                          allocators=args.allocators, backfill=args.backfill,
                                          progress=step))
-    references = [_reference(args.reference, g) for g in grids]
+    references = [chosen or g.reference() for g in grids]
     plots = []
     if args.plot:
         for g, ref in zip(grids, references):
