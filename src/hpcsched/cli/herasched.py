@@ -16,7 +16,8 @@ EPILOG_GRID = """examples:
   hpcsched experiment herasched-grid --trace jobs.txt --cluster /etc/slurm/slurm.conf --partition gpu
   hpcsched experiment herasched-grid --cluster spartan-physical --json > grid.json
 
-The workloads (generated stand-ins for the thesis's sets, which are not public; fixed seeds):
+The workloads: stand-ins for the thesis's sets, which are not public, made by the Spartan-like
+generator (hpcsched.workload.spartan, calibrated to the thesis's statistics), fixed seeds:
   spartan-physical               physical-week: the thesis's week, 84,135 jobs (Table B.1), seed 1
   spartan-deeplearn              deeplearn-year: the thesis's year, 68,720 jobs (Table B.2), seed 1
   spartan-physical --high-load   physical-high-load: one day, 52,985 jobs (Table B.3), seed 1

@@ -13,8 +13,9 @@ allocator places each job on named nodes, and the engine's compiled pass loop ru
 a Physical week). AWT is the mean wait and MWT the largest wait over every job, in seconds, the
 thesis's two metrics (Ch. 4 reports only those).
 
-The thesis's four workloads are not public; `WORKLOADS` names generated stand-ins for them, each with
-a fixed seed, and `workload_jobs` is the one place where their source is chosen.
+The thesis's four workloads are not public; `WORKLOADS` names generated stand-ins for them (the
+Spartan-like generator, `hpcsched.workload.spartan`), each with a fixed seed, and `workload_jobs`
+is the one place where their source is chosen.
 """
 
 from __future__ import annotations
@@ -80,35 +81,16 @@ def workload_for(cluster: str, high_load: bool = False) -> Workload:
 def workload_jobs(workload: Workload, seed: int | None = None) -> JobTable:
     """The jobs of `workload` (with `seed` instead of its own, if given).
 
-    This is the one place that chooses where the stand-ins come from. Until the Spartan-like
-    generator lands, they are the synthetic HPCsim-format traces of `benchmarks/hpcsim_traces.py`
-    (calibrated on HPCsim's fixtures, not on the thesis's statistics), with the thesis's job counts.
+    This is the one place that chooses where the stand-ins come from: the Spartan-like generator
+    (`hpcsched.workload.spartan`), calibrated to the thesis's statistics, at the set's window or
+    high-load day: `generate(cluster, seed=seed, high_load_day=...)`, with no file in between.
     """
-    import importlib.util
-    import os
-    import sys
-    import tempfile
-    from pathlib import Path
+    from hpcsched.workload.spartan import generate
 
-    from hpcsched.workload.slurm import read_hpcsim
-
-    script = Path(__file__).resolve().parents[3] / "benchmarks" / "hpcsim_traces.py"
-    if not script.exists():
-        raise ValueError(f"the stand-in workloads need {script} (a checkout of the repository)")
-    spec = importlib.util.spec_from_file_location("hpcsim_traces", script)
-    module = sys.modules.get("hpcsim_traces") or importlib.util.module_from_spec(spec)
-    if "hpcsim_traces" not in sys.modules:
-        sys.modules["hpcsim_traces"] = module
-        spec.loader.exec_module(module)
-    partition = workload.cluster.removeprefix("spartan-")
-    rows = module.generate(partition, workload.thesis_jobs,
-                           workload.seed if seed is None else seed, load=0.6)
-    name = workload.name if seed is None or seed == workload.seed else f"{workload.name}-s{seed}"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, f"{name}.tsv")
-        module.write_trace(rows, path)
-        jobs = read_hpcsim(path, partition, name=name)
-    return jobs.with_header(path="")
+    seed = workload.seed if seed is None else seed
+    trace = generate(workload.cluster, seed=seed, high_load_day=workload.high_load)
+    name = workload.name if seed == workload.seed else f"{workload.name}-s{seed}"
+    return trace.jobs.with_header(name=name, path="")
 
 
 # ---- the grid -----------------------------------------------------------------------------------
