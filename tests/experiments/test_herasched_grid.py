@@ -130,6 +130,10 @@ def test_the_cells_equal_separate_simulate_runs(capsys, tmp_path, profile):
     assert code == 0, err
     rows = json.loads(out)
     assert len(rows) == 21 and plot.exists()
+    # a progress line per cell where stderr is not a terminal (a log)
+    progress = [line for line in err.splitlines() if line.startswith("herasched-grid ")]
+    assert len(progress) == 21 and progress[-1].startswith("herasched-grid 21/21 ")
+    assert progress[-1].endswith("f2+first-available")
     assert {(r["policy"], r["allocator"]) for r in rows} == {
         (s, a) for s in hg.SELECTORS for a in hg.ALLOCATORS}
     ref = [r for r in rows if r["reference"]]

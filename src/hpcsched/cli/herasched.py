@@ -138,7 +138,7 @@ def cmd_grid(args) -> int:
     sets = _sets(args)
     cells = len(args.selectors) * len(args.allocators)
     grids, notes = [], []
-    with Progress(len(sets) * len(args.profile) * cells, "herasched-grid") as bar:
+    with Progress(len(sets) * len(args.profile) * cells, "herasched-grid", lines=True) as bar:
         for label, source, cluster in sets:
             if isinstance(source, hg.Workload):
                 bar.note(f"generating {label}")
