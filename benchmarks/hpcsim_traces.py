@@ -40,17 +40,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-COLUMNS = (
-    "JobID UID GID Account AllocCPUS AllocNodes Allgpu Allmem ReqCPUS ReqNodes Reqgpu ReqMem "
-    "TimelimitRaw AdminComment Constraints CPUTimeRAW ElapsedRaw Eligible Submit Start End State "
-    "NodeList Partition Reserved QOS QOSRAW Reason difference"
-).split()
+from hpcsched.workload.slurm_write import HPCSIM_COLUMNS, admin_comment, node_list, write_lines
+
+COLUMNS = list(HPCSIM_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -229,9 +226,8 @@ def _row(job_id: int, partition: str, prefix: str, j: dict, submit: dt.datetime,
          rng: np.random.Generator, units: bool, partial_request: bool) -> dict[str, str]:
     n, c, mem, g = j["nodes"], j["cores"], j["mem"], j["gpus"]
     total_mem = _memory_text(n * mem, rng, units)
-    gres = f"gpu:A100:{g}|" if g else ""
-    admin = "".join(f"|{prefix}{h + 1:03d}|{'0' if c == 1 else f'0-{c - 1}'}|{gres};" for h in range(n))
-    nodelist = f"{prefix}001" if n == 1 else f"{prefix}[001-{n:03d}]"
+    admin = admin_comment(prefix, n, c, f"gpu:A100:{g}" if g else "")
+    nodelist = node_list(prefix, n)
     uid = int(rng.integers(10000, 10400))
     run = j["run"]
     end = submit + dt.timedelta(seconds=run)
@@ -257,17 +253,7 @@ def _row(job_id: int, partition: str, prefix: str, j: dict, submit: dt.datetime,
 def write_trace(rows: list[dict[str, str]], path: str | os.PathLike) -> None:
     """Write rows as HPCsim's tab-separated file (gzip when the name ends in .gz; mtime 0, so the
     bytes depend on the rows only)."""
-    text = "\t".join(COLUMNS) + "\n" + "".join(
-        "\t".join(r[c] for c in COLUMNS) + "\n" for r in rows)
-    data = text.encode()
-    path = os.fspath(path)
-    if path.endswith(".gz"):
-        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
-                                                    filename="") as f:
-            f.write(data)
-    else:
-        with open(path, "wb") as f:
-            f.write(data)
+    write_lines(path, [["\t".join(COLUMNS)], ("\t".join(r[c] for c in COLUMNS) for r in rows)])
 
 
 def main(argv=None) -> None:

@@ -65,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (`hpcsched trace jobs ... | head`): quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (TraceError, ClusterError, ValueError, OSError) as exc:
         print(f"hpcsched: error: {exc}", file=sys.stderr)
         return 2

@@ -35,9 +35,13 @@ EPILOG_EVALUATE = """examples:
 EPILOG_TRACE = """examples:
   hpcsched trace list
   hpcsched trace stats hpc2n
+  hpcsched trace stats jobs.txt                 # a sacct -P file: what was read and dropped, counted
+  hpcsched trace jobs jobs.txt --json           # every job as read, one flat row each (--csv too)
+  hpcsched trace jobs jobs.txt --partition gpu --csv
   hpcsched trace convert my.swf.gz out.swf --first 10000
+  hpcsched trace generate spartan-physical --days 7 --seed 1 -o physical-week.txt
+  hpcsched trace stats physical-week.txt        # each calibrated statistic beside its target
   hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
-  hpcsched trace generate lublin out.swf --jobs 5000 --fit ricc   # fitted to a real trace
 """
 
 
@@ -94,10 +98,35 @@ def register(sub, fmt) -> None:
                        formatter_class=RAW)
     tsub = p.add_subparsers(dest="trace_command", metavar="ACTION")
     t = tsub.add_parser("list", help="the bundled traces")
-    t = tsub.add_parser("stats", parents=[fmt], help="summary statistics of a trace")
+    t = tsub.add_parser("stats", parents=[fmt], help="summary statistics of a trace (of a Slurm "
+                                                    "accounting file: also what was read and "
+                                                    "dropped, and why)")
     t.add_argument("trace", nargs="+")
     add_profile_arg(t)
+    t.add_argument("--partition", help="a Slurm-accounting trace: only this partition's jobs")
+    t.add_argument("--cluster", metavar="NAME|FILE",
+                   help="size the offered load by this cluster (default: the trace header's "
+                        "size; a Slurm-accounting file has none, and its load is then left out)")
+    t.add_argument("--nodes", type=int, help="cluster size in nodes, for the offered load")
+    t.add_argument("--procs-per-node", type=int)
+    t.add_argument("--calibration", action="store_true",
+                   help="print only the table of the Spartan-like generator's calibrated "
+                        "statistics, each beside its target (shown anyway, after the summary, "
+                        "for a trace of a partition named physical, deeplearn or sapphire)")
+    t.add_argument("--against", choices=["spartan-physical", "spartan-deeplearn",
+                                         "spartan-sapphire"],
+                   help="compare with this Spartan partition's targets whatever the trace's "
+                        "partition")
     p.set_defaults(trace_parser=p)
+    t = tsub.add_parser("jobs", parents=[fmt],
+                        help="every job of a trace as read, one flat row each (job_id as the "
+                             "source names it, submit, wait, run, limit, nodes, cores_per_node, "
+                             "mem_per_node, gpus_per_node, partition, user, state, ...)")
+    t.add_argument("trace", help="a bundled trace name, an SWF file, sacct -P output or an HPCsim "
+                                 "trace")
+    t.add_argument("--partition", help="a Slurm-accounting trace: only this partition's jobs")
+    t.add_argument("--clean", choices=list(PROFILES),
+                   help="apply a profile's cleaning rules first (default: the jobs as read)")
     t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
     t.add_argument("source")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
@@ -105,19 +134,9 @@ def register(sub, fmt) -> None:
     t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
-    t = tsub.add_parser("generate", help="write a synthetic trace from a workload model")
-    t.add_argument("model", choices=["lublin"],
-                   help="lublin: the Lublin-Feitelson (2003) model, its published parameters")
-    t.add_argument("dest", help="output SWF file (.gz to compress)")
-    t.add_argument("--jobs", type=int, default=10000)
-    t.add_argument("--nodes", type=int, default=128, help="machine size (default 128, the model's)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--max-run-time", type=float, default=2 * 86400.0,
-                   help="longest run time in seconds (default 2 days)")
-    t.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
-                                 "(its first --fit-days days, cqsim cleaning); --nodes is then "
-                                 "its own")
-    t.add_argument("--fit-days", type=float, default=28.0)
+    from hpcsched.cli.generate import add_parser as add_generate_parser
+
+    add_generate_parser(tsub)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
                        ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
         sub.choices[name].set_defaults(func=func)
@@ -279,6 +298,9 @@ def cmd_policies(args) -> int:
     return 0
 
 
+_CALIBRATION_COLUMNS = ["trace", "statistic", "target", "this trace", "ok", "source"]
+
+
 def cmd_trace(args) -> int:
     from hpcsched.workload import traces
 
@@ -287,18 +309,62 @@ def cmd_trace(args) -> int:
             print(f"{name:<12}{info}")
         return 0
     if args.trace_command == "stats":
+        from hpcsched.sim.run import prepare
+        from hpcsched.workload.cleaning import clean
         from hpcsched.workload.stats import trace_stats
 
-        from hpcsched.sim.run import prepare
+        from hpcsched.cli.generate import calibration_rows
 
-        rows = []
+        if args.calibration:  # only the Spartan calibration table
+            cal = []
+            for name in args.trace:
+                raw = traces.load_trace(name, partition=args.partition)
+                rows = calibration_rows(name, raw, args.against)
+                if rows is None:
+                    raise ValueError(f"{name}: not a trace of a Spartan partition (physical, "
+                                     f"deeplearn, sapphire); name one with --against")
+                cal += rows
+            print(format_rows(cal, args.fmt or "table", columns=_CALIBRATION_COLUMNS))
+            return 0
+        rows, cal = [], []
         for name in args.trace:
-            prepared = prepare(name, args.profile, drop_oversized=True)
-            row = {"trace": prepared.name}
-            row.update(trace_stats(prepared.jobs, prepared.cluster.total_procs))
+            if args.against or traces.is_slurm_file(name):
+                cal.append(calibration_rows(
+                    name, traces.load_trace(name, partition=args.partition), args.against))
+            if args.cluster or args.nodes or not traces.is_slurm_file(name):
+                prepared = prepare(name, args.profile, drop_oversized=True,
+                                   partition=args.partition, cluster=args.cluster,
+                                   nodes=args.nodes, procs_per_node=args.procs_per_node)
+                label, jobs, cleaning = prepared.name, prepared.jobs, prepared.report
+                cluster = prepared.cluster
+                procs = (cluster.total_procs if hasattr(cluster, "total_procs")
+                         else int(cluster.total[cluster.resource_index("cores")]))
+            else:  # a Slurm-accounting file names no cluster size: no offered load
+                raw = traces.load_trace(name, partition=args.partition)
+                jobs, cleaning = clean(raw, PROFILES[args.profile].cleaning)
+                label, procs = raw.header.name, None
+            row = {"trace": label}
+            read = getattr(jobs.header, "report", None)
+            if read is not None:  # a Slurm-accounting file: what reading dropped, and why
+                if args.fmt:
+                    row["read"] = read.summary()
+                else:
+                    print("\n".join(read.lines()))
+            row["cleaning"] = cleaning.summary()
+            row.update(trace_stats(jobs, procs))
             rows.append(row)
+        if not args.fmt:
+            for row in rows:
+                print(f"{row['trace']}: cleaning ({args.profile}): {row.pop('cleaning')}")
         print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
+        for c in cal:
+            if c and not args.fmt:  # --json/--csv keep one flat table: --calibration gives this
+                print(f"\n{c[0]['trace']} beside the thesis's {c[0]['model']} (`hpcsched trace "
+                      f"generate --help` says what is calibrated to what):")
+                print(format_rows(c, "table", columns=_CALIBRATION_COLUMNS[1:]))
         return 0
+    if args.trace_command == "jobs":
+        return _jobs(args)
     if args.trace_command == "convert":
         from hpcsched.workload.swf import write_swf
 
@@ -316,28 +382,42 @@ def cmd_trace(args) -> int:
         print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
         return 0
     if args.trace_command == "generate":
-        return _generate(args)
+        from hpcsched.cli.generate import cmd_generate
+
+        return cmd_generate(args)
     args.trace_parser.print_help()
     return 2
 
 
-def _generate(args) -> int:
-    from hpcsched.workload import lublin
-    from hpcsched.workload.swf import write_swf
+def _jobs(args) -> int:
+    import csv
 
-    if args.jobs <= 0 or args.nodes <= 0:
-        raise ValueError(f"--jobs and --nodes must be positive (got {args.jobs}, {args.nodes})")
-    if args.fit:
-        from hpcsched.sim.run import prepare
+    from hpcsched.workload import traces
+    from hpcsched.workload.listing import job_columns
 
-        prepared = prepare(args.fit, "cqsim")
-        real = prepared.jobs
-        real = real.take((real.submit - real.submit[0]) < args.fit_days * 86400.0)
-        jobs = lublin.fitted(real, prepared.cluster.nodes, args.jobs, seed=args.seed,
-                             procs_per_node=prepared.cluster.procs_per_node)
+    jobs = traces.load_trace(args.trace, partition=args.partition) if args.partition \
+        else traces.load_trace(args.trace)
+    read = getattr(jobs.header, "report", None)
+    if read is not None:
+        print(f"read: {read.summary()}", file=sys.stderr)
+    if args.clean:
+        from hpcsched.workload.cleaning import clean
+
+        jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
+        print(f"cleaning ({args.clean}): {report.summary()}", file=sys.stderr)
+    cols = job_columns(jobs)
+    keys = list(cols)
+    rows = (dict(zip(keys, values)) for values in zip(*cols.values()))
+    out = sys.stdout
+    if args.fmt == "json":
+        out.write("[")
+        for i, row in enumerate(rows):
+            out.write(("\n" if i == 0 else ",\n") + json.dumps(row))
+        out.write("\n]\n")
+    elif args.fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")  # None is written as an empty field
+        writer.writerow(keys)
+        writer.writerows(zip(*cols.values()))
     else:
-        jobs = lublin.generate(args.jobs, args.nodes, seed=args.seed,
-                               max_run_time=args.max_run_time)
-    write_swf(jobs, args.dest)
-    print(f"wrote {len(jobs)} jobs to {args.dest}", file=sys.stderr)
+        print(format_rows(list(rows), args.fmt or "table", columns=keys))
     return 0

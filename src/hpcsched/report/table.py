@@ -18,6 +18,8 @@ DEFAULT_COLUMNS = ("trace", "policy", "backfill", "bsld", "max_bsld", "wait", "m
 
 
 def _cell(key: str, value) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
         if math.isnan(value):
             return "-"

@@ -163,7 +163,7 @@ def _running_remove(run_est, run_row, run_need, count, est, row):
     return count - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(heap_end, heap_row, count, end, row):
     i = count
     while i > 0:
@@ -178,7 +178,7 @@ def _heap_push(heap_end, heap_row, count, end, row):
     return count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(heap_end, heap_row, count):
     """Remove the top of the heap (the caller has read it); returns the new count."""
     count -= 1

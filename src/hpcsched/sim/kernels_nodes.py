@@ -47,6 +47,7 @@ import numpy as np
 from hpcsched._jit import HAVE_NUMBA, njit
 from hpcsched.cluster.allocate_kernels import choose, fill_fits, unpack
 from hpcsched.sim.engine import BACKFILLED, READY
+from hpcsched.sim.kernels import _heap_pop, _heap_push  # the real ends: the same heap as the pool's
 
 #: backfilling rules of the kernel
 RULE_NONE, RULE_EASY, RULE_HPCSIM = 0, 1, 2
@@ -272,45 +273,6 @@ def _task_remove(tasks, ntask, i, row):
     for q in range(j, nt - 1):
         tasks[i, q] = tasks[i, q + 1]
     ntask[i] = nt - 1
-
-
-@njit(cache=True, inline="always")
-def _heap_push(heap_end, heap_row, count, end, row):
-    i = count
-    while i > 0:
-        parent = (i - 1) >> 1
-        if heap_end[parent] < end or (heap_end[parent] == end and heap_row[parent] < row):
-            break
-        heap_end[i] = heap_end[parent]
-        heap_row[i] = heap_row[parent]
-        i = parent
-    heap_end[i] = end
-    heap_row[i] = row
-    return count + 1
-
-
-@njit(cache=True, inline="always")
-def _heap_pop(heap_end, heap_row, count):
-    """Remove the top of the heap (the caller has read it); returns the new count."""
-    count -= 1
-    end = heap_end[count]
-    row = heap_row[count]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= count:
-            break
-        if c + 1 < count and (heap_end[c + 1] < heap_end[c] or (
-                heap_end[c + 1] == heap_end[c] and heap_row[c + 1] < heap_row[c])):
-            c += 1
-        if end < heap_end[c] or (end == heap_end[c] and row < heap_row[c]):
-            break
-        heap_end[i] = heap_end[c]
-        heap_row[i] = heap_row[c]
-        i = c
-    heap_end[i] = end
-    heap_row[i] = row
-    return count
 
 
 # -- what fits -------------------------------------------------------------------------------------

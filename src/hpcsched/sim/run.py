@@ -24,8 +24,7 @@ from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, get_profile
 from hpcsched.workload.cleaning import CleaningReport, clean
 from hpcsched.workload.jobs import JobTable
-from hpcsched.workload.slurm import looks_like_hpcsim
-from hpcsched.workload.traces import load_trace
+from hpcsched.workload.traces import is_slurm_file, load_trace
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,9 @@ class Prepared:
 
     def summary(self) -> str:
         text = f"{self.name}: {self.report.summary()}"
+        read = getattr(self.jobs.header, "report", None)  # a Slurm-accounting file's reading
+        if read is not None:
+            text = f"{self.name}: reading the file: {read.summary()}\n{text}"
         if self.dropped_no_procs:
             text += (f"; {self.dropped_no_procs} job(s) without a processor count dropped "
                      f"(they cannot be simulated)")
@@ -83,7 +85,7 @@ def prepare(
         part = partition
         if part is None and hetero is not None and len(hetero.partition_names) == 1:
             part = hetero.partition_names[0]
-        raw = load_trace(trace, partition=part) if part is not None and _is_slurm(trace) \
+        raw = load_trace(trace, partition=part) if part is not None and is_slurm_file(trace) \
             else load_trace(trace)
     else:
         raw = trace
@@ -155,13 +157,6 @@ def _cluster(spec, partition: str | None) -> Cluster:
     if isinstance(spec, Cluster):
         return spec.select(partition) if partition else spec
     return load_cluster(spec, partition)
-
-
-def _is_slurm(trace: str) -> bool:
-    import os
-
-    path = os.path.expanduser(trace)
-    return os.path.isfile(path) and looks_like_hpcsim(path)
 
 
 def window(prepared: Prepared, start: int | None = None, jobs: int | None = None) -> JobTable:

@@ -10,15 +10,21 @@
 
 The file is one header line naming the columns (in any order, as sacct prints them; the names are
 matched without regard to case), then one row per line, fields separated by ``|``; a trailing ``|``
-on every line (``--parsable``) is allowed, plain or gzipped. What sacct's manual says each column
-holds, and what this reader makes of it:
+on every line (``--parsable``) is allowed, plain or gzipped.
+
+What each column holds is taken from Slurm's manual page of sacct, sacct(1)
+(https://slurm.schedmd.com/sacct.html: the sections "Job Accounting Fields", for JobID, JobIDRaw,
+ElapsedRaw, TimelimitRaw, ReqMem, ReqTRES, AllocTRES, NNodes, NCPUS, and "JOB STATE CODES"), said
+here in our own words; where the manual is silent, the note says where the reading comes from. For
+each column, what it holds and what this reader makes of it:
 
 * **JobID**: the job's id as Slurm names it: ``123`` a job, ``123_4`` task 4 of array job 123,
   ``123+0`` component 0 of heterogeneous job 123 (each component is a row with its own resources;
   the components are kept as separate jobs), ``123.batch`` / ``123.extern`` / ``123.0`` a job
   *step* (a row of its own unless ``-X``, *allocations only*, is given: skipped and counted), and
   ``123_[5-10]`` the array tasks still pending as one row (skipped and counted: they never ran).
-  **JobIDRaw**: the job's own number (an array task's and a component's too). The JobTable's
+  **JobIDRaw**: the job's own number, which the manual distinguishes from JobID for array and
+  heterogeneous jobs (an array task and a component have their own). The JobTable's
   numeric `job_id` is JobIDRaw where the file has it, else the JobID where all are plain numbers,
   else the job's position 1, 2, ... in submit order (`TraceHeader.fields["JobIdSource"]` says
   which); the ids as sacct prints them are in ``header.source`` (`SlurmHeader`), and
@@ -28,16 +34,21 @@ holds, and what this reader makes of it:
   which changes no interval); ``Unknown`` or ``None`` where there is no such time. `submit` is
   seconds since the earliest Submit kept (that instant is the header's `unix_start_time`), `wait`
   = Start - Submit. **Eligible** (when the job could first start) is not used.
-* **State**: the job's state; its first word counts (``CANCELLED by 1001`` is CANCELLED). A job
+* **State**: the job's state, one of the manual's job state codes (PENDING, RUNNING, COMPLETED,
+  CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, ...); its
+  first word counts (``CANCELLED by 1001`` is CANCELLED; a trailing ``+``, sacct's mark of a cut
+  text, is dropped). A job
   that never started is dropped and counted by state: no Start (``Unknown``/``None``), no CPU
   allocated (NCPUS 0), or PENDING. A job still running when sacct ran (RUNNING, SUSPENDED,
   REQUEUED, ..., or no End) is dropped and counted: its run time is not known yet. A job cancelled
   while running, TIMEOUT, FAILED, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, ... keeps its real run time.
   The SWF `status` is 1 COMPLETED, 5 CANCELLED, 0 the failures, -1 other states.
-* **ElapsedRaw**: the job's run time in seconds: the `run_time` (End - Start where the file has no
+* **ElapsedRaw**: the job's elapsed time in seconds (the manual: Elapsed, as a number of seconds):
+  the `run_time` (End - Start where the file has no
   ElapsedRaw; where both are given and differ, as for a job that was suspended, ElapsedRaw is used
   and the rows are counted).
-* **TimelimitRaw**: the job's time limit in minutes; **Timelimit** the same as ``[D-]HH:MM:SS``,
+* **TimelimitRaw**: the job's time limit as a number of minutes (the manual says so; HPCsim's own
+  documentation says seconds, wrongly); **Timelimit** the same as ``[D-]HH:MM:SS``,
   ``MM:SS`` (and sbatch's other forms); where both are given they must agree. ``UNLIMITED`` (no
   limit set) and ``Partition_Limit`` (none set, the partition's not yet applied) mean the job has
   no limit of its own: its requested time is the `no_limit` given (seconds, or seconds per
@@ -50,9 +61,12 @@ holds, and what this reader makes of it:
   counted where it is not a whole number. `procs` = NCPUS.
 * Memory, as a job total, from the first that the row gives: the allocation, ``mem=`` in
   **AllocTRES** (the trackable resources allocated, e.g. ``cpu=4,mem=16G,node=1,gres/gpu=2``);
-  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), where old
-  Slurm appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS) and Slurm 21.08+
-  prints the job's total; else ``mem=`` in **ReqTRES** (the resources requested at submission).
+  else **ReqMem**, the memory asked for, a number with a unit K, M, G, T (none: MB), to which
+  Slurm before 21.08 appends ``n`` (per node: times the nodes) or ``c`` (per CPU: times NCPUS), as
+  its manual of those versions says; since 21.08 sacct prints the ``mem`` count of the job's
+  requested TRES, the job's total, with no suffix (read from sacct's source, which prints ReqMem
+  from the request's TRES string); else ``mem=`` in **ReqTRES** (the trackable resources asked
+  for). ReqTRES is read only for the jobs whose AllocTRES and ReqMem leave something unsaid.
   `mem_per_node` = total / nodes in MB, rounded up to a whole MB (counted where that changes it);
   rows whose allocation differs from the request are counted. -1 where the file says nothing.
 * GPUs: ``gres/gpu=N`` in AllocTRES, else in ReqTRES; a typed ``gres/gpu:a100=N`` next to it is
@@ -71,33 +85,33 @@ HPCsim's tab-separated traces, anything else) or lacks one of these is an error 
 field is a `TraceError` naming the file, line, column and value. Rows are checked only as far as
 they are read: a dropped row is not checked past the reason it was dropped for.
 
-Reading is columnar (`hpcsched.workload.accounting`): 2,000,000 rows of the issue's column set read
-in about 10 s on one slow core.
+Reading is columnar (`hpcsched.workload.accounting`: numpy over whole columns, a block of rows at
+a time, and Python only once per distinct unusual value); `benchmarks/sacct_load.py` times it on
+millions of rows (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from hpcsched.workload.accounting import (
     REPEATED_ID, SKIP_ARRAY_RANGE, SKIP_STEP, Column, Fields, ReadReport, SlurmHeader, SourceText,
-    bad, classify_job_ids, count, first_line, instants, memory_mb, naturals_or, numeric_job_ids,
-    parse_by_value, repeated,
+    bad, check_format, classify_job_ids, count, head_line, instants, memory_mb, naturals_or,
+    parse_by_value, read_buffer, repeated,
 )
+from hpcsched.workload.formats import describe, sniff, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import TraceError
 
 #: sacct's names for the columns this reader knows, matched without regard to case
 KNOWN = ("JobID", "JobIDRaw", "User", "UID", "GID", "Group", "Account", "Partition", "QOS",
          "Submit", "Eligible", "Start", "End", "Elapsed", "ElapsedRaw", "Timelimit",
          "TimelimitRaw", "NNodes", "AllocNodes", "ReqNodes", "NCPUS", "AllocCPUS", "ReqCPUS",
-         "ReqMem", "ReqTRES", "AllocTRES", "State", "JobName", "NodeList", "ExitCode", "Reason",
-         "CPUTimeRAW", "AdminComment", "Constraints", "Reserved", "Planned", "QOSRAW", "Cluster")
+         "ReqMem", "ReqTRES", "AllocTRES", "State")
 _CANON = {k.lower(): k for k in KNOWN}
 #: each needed thing and the columns that can give it, the first present wins
 NEEDED: tuple[tuple[str, ...], ...] = (
@@ -109,9 +123,8 @@ NEEDED: tuple[tuple[str, ...], ...] = (
 # what the report calls each thing it counts
 DROP_PARTITION = "other partition"
 NEVER_STARTED = "never started ({})"
-UNFINISHED = "still running when sacct ran (RUNNING, SUSPENDED, ... or no End): run time unknown"
-NO_LIMIT_UNKNOWN = ("no time limit (UNLIMITED, Partition_Limit): requested time left unknown, -1 "
-                    "(the profile's cleaning decides; standard: the run time)")
+UNFINISHED = "not ended when sacct ran (RUNNING, SUSPENDED, ..., or no End): run time unknown"
+NO_LIMIT_UNKNOWN = "no time limit (UNLIMITED, Partition_Limit): requested time unknown, -1"
 NO_LIMIT_GIVEN = "no time limit (UNLIMITED, Partition_Limit): requested time from no_limit"
 CORES_ROUNDED = "NCPUS not a multiple of the node count (cores per node rounded up)"
 GPUS_ROUNDED = "GPUs not a multiple of the node count (GPUs per node rounded up)"
@@ -120,7 +133,7 @@ MEMORY_ALLOCATED = "memory allocated (AllocTRES mem=) differs from ReqMem (the a
 MEMORY_FROM_REQMEM_PER_CPU = "memory per CPU (ReqMem ...c): times NCPUS"
 WAIT_NEGATIVE = "Start before Submit (wait unknown, -1)"
 REORDERED = "reordered by submit time"
-NOTE_PAST_LIMIT = "ran past its time limit (kept; the standard profile ends a job at its limit)"
+NOTE_PAST_LIMIT = "ran past its time limit (kept as logged)"
 NOTE_ELAPSED = "ElapsedRaw differs from End - Start (time suspended; ElapsedRaw used)"
 NOTE_STATE = "state unknown to this reader (kept: it ran)"
 NOTE_MEMORY_ZERO = "memory 0 (--mem=0: all of a node's memory; no allocation recorded)"
@@ -142,15 +155,6 @@ NO_LIMIT_WORDS = frozenset({"unlimited", "partition_limit"})
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
-@dataclass(frozen=True)
-class SacctReport(ReadReport):
-    """`ReadReport` of a sacct file: `rows_read` counts every data row (steps included)."""
-
-    def summary(self) -> str:
-        return super().summary().replace(" jobs read, ", " rows read, ", 1).replace(
-            " kept", " jobs kept", 1)
-
-
 def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
                no_limit: float | Mapping[str, float] | None = None,
                name: str | None = None) -> JobTable:
@@ -165,17 +169,16 @@ def read_sacct(path: str | os.PathLike, partition: str | None = None, *,
 
 def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None, *,
                            no_limit: float | Mapping[str, float] | None = None,
-                           name: str | None = None) -> tuple[JobTable, SacctReport]:
+                           name: str | None = None) -> tuple[JobTable, ReadReport]:
     """`read_sacct`, and the report of what was dropped or changed (also ``header.report``)."""
     where = os.fspath(path)
-    data = _read_bytes(where)
-    header_no, head = first_line(data)
-    if not header_no:
-        raise TraceError(f"{where}: empty file")
-    if not is_sacct_header(head):
-        raise TraceError(f"{where}: not Slurm sacct output ({describe_first_line(head)}); "
-                         f"expected a first line naming sacct's columns separated by '|', as "
-                         f"`sacct -P -X --format=JobIDRaw,JobID,Submit,Start,End,...` prints")
+    data = read_buffer(where)
+    check_format(data, where, "sacct")  # another format: an error saying which
+    head = head_line(data)[1]
+    if sniff(head) != "sacct":
+        raise TraceError(f"{where}: not Slurm sacct output: its first line does not name sacct's "
+                         f"columns separated by '|', as `sacct -P -X --format=JobIDRaw,JobID,"
+                         f"Submit,Start,End,...` prints ({describe(head)})")
     fields = Fields(data, "|", where, "sacct -P output")
     col = {_CANON.get(c.lower(), c): j for j, c in enumerate(fields.columns)}
     missing = [" or ".join(alts) for alts in NEEDED if not any(a in col for a in alts)]
@@ -186,10 +189,25 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
                          f"(header on line {fields.header_line}), which reading its jobs needs")
     if len(fields) == 0:
         raise TraceError(f"{where}: a header and no job")
-    n_read = len(fields)
-    dropped: dict[str, int] = {}
-    changed: dict[str, int] = {}
-    notes: dict[str, int] = {}
+    # the rows are read a block at a time, every column of a block while its bytes are in the
+    # processor's cache; what needs every row (numbering, order) is done on the blocks' results
+    parts = [_read_block(fields.slice(a, a + BLOCK_ROWS), col, partition, no_limit)
+             for a in range(0, len(fields), BLOCK_ROWS)]
+    return _assemble(where, fields, col, partition, parts, name)
+
+
+#: rows read at a time (about 7 MB of the issue's column set)
+BLOCK_ROWS = 1 << 15
+
+
+def _read_block(fields: Fields, col: dict[str, int], partition: str | None,
+                no_limit: float | Mapping[str, float] | None) -> dict:
+    """Steps 1-9 of the reading for some rows: what to drop and why, and every kept row's values
+    (arrays, and (codes, values) for the text columns), counted in `dropped`, `changed`, `notes`."""
+    where = fields.where
+    out: dict = {"dropped": {}, "changed": {}, "notes": {}, "rows": 0, "partitions": [],
+                 "matched": 0}
+    dropped, changed, notes = out["dropped"], out["changed"], out["notes"]
 
     def pick(*names: str) -> str | None:
         return next((c for c in names if c in col), None)
@@ -198,7 +216,7 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
         return fields.column(col[c], rows)
 
     # 1. ids: steps and pending array ranges are not jobs
-    rows = np.arange(n_read)
+    rows = np.arange(len(fields))
     id_name = pick("JobID", "JobIDRaw")
     step, array_range, kind = classify_job_ids(column(id_name, rows))
     count(dropped, SKIP_STEP, step)
@@ -209,12 +227,11 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     # 2. the partition
     if partition is not None:
         codes, values = column("Partition", rows).categories()
+        out["partitions"] = values
         match = codes == values.index(partition) if partition in values else \
             np.zeros(len(rows), dtype=bool)
         count(dropped, DROP_PARTITION, ~match)
-        if not match.any():
-            raise TraceError(f"{where}: no job of partition {partition!r} (partitions in the "
-                             f"file: {', '.join(sorted(set(values))) or 'none'})")
+        out["matched"] = int(match.sum())
         rows, kind = rows[match], kind[match]
 
     # 3. states; jobs that never started, and jobs not finished
@@ -247,8 +264,9 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     rows, kind, state_codes = rows[keep], kind[keep], state_codes[keep]
     start, cpus = start[keep], cpus[keep]
     end = end[keep] if end is not None else None
+    out["rows"] = rows.size
     if rows.size == 0:
-        raise TraceError(f"{where}: no job left to read ({'; '.join(dropped)})")
+        return out
     line_no = fields.line[rows]
     count(notes, NOTE_STATE, ~known_state)
 
@@ -311,7 +329,11 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
         mb, per = _req_mem(column("ReqMem", rows))
         count(changed, MEMORY_FROM_REQMEM_PER_CPU, (per == 2) & np.isnan(alloc_mem))
         req_mem_total = np.where(per == 1, mb * nodes, np.where(per == 2, mb * cpus, mb))
-    tres_mem, tres_gpus = _tres(column, col, "ReqTRES", rows)
+    # ReqTRES is read only where the allocation and ReqMem leave something unsaid
+    tres_mem, tres_gpus = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    need = np.flatnonzero((np.isnan(alloc_mem) & np.isnan(req_mem_total)) | np.isnan(alloc_gpus))
+    if need.size:
+        tres_mem[need], tres_gpus[need] = _tres(column, col, "ReqTRES", rows[need])
     count(changed, MEMORY_ALLOCATED,
           ~np.isnan(alloc_mem) & ~np.isnan(req_mem_total)
           & ~np.isclose(alloc_mem, req_mem_total, rtol=1e-9, atol=1e-6))
@@ -328,129 +350,152 @@ def read_sacct_with_report(path: str | os.PathLike, partition: str | None = None
     gpus_per_node = np.where(gpus >= 0, np.ceil(gpus / nodes), -1.0)
     count(changed, GPUS_ROUNDED, (gpus >= 0) & (gpus_per_node * nodes != gpus))
 
-    # 9. who
-    user_text = None
-    if "User" in col:
-        codes, values = column("User", rows).categories()
+    # 9. who, and the ids as the file has them
+    ids = column(id_name, rows)
+    values = {"line": line_no, "kind": kind, "submit": submit_abs, "wait": wait,
+              "run_time": run_time, "req_time": req_time, "limit": limit, "nodes": nodes,
+              "cpus": cpus, "cores_per_node": cores_per_node, "mem_per_node": mem_per_node,
+              "gpus_per_node": gpus_per_node, "id_text": ids.strings().astype(str)}
+    values["req_cpus"] = (_counts(column("ReqCPUS", rows))
+                          if "ReqCPUS" in col and cpu_name != "ReqCPUS" else cpus)
+    for c in ("UID", "GID"):
+        if c in col:
+            values[c] = _optional_numbers(column(c, rows))
+    if "JobIDRaw" in col:
+        raw = column("JobIDRaw", rows)
+        values["raw_id"] = naturals_or(raw, lambda t, i: _raise(bad(
+            where, int(raw.line[i]), raw.name, t, "is not a job number")))
+    else:
+        values["plain_id"], values["plain_ok"] = ids.naturals()
+    out["values"] = values
+    out["text"] = {"state": (state_codes, state_names)}
+    if "Partition" in col:
+        out["text"]["partition"] = (part_codes, part_values)
+    for c in ("User", "UID", "Account", "QOS"):
+        if c in col:
+            out["text"][c.lower()] = column(c, rows).categories()
+    return out
+
+
+def _assemble(where: str, fields: Fields, col: dict[str, int], partition: str | None,
+              parts: list[dict], name: str | None) -> tuple[JobTable, ReadReport]:
+    """The blocks' rows as one table: counts summed, text columns given global codes, users and
+    ids numbered, rows ordered by submit time."""
+    dropped: dict[str, int] = {}
+    changed: dict[str, int] = {}
+    notes: dict[str, int] = {}
+    for part in parts:
+        for total, log in ((dropped, part["dropped"]), (changed, part["changed"]),
+                           (notes, part["notes"])):
+            for key, n in log.items():
+                total[key] = total.get(key, 0) + n
+    if partition is not None and not any(p["matched"] for p in parts):
+        seen = {v for p in parts for v in p["partitions"]}
+        raise TraceError(f"{where}: no job of partition {partition!r} (partitions in the "
+                         f"file: {', '.join(sorted(seen)) or 'none'})")
+    parts = [p for p in parts if p["rows"]]
+    if not parts:
+        raise TraceError(f"{where}: no job left to read ({'; '.join(dropped)})")
+    text = {k: _merge([p["text"][k] for p in parts]) for k in parts[0]["text"]}
+    submit_abs = np.concatenate([p["values"]["submit"] for p in parts])
+    n = len(submit_abs)
+    order = np.argsort(submit_abs, kind="stable")
+    count(changed, REORDERED, order != np.arange(n))
+    scratch = np.empty(n)
+
+    def ordered(key: str) -> np.ndarray:
+        """The blocks' values of `key` in submit order (read-only: the JobTable takes it as is)."""
+        pieces = [p["values"][key] for p in parts]
+        joined = np.concatenate(pieces, out=scratch) if pieces[0].dtype == np.float64 \
+            else np.concatenate(pieces)
+        out = joined[order]
+        out.flags.writeable = False
+        return out
+
+    v = {k: ordered(k) for k in parts[0]["values"] if k not in ("id_text", "line")}
+    v["submit"] = submit_abs[order]
+    line_no = np.concatenate([p["values"]["line"] for p in parts])  # file order, for `source`
+    id_text = np.concatenate([p["values"]["id_text"] for p in parts])
+    o = order
+
+    state_codes, state_names = text["state"]
+    status = np.array([SWF_STATUS.get(s, -1) for s in state_names], dtype=np.float64)[
+        state_codes[o]]
+    unknown = np.full(n, -1.0)  # one read-only column of -1 serves every field sacct lacks
+    unknown.flags.writeable = False
+    user = unknown
+    if "user" in text:  # user names numbered 1, 2, ... in sorted order
+        codes, values = text["user"]
         rank = np.empty(len(values), dtype=np.float64)
         rank[np.argsort(values, kind="stable")] = np.arange(1, len(values) + 1)
-        rank[[k for k, v in enumerate(values) if not v.strip()]] = -1.0
-        user = rank[codes]
-        user_text = np.array(values, dtype=object)[codes]
-    else:
-        user = np.full(len(rows), -1.0)
-    if "UID" in col:
-        user = _optional_numbers(column("UID", rows))
-    group = _optional_numbers(column("GID", rows)) if "GID" in col else np.full(len(rows), -1.0)
+        rank[[k for k, u in enumerate(values) if not u.strip()]] = -1.0
+        user = rank[codes[o]]
+    if "UID" in v:
+        user = v["UID"]
+    group = v.get("GID", unknown)
 
-    # 10. ids, order, partitions
-    raw = column("JobIDRaw", rows) if "JobIDRaw" in col else None
-    ids = column(id_name, rows)
-    job_id, id_source = numeric_job_ids(ids, kind, raw)
-    order = np.argsort(submit_abs, kind="stable")
-    count(changed, REORDERED, order != np.arange(len(order)))
+    if "raw_id" in v:
+        job_id, id_source = v["raw_id"], "JobIDRaw"
+    elif not v["kind"].any() and v["plain_ok"].all():
+        job_id, id_source = v["plain_id"], "JobID"
+    else:  # the row's position in submit order
+        job_id, id_source = np.arange(1, n + 1, dtype=np.float64), "row"
     count(changed, REPEATED_ID, repeated(job_id))
-    _, first = np.unique(part_codes, return_index=True)
-    first_code = np.unique(part_codes)[np.argsort(first)]  # partitions in order of appearance
-    part_rank = np.empty(len(part_values), dtype=np.float64)
-    part_rank[first_code] = np.arange(len(first_code))
-    partitions = tuple(part_values[k] for k in first_code) if "Partition" in col else ()
-    part_index = part_rank[part_codes] if "Partition" in col else np.full(len(rows), -1.0)
-    if id_source == "row":
-        job_id = np.empty(len(rows))
-        job_id[order] = np.arange(1, len(rows) + 1)
+    if "partition" in text:
+        part_codes, part_values = text["partition"]
+        partitions, part_index = tuple(part_values), part_codes[o].astype(np.float64)
+    else:
+        partitions, part_index = (), unknown
 
-    t0 = float(submit_abs[order[0]])
-    status = np.array([SWF_STATUS.get(s, -1) for s in state_names], dtype=np.float64)[state_codes]
-    o = order
-    cols = {f: np.full(len(rows), -1.0) for f in SWF_FIELDS}
-    req_cpus = (_counts(column("ReqCPUS", rows)) if "ReqCPUS" in col and cpu_name != "ReqCPUS"
-                else cpus)
-    cols.update(job_id=job_id[o], submit=submit_abs[o] - t0, wait=wait[o], run_time=run_time[o],
-                alloc_procs=cpus[o], req_procs=req_cpus[o], req_time=req_time[o],
-                status=status[o], user=user[o], group=group[o], partition=part_index[o])
-    cols[PROCS] = cpus[o]
+    t0 = float(v["submit"][0])
+    cols = {f: unknown for f in SWF_FIELDS}
+    cols.update(job_id=job_id, submit=v["submit"] - t0, wait=v["wait"], run_time=v["run_time"],
+                alloc_procs=v["cpus"], req_procs=v["req_cpus"], req_time=v["req_time"],
+                status=status, user=user, group=group, partition=part_index)
+    cols[PROCS] = v["cpus"]
     cols[LINE] = line_no[o].astype(np.float64)
-    cols.update(nodes=nodes[o], cores_per_node=cores_per_node[o], mem_per_node=mem_per_node[o],
-                gpus_per_node=gpus_per_node[o])
+    for k in ("nodes", "cores_per_node", "mem_per_node", "gpus_per_node"):
+        cols[k] = v[k]
+    for k, column in cols.items():
+        column.flags.writeable = False  # the JobTable takes read-only columns without a copy
 
-    text = {"job_id": ids.strings(), "state": np.array(state_names, dtype=object)[state_codes]}
-    if user_text is not None:
-        text["user"] = user_text
-    elif "UID" in col:
-        text["user"] = column("UID", rows).strings()
-    for c in ("Account", "QOS"):
-        if c in col:
-            codes, values = column(c, rows).categories()
-            text[c.lower()] = np.array(values, dtype=object)[codes]
-    if "Partition" in col:
-        text["partition"] = np.array(part_values, dtype=object)[part_codes]
-    report = SacctReport(where, n_read, len(rows), dropped, changed, notes)
+    source = {"job_id": id_text}  # file order, found by line number
+    for k, (codes, values) in text.items():
+        if k != "uid" or "user" not in text:
+            source["user" if k == "uid" else k] = np.array(values, dtype=object)[codes]
+    source["state"] = np.array(state_names, dtype=object)[state_codes]
+    report = ReadReport(where, len(fields), n, dropped, changed, notes)
     base = os.path.basename(where)
     for suffix in (".gz", ".txt", ".psv", ".sacct", ".csv"):
         base = base.removesuffix(suffix)
     header = SlurmHeader(
         name=name or base, path=where, unix_start_time=int(t0),
         fields={"Format": "Slurm sacct -P", "JobIdSource": id_source}, partitions=partitions,
-        source=SourceText(line_no, text), report=report)
+        source=SourceText(line_no, source), report=report)
     return JobTable(cols, header), report
+
+
+def _merge(pieces: list[tuple[np.ndarray, list[str]]]) -> tuple[np.ndarray, list[str]]:
+    """(codes, values) of several blocks as one: values in the order they first appear."""
+    index: dict[str, int] = {}
+    codes = []
+    for block_codes, block_values in pieces:
+        remap = np.array([index.setdefault(x, len(index)) for x in block_values], dtype=np.int64)
+        codes.append(remap[block_codes] if len(block_values) else block_codes)
+    return np.concatenate(codes), list(index)
+
+
+def _raise(exc: Exception):
+    raise exc
 
 
 # -- recognising the format -----------------------------------------------------------------------
 
 
-def is_sacct_header(line: str) -> bool:
-    """Whether a first line is a '|'-separated header naming a job id column and another of
-    sacct's columns."""
-    if "|" not in line:
-        return False
-    names = {n.strip().lower() for n in line.split("|")}
-    return bool(names & {"jobid", "jobidraw"}) and len(names & set(_CANON)) >= 2
-
-
 def looks_like_sacct(path: str | os.PathLike) -> bool:
-    """Whether the file's first non-blank line is a sacct -P header. Reads only its beginning."""
-    head = _head(path)
-    return head is not None and is_sacct_header(head)
-
-
-def describe_first_line(line: str) -> str:
-    """What a first line that is not a sacct header looks like, for error messages."""
-    text = line.strip()
-    tokens = text.split()
-    if text.startswith(";") or (len(tokens) == 18 and all(_is_number(t) for t in tokens)):
-        return "it looks like SWF, the Standard Workload Format: read it as SWF"
-    if "\t" in line and {"JobID", "TimelimitRaw", "AllocCPUS"} <= set(line.split("\t")):
-        return "it is HPCsim's tab-separated format: read it with read_hpcsim"
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    return f"its first line is {shown!r}"
-
-
-def _head(path) -> str | None:
-    import gzip
-    import zlib
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            if head == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=f) as g:
-                    data = g.read(65536)
-            else:
-                data = f.read(65536)
-    except (OSError, EOFError, zlib.error):
-        return None
-    no, line = first_line(data)
-    return line if no else None
-
-
-def _is_number(t: str) -> bool:
-    try:
-        float(t)
-        return True
-    except ValueError:
-        return False
+    """Whether the file's first non-blank line is a sacct -P header (a '|'-separated line naming
+    JobID or JobIDRaw and another of sacct's columns). Reads only the file's beginning."""
+    return sniff_file(path) == "sacct"
 
 
 # -- fields ---------------------------------------------------------------------------------------
@@ -609,5 +654,5 @@ def _pair(c: Column, parse) -> tuple[np.ndarray, np.ndarray]:
     return pairs[codes, 0], pairs[codes, 1]
 
 
-__all__ = ["SacctReport", "describe_first_line", "is_sacct_header", "looks_like_sacct",
+__all__ = ["looks_like_sacct",
            "parse_duration", "read_sacct", "read_sacct_with_report"]

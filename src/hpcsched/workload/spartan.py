@@ -2,70 +2,77 @@
 traces of Spartan (University of Melbourne), whose own traces are not public.
 
     trace = generate("spartan-physical", days=7, seed=1)      # a Spartan-like Physical week
-    write_sacct(trace, "physical-week.txt")                    # Slurm's `sacct -X -P` columns
-    write_hpcsim(trace, "physical-week.tsv")                   # HPCsim's tab-separated columns
+    write_trace(trace, "physical-week.txt")                    # Slurm's `sacct -X -P` columns
+    write_trace(trace, "physical-week.tsv", "hpcsim")          # HPCsim's tab-separated columns
     rows = calibration(trace.jobs, "spartan-physical")         # each statistic beside its target
 
     hpcsched trace generate spartan-physical --days 7 --seed 1 -o physical-week.txt
 
+(`write_trace` is in `hpcsched.workload.spartan_format`, `calibration` in
+`hpcsched.workload.spartan_targets`.)
+
 Partitions: ``spartan-physical`` (CPU, 86 nodes x 72 cores), ``spartan-deeplearn`` (GPU, 30 nodes x
 4 GPUs), ``spartan-sapphire`` (CPU, 52 nodes x 128 cores x 977 GB). Without ``days`` a trace covers
-the thesis's own window of that partition (7, 375 and 6 days), from its first day; ``high_load_day``
-gives one day with the thesis's high-load job count instead.
+the thesis's own window of that partition (7, 375 and 6 days), from its first day; ``jobs`` sets
+the count; ``high_load_day`` gives one day with the thesis's high-load job count and load.
 
-What is calibrated, to what, and where the number comes from. Thesis sections are those of Wang
-(2025), extracted in ``shared/specs/thesis_ch2_3_4.md`` §6.8 and ``thesis_ch1_5_6_7.md`` §4; "real
-traces" are the tables of `hpcsched.workload.spartan_shapes`, measured on ``shared/traces``.
+How a trace is made. Jobs come in groups of identical requests submitted in the same second (job
+arrays; sizes from the real traces); one-core jobs are an exact quota. Each group gets a request
+(nodes, cores, memory, GPUs per node) and a time limit drawn from the real traces' limits; each job
+a run time, a share of its limit (at or past it: TIMEOUT), and a state. Then every limit is
+multiplied by one factor per trace, found by bisection, so that the work offered to the busiest
+resource (cores, memory or GPUs: run time x request / the partition's total, over the span) is the
+model's `offered_load`, and typed as users type limits. That load is the one calibrated number the
+thesis does not give directly: it was chosen so that the thesis's reference cell (FCFS + EASY +
+best-fit; Sapphire UNICEP + EASY + first-available) waits on average as long as in its Appendix B
+(`benchmarks/spartan_calibrate.py` prints the comparison). At one load more jobs are shorter jobs,
+which is how the high-load days (four to six times the jobs of a day) keep short waits.
 
-=================================  ====================================  ===============================
-statistic                          target                                source
-=================================  ====================================  ===============================
-Physical jobs in its window        84,135 in 7 days (12,019 a day)       thesis Table 4.1 (2022-09-23
-                                                                         to 09-30, "a week", §5.4.1)
-Physical jobs over 13 months       4,608,924 in 406 days (11,352 a day;  thesis §5.4.1 (shown, not
-                                   the week is 5.9% busier)              used: the week's rate is)
-Deeplearn jobs in its window       68,720 in 375 days (183.3 a day)      thesis Table 4.1 (2021-09-20
-                                                                         to 2022-09-30)
-Sapphire jobs in its window        54,263 in 6 days (9,044 a day)        thesis Table 6.1 (2024-05-01
-                                                                         to 05-07, end exclusive as
-                                                                         for Physical's "week")
-Physical one-core jobs             71.5% of jobs (exact quota)           thesis §4.4.1, Fig. 4.3(C)
-Physical/Sapphire median size      1 node, 1 core; mean >> median        thesis §4.4.1, §6.5.2 Fig. 6.2
-Physical heavy tail                some jobs > 15 nodes, hundreds of     thesis §4.4.1
-                                   cores
-mean cores / memory per node       Physical 2.6-2.8 cores, 25.8-35.1 GB; thesis Table 4.3 (jobs placed
-                                   Deeplearn 3.6-4.4 cores, 35-44 GB     per node type)
-Deeplearn GPU-bound                every job >= 1 GPU per node, so at    thesis §4.4.1, Table 4.1
-                                   most 4 jobs per node
-Deeplearn shape                    median 1 node, more cores and memory  thesis §4.4.1, Fig. 6.2
-                                   than Physical; fewer multi-node jobs
-longest time limit                 30 days                               thesis Tables 4.1, 6.1
-high-load days                     Physical 52,985, Deeplearn 1,137      thesis §4.4.7 (Tables B.3,
-                                   jobs in one day                       B.4)
-FCFS+EASY+best-fit average wait    Physical week 2,098 s (the time       thesis Table B.1; calibrated
-                                   scale of limits and run times)        by simulation, see TIME_SCALE
-arrivals by hour and weekday       168 shares (local time)               real traces: 7 logs pooled
-time limits                        quantiles, x TIME_SCALE, rounded to   real traces: 7 logs pooled
-                                   the values users type, <= 30 days
-run time / limit                   quantiles; >= 1: TIMEOUT at the limit real traces: 7 logs pooled
-states                             75% COMPLETED, 15% FAILED, 10%        real traces: the logs that
-                                   CANCELLED (besides TIMEOUT)           record them
-groups (arrays) of identical jobs  size shares, one-core and others      real traces: 7 logs pooled
-cores per node of multi-core jobs  CERIT-SC's, exponentially tilted to   CERIT-SC wagap-2013 + Table 4.3
-                                   Table 4.3's mean (the closest law to
-                                   CERIT's, in KL, that has that mean)
-multi-node jobs                    3.7% of multi-core jobs; nodes and    CERIT-SC; the tail > 15 nodes
-                                   cores per node as CERIT-SC's, 5% of   is the thesis's (assumption:
-                                   them 11-32 nodes                      its share)
-memory per core                    CERIT-SC's quantiles x MEMORY_SCALE   CERIT-SC; scale: Table 4.3
-GPUs per node (Deeplearn)          1: 60%, 2: 20%, 3: 5%, 4: 15%         assumption: no GPU trace is
-                                                                         available ("many jobs ask for
-                                                                         several GPUs", §4.4.1)
-cores per GPU (Deeplearn)          CERIT-SC's cores per node (with one-  CERIT-SC shape (assumption: no
-                                   core jobs), tilted to Table 4.3       GPU trace), Table 4.3
-users                              Zipf(1.2) over 500/150/300 users      assumption (the thesis gives
-                                                                         none)
-=================================  ====================================  ===============================
+Sources. Thesis sections are those of Wang (2025), extracted in ``shared/specs/thesis_ch2_3_4.md``
+§6.8 and ``thesis_ch1_5_6_7.md`` §4; "real traces" are the tables of
+`hpcsched.workload.spartan_shapes`, measured on ``shared/traces``. Each line: statistic: target
+[source].
+
+* Physical jobs in its window: 84,135 in 7 days (12,019 a day) [thesis Table 4.1 (2022-09-23 to
+  09-30, "a week", §5.4.1)]
+* Physical jobs over 13 months: 4,608,924 in 406 days (11,352 a day; the week is 5.9% busier)
+  [thesis §5.4.1 (shown, not used: the week's rate is)]
+* Deeplearn jobs in its window: 68,720 in 375 days (183.3 a day) [thesis Table 4.1 (2021-09-20 to
+  2022-09-30)]
+* Sapphire jobs in its window: 54,263 in 6 days (9,044 a day) [thesis Table 6.1 (2024-05-01 to
+  05-07, end exclusive as for Physical's "week")]
+* Physical one-core jobs: 71.5% of jobs (exact quota) [thesis §4.4.1, Fig. 4.3(C)]
+* Physical/Sapphire median size: 1 node, 1 core; mean >> median [thesis §4.4.1, §6.5.2 Fig. 6.2]
+* Physical heavy tail: some jobs > 15 nodes, hundreds of cores [thesis §4.4.1]
+* mean cores / memory per node: Physical 2.63 cores (2.6-2.8), about 27 GB (25.8-35.1, weighted by
+  node count); Deeplearn 3.6-4.4, 35-44 GB [thesis Table 4.3 (jobs placed per node type)]
+* Deeplearn GPU-bound: every job >= 1 GPU per node, so at most 4 jobs per node [thesis §4.4.1, Table
+  4.1]
+* Deeplearn shape: median 1 node, more cores and memory than Physical; fewer multi-node jobs [thesis
+  §4.4.1, Fig. 6.2]
+* longest time limit: 30 days [thesis Tables 4.1, 6.1]
+* high-load days: Physical 52,985, Deeplearn 1,137 jobs in one day [thesis §4.4.7 (Tables B.3, B.4)]
+* offered load (busiest resource): Physical 0.94, Deeplearn 0.62, high-load days 1.18, 2.7; Sapphire
+  1.15 [calibrated by simulation to the AWT of Tables B.1-B.4 and Ch. 6 (Sapphire)]
+* arrivals by hour and weekday: 168 shares (local time) [real traces: 7 logs pooled]
+* time limits: quantiles, scaled, rounded to the values users type, <= 30 days [real traces: 7 logs
+  pooled]
+* run time / limit: quantiles; >= 1: TIMEOUT at the limit [real traces: 7 logs pooled]
+* states: 75% COMPLETED, 15% FAILED, 10% CANCELLED (besides TIMEOUT) [real traces: the logs that
+  record them]
+* groups (arrays) of identical jobs: size shares, one-core and others; Deeplearn at most 15 jobs
+  [real traces: 7 logs pooled; Deeplearn's cap assumed (B.2's MWT rules out bigger bursts)]
+* cores per node of multi-core jobs: CERIT-SC's, exponentially tilted to Table 4.3's mean (the
+  closest law to CERIT's, in KL, that has that mean) [CERIT-SC wagap-2013 + Table 4.3]
+* multi-node jobs: 3.7% of multi-core jobs; nodes and cores per node as CERIT-SC's, 5% of them 11-32
+  nodes [CERIT-SC; the tail > 15 nodes is the thesis's (assumption: its share)]
+* memory per node: CERIT-SC's quantiles by width class (multi-node jobs apart) x 3.1 (Sapphire 2.4)
+  [CERIT-SC; scale: Table 4.3 (Sapphire: Physical's per core on its nodes)]
+* GPUs per node (Deeplearn): 1: 60%, 2: 20%, 3: 5%, 4: 15% [assumption: no GPU trace is available
+  ("many jobs ask for several GPUs", §4.4.1)]
+* cores per GPU (Deeplearn): CERIT-SC's cores per node (with one-core jobs), tilted to Table 4.3
+  [CERIT-SC shape (assumption: no GPU trace), Table 4.3]
+* users: Zipf(1.2) over 500/150/300 users [assumption (the thesis gives none)]
 
 Every job fits the partition's empty cluster as the thesis describes it (Table 4.1; where the
 bundled platform files differ, the smaller node): a draw that does not fit is clipped, never
@@ -114,8 +121,8 @@ class Model:
     high_load_jobs: int | None  # jobs of the thesis's high-load day
     one_core_share: float | None  # None: every job asks for GPUs (Deeplearn)
     mean_cores_per_node: float  # Table 4.3: multi-core (or GPU) jobs are tilted to give this mean
-    memory_scale: float  # CERIT-SC's memory per node x this
-    offered_load: float  # work offered over the window / capacity (calibrated: see OFFERED_LOAD)
+    memory_scale: float  # CERIT-SC's memory per node x this (to Table 4.3's means)
+    offered_load: float  # of the busiest resource over the window (calibrated: module docstring)
     high_load_offered_load: float | None  # the same for the high-load day
     users: int
     largest_group: int | None = None  # jobs in one array at most (None: as the real traces)
@@ -160,6 +167,7 @@ class Model:
 # bundled platform files give it (710,000 and 1,519,000 MB; 1,000,000 MB for "1000 GB"), which is
 # the smaller reading of "710 GB". Sapphire: 52 x 128 cores x 977 GB (§6.5.2), 977,000 MB.
 # Offered loads: calibrated by `benchmarks/spartan_calibrate.py` (see the module's docstring).
+# Deeplearn: 1% of jobs on several nodes and none beyond 10 (assumption: "fewer nodes", §4.4.1).
 MODELS: dict[str, Model] = {
     "spartan-physical": Model(
         "spartan-physical", "physical",
@@ -173,8 +181,8 @@ MODELS: dict[str, Model] = {
          NodeKind(6, 32, 234_000, 4), NodeKind(12, 32, 1_000_000, 4)),
         jobs=68_720, window_start=dt.date(2021, 9, 20), window_days=375, high_load_jobs=1_137,
         one_core_share=None, mean_cores_per_node=4.0, memory_scale=3.1, offered_load=0.62,
-        high_load_offered_load=2.7, users=150, largest_group=15, multi_node_share=0.01, tail_share=0.0,
-        tail_nodes=8, gpus_per_node=((1, 0.60), (2, 0.20), (3, 0.05), (4, 0.15)),
+        high_load_offered_load=2.7, users=150, largest_group=15, multi_node_share=0.01,
+        tail_share=0.0, tail_nodes=8, gpus_per_node=((1, 0.60), (2, 0.20), (3, 0.05), (4, 0.15)),
         first_id=25_000_000),
     "spartan-sapphire": Model(
         "spartan-sapphire", "sapphire", (NodeKind(52, 128, 977_000),),

@@ -2,52 +2,42 @@
 
 Two formats:
 
-* ``sacct``: what ``sacct -X -P --format=`` + `SACCT_COLUMNS` prints: a header line, then one
-  ``|``-separated line per job, no trailing ``|`` (``--parsable2``). The columns follow the Slurm
-  manual's meanings (sacct(1), "Job Accounting Fields"): JobIDRaw is the unique number, JobID is
-  ``<array job>_<task>`` for an array's tasks (the array job's number being its first task's
-  JobIDRaw) and the number otherwise; Submit, Eligible, Start and End in local time
-  ``YYYY-MM-DDTHH:MM:SS``; ElapsedRaw in seconds; TimelimitRaw in minutes; NNodes, NCPUS (allocated)
-  and ReqCPUS, ReqNodes (requested, the same here); ReqMem per node, with Slurm's per-node suffix
-  ``n`` (``4Gn``, ``500Mn``: the pre-21.08 spelling, which says what it counts); ReqTRES and
-  AllocTRES as ``cpu=N,mem=M,node=N,billing=N[,gres/gpu=G]`` with job totals (memory in M, or G
-  when a whole number of GB); State ``COMPLETED``, ``FAILED``, ``TIMEOUT`` or ``CANCELLED by UID``.
-  Eligible and Start are the Submit time and End is Submit + ElapsedRaw: the generator has no
-  scheduler (a reader must not take Start - Submit for a wait).
-* ``hpcsim``: the tab-separated column set of HPCsim's traces, which `hpcsched.workload.slurm.
-  read_hpcsim` reads: memory as job totals (``16G``, ``4000M``), AdminComment one ``|host|cpus|gres|;``
-  entry per node (every node the same CPU count), JobID the JobIDRaw (HPCsim reads numbers only).
+* ``sacct`` (the default): what ``sacct -X -P --format=`` + `SACCT_COLUMNS` prints: a header line,
+  then one ``|``-separated line per job, no trailing ``|`` (``--parsable2``). The columns as the
+  Slurm manual describes them (sacct(1), "Job Accounting Fields"): JobIDRaw is the job's unique
+  number; JobID is ``<array job>_<task>`` for an array's tasks (the array job being its first
+  task's JobIDRaw) and the number otherwise; Submit, Eligible, Start and End in local time
+  ``YYYY-MM-DDTHH:MM:SS``; ElapsedRaw in seconds; TimelimitRaw in minutes; NNodes, NCPUS
+  (allocated) and ReqCPUS, ReqNodes (requested: the same here); ReqMem per node with the per-node
+  suffix ``n`` of Slurm before 21.08 (``4Gn``, ``500Mn``: it says what it counts); ReqTRES and
+  AllocTRES as ``cpu=N,mem=M,node=N,billing=N[,gres/gpu=G]`` with job totals; State
+  ``COMPLETED``, ``FAILED``, ``TIMEOUT`` or ``CANCELLED by <uid>``. Eligible and Start are the
+  Submit time and End is Submit + ElapsedRaw: the generator has no scheduler, so a reader must not
+  take Start - Submit for a wait (a simulator schedules the jobs itself).
+* ``hpcsim``: the tab-separated column set of HPCsim's traces (`hpcsched.workload.slurm`):
+  memory as job totals (``16G``, ``4000M``), one AdminComment entry ``|host|cpus|gres|;`` per node
+  (every node the same CPU count), JobID the JobIDRaw (HPCsim reads numbers only).
 
-Both are written gzipped when the name ends in ``.gz`` (no name or time in the gzip header, so the
-same trace gives the same bytes).
+Both are written gzipped when the name ends in ``.gz`` (the same trace gives the same bytes), in
+chunks of `CHUNK` jobs, so that a year of Physical (4.6 million jobs) never sits in memory as text.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import gzip
 import os
+from typing import Callable, Iterator
 
 import numpy as np
 
+from hpcsched.workload.slurm_write import (
+    HPCSIM_COLUMNS, SACCT_COLUMNS, admin_comment, memory_text, node_list, write_lines,
+)
 from hpcsched.workload.spartan import Generated
-
-SACCT_COLUMNS: tuple[str, ...] = (
-    "JobIDRaw", "JobID", "User", "Account", "Partition", "QOS", "Submit", "Eligible", "Start",
-    "End", "ElapsedRaw", "TimelimitRaw", "NNodes", "NCPUS", "ReqCPUS", "ReqNodes", "ReqMem",
-    "ReqTRES", "AllocTRES", "State")
-
-HPCSIM_COLUMNS: tuple[str, ...] = tuple(
-    "JobID UID GID Account AllocCPUS AllocNodes Allgpu Allmem ReqCPUS ReqNodes Reqgpu ReqMem "
-    "TimelimitRaw AdminComment Constraints CPUTimeRAW ElapsedRaw Eligible Submit Start End State "
-    "NodeList Partition Reserved QOS QOSRAW Reason difference".split())
 
 FORMATS = ("sacct", "hpcsim")
 FIRST_UID = 10_000
-
-
-def _memory(mb: int) -> str:
-    return f"{mb // 1024}G" if mb % 1024 == 0 else f"{mb}M"
+CHUNK = 50_000
+HOST_PREFIX = {"physical": "spartan-bm", "deeplearn": "spartan-gpgpu"}
 
 
 def _times(trace: Generated, seconds: np.ndarray) -> list[str]:
@@ -55,8 +45,9 @@ def _times(trace: Generated, seconds: np.ndarray) -> list[str]:
     return np.datetime_as_string(base + seconds.astype("timedelta64[s]"), unit="s").tolist()
 
 
-def _common(trace: Generated) -> dict:
-    jobs = trace.jobs
+def _columns(trace: Generated, lo: int, hi: int) -> dict:
+    """The values of jobs lo..hi-1 that both formats write, as Python lists."""
+    jobs = trace.jobs.take(slice(lo, hi))
     submit = jobs.submit.astype(np.int64)
     run = jobs.run_time.astype(np.int64)
     nodes = jobs.nodes.astype(np.int64)
@@ -69,72 +60,69 @@ def _common(trace: Generated) -> dict:
         submit=_times(trace, submit), end=_times(trace, submit + run), run=run.tolist(),
         limit=(jobs.req_time.astype(np.int64) // 60).tolist(),
         user=jobs.user.astype(np.int64).tolist(), account=jobs.group.astype(np.int64).tolist(),
-        state=trace.state.tolist())
+        state=trace.state[lo:hi].tolist(), array_id=trace.array_id[lo:hi].tolist(),
+        array_index=trace.array_index[lo:hi].tolist())
 
 
-def sacct_lines(trace: Generated) -> list[str]:
-    """The sacct text, one string per line (the header first), without newlines."""
-    c = _common(trace)
+def sacct_rows(trace: Generated, lo: int = 0, hi: int | None = None) -> list[str]:
+    """The sacct lines of jobs lo..hi-1 (no header, no newlines)."""
+    c = _columns(trace, lo, len(trace.jobs) if hi is None else hi)
     part = trace.model.partition
-    lines = ["|".join(SACCT_COLUMNS)]
+    lines = []
     for i, raw in enumerate(c["raw"]):
-        a = int(trace.array_id[i])
-        job_id = f"{a}_{int(trace.array_index[i])}" if a >= 0 else str(raw)
+        a = c["array_id"][i]
+        job_id = f"{a}_{c['array_index'][i]}" if a >= 0 else str(raw)
         n, cpus, mem, g = c["nodes"][i], c["cpus"][i], c["mem"][i], c["gpus"][i]
-        tres = f"cpu={cpus},mem={_memory(mem * n)},node={n},billing={cpus}"
+        tres = f"cpu={cpus},mem={memory_text(mem * n)},node={n},billing={cpus}"
         if g:
             tres += f",gres/gpu={g * n}"
-        uid = FIRST_UID + c["user"][i]
         state = c["state"][i]
         if state == "CANCELLED":
-            state = f"CANCELLED by {uid}"
+            state = f"CANCELLED by {FIRST_UID + c['user'][i]}"
         t = c["submit"][i]
         lines.append("|".join((
             str(raw), job_id, f"user{c['user'][i]:04d}", f"punim{c['account'][i]:04d}", part,
             "normal", t, t, t, c["end"][i], str(c["run"][i]), str(c["limit"][i]), str(n),
-            str(cpus), str(cpus), str(n), f"{_memory(mem)}n", tres, tres, state)))
+            str(cpus), str(cpus), str(n), f"{memory_text(mem)}n", tres, tres, state)))
     return lines
 
 
-def hpcsim_lines(trace: Generated) -> list[str]:
-    """HPCsim's tab-separated text, one string per line (the header first)."""
-    c = _common(trace)
+def hpcsim_rows(trace: Generated, lo: int = 0, hi: int | None = None) -> list[str]:
+    """HPCsim's tab-separated lines of jobs lo..hi-1 (no header, no newlines)."""
+    c = _columns(trace, lo, len(trace.jobs) if hi is None else hi)
     part = trace.model.partition
-    prefix = {"physical": "spartan-bm", "deeplearn": "spartan-gpgpu"}.get(part, f"spartan-{part}")
-    lines = ["\t".join(HPCSIM_COLUMNS)]
+    prefix = HOST_PREFIX.get(part, f"spartan-{part}")
+    lines = []
     for i, raw in enumerate(c["raw"]):
         n, cores, mem, g = c["nodes"][i], c["cores"][i], c["mem"][i], c["gpus"][i]
         cpus = n * cores
-        total = _memory(mem * n)
-        gres = f"gpu:gpu:{g}" if g else ""
-        cpu_range = "0" if cores == 1 else f"0-{cores - 1}"
-        admin = "".join(f"|{prefix}{h + 1:03d}|{cpu_range}|{gres}|;" for h in range(n))
-        nodelist = f"{prefix}001" if n == 1 else f"{prefix}[001-{n:03d}]"
+        total = memory_text(mem * n)
         uid = str(FIRST_UID + c["user"][i])
         t = c["submit"][i]
         lines.append("\t".join((
             str(raw), uid, uid, f"punim{c['account'][i]:04d}", str(cpus), str(n), str(g * n),
-            total, str(cpus), str(n), str(g * n), total, str(c["limit"][i]), admin, "(null)",
+            total, str(cpus), str(n), str(g * n), total, str(c["limit"][i]),
+            admin_comment(prefix, n, cores, f"gpu:gpu:{g}" if g else ""), "(null)",
             str(c["run"][i] * cpus), str(c["run"][i]), t, t, t, c["end"][i], c["state"][i],
-            nodelist, part, "00:00:00", "normal", "1", "None", "0")))
+            node_list(prefix, n), part, "00:00:00", "normal", "1", "None", "0")))
     return lines
 
 
-def write_trace(trace: Generated, path: str | os.PathLike, fmt: str = "sacct") -> None:
-    """Write `trace` in `fmt` (``sacct`` or ``hpcsim``), gzipped when `path` ends in ``.gz``."""
+def lines(trace: Generated, fmt: str = "sacct") -> Iterator[list[str]]:
+    """The file's text in chunks of lines: the header, then `CHUNK` jobs at a time."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    lines = sacct_lines(trace) if fmt == "sacct" else hpcsim_lines(trace)
-    data = ("\n".join(lines) + "\n").encode()
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as raw:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
-                f.write(data)
-        else:
-            raw.write(data)
-    os.replace(tmp, path)
+    yield ["|".join(SACCT_COLUMNS) if fmt == "sacct" else "\t".join(HPCSIM_COLUMNS)]
+    rows = sacct_rows if fmt == "sacct" else hpcsim_rows
+    for lo in range(0, len(trace.jobs), CHUNK):
+        yield rows(trace, lo, lo + CHUNK)
+
+
+def write_trace(trace: Generated, path: str | os.PathLike, fmt: str = "sacct",
+                progress: Callable[[int], None] | None = None) -> None:
+    """Write `trace` in `fmt` (``sacct`` or ``hpcsim``), gzipped when `path` ends in ``.gz``;
+    `progress(k)` is called as each chunk of k lines is written (the header counts as one)."""
+    write_lines(path, lines(trace, fmt), progress)
 
 
 def write_sacct(trace: Generated, path: str | os.PathLike) -> None:
@@ -145,5 +133,5 @@ def write_hpcsim(trace: Generated, path: str | os.PathLike) -> None:
     write_trace(trace, path, "hpcsim")
 
 
-__all__ = ["FORMATS", "HPCSIM_COLUMNS", "SACCT_COLUMNS", "hpcsim_lines", "sacct_lines",
-           "write_hpcsim", "write_sacct", "write_trace"]
+__all__ = ["CHUNK", "FORMATS", "hpcsim_rows", "lines", "sacct_rows", "write_hpcsim",
+           "write_sacct", "write_trace"]

@@ -66,6 +66,7 @@ def read_swf(path: str | os.PathLike, name: str | None = None) -> JobTable:
     """
     where = os.fspath(path)
     data = _read_bytes(where)
+    _check_not_slurm(data, where)
     scan = _Scan(data)
     header = _parse_header(scan.comment_lines(), where, name)
 
@@ -81,6 +82,15 @@ def read_swf(path: str | os.PathLike, name: str | None = None) -> JobTable:
     cols[PROCS] = np.maximum(cols["alloc_procs"], cols["req_procs"])
     cols[LINE] = line_no.astype(np.float64)
     return JobTable(cols, header)
+
+
+def _check_not_slurm(data: bytes, where: str) -> None:
+    """A Slurm-accounting file given as SWF is named as what it is, not failed at its first field."""
+    from hpcsched.workload.formats import NAMES, describe, first_line, sniff
+
+    no, line = first_line(data)
+    if no and sniff(line) in ("sacct", "hpcsim"):
+        raise TraceError(f"{where}: not {NAMES['swf']}: {describe(line)}")
 
 
 def _read_bytes(where: str) -> bytes:

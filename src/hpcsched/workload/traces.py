@@ -3,11 +3,14 @@
     jobs = load_trace("lublin-1")              # a bundled trace
     jobs = load_trace("lublin_256.swf")        # the same, by its original file name
     jobs = load_trace("~/logs/my-cluster.swf") # any SWF file, plain or gzip
+    jobs = load_trace("jobs.txt", partition="gpu")     # Slurm accounting: `sacct -P` output
     jobs = load_trace("jobs.tsv", partition="physical")  # HPCsim's Slurm-accounting format
 
-A file is read as HPCsim's tab-separated Slurm accounting (`hpcsched.workload.slurm`) when its first
-line is a tab-separated header naming JobID, TimelimitRaw, AdminComment, AllocCPUS and Submit, and
-as SWF otherwise.
+A file's format is recognised from its first non-blank line (`hpcsched.workload.formats`): Slurm's
+``sacct -P`` output (`hpcsched.workload.sacct`) when it is a '|'-separated header naming JobID or
+JobIDRaw and another of sacct's columns; HPCsim's tab-separated Slurm accounting
+(`hpcsched.workload.slurm`) when it is a tab-separated header naming JobID, TimelimitRaw,
+AdminComment, AllocCPUS and Submit; SWF otherwise.
 
 Loading gives the raw table; `hpcsched.workload.cleaning.clean` applies a profile's rules. Where the
 bundled files come from is written in `hpcsched/data/traces/PROVENANCE.md`.
@@ -20,8 +23,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from hpcsched.workload.formats import sniff_file
 from hpcsched.workload.jobs import JobTable
-from hpcsched.workload.slurm import looks_like_hpcsim, read_hpcsim
+from hpcsched.workload.sacct import read_sacct
+from hpcsched.workload.slurm import read_hpcsim
 from hpcsched.workload.swf import TraceError, read_swf
 
 PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/logs.html"
@@ -101,12 +106,14 @@ def trace_path(name: str) -> Path:
 def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
                drop_unbalanced: bool = False) -> JobTable:
     """The raw (uncleaned) jobs of a bundled trace, by short name (or original file name), or of
-    any SWF or HPCsim (tab-separated Slurm accounting) file by path; the format is recognised from
-    the file's first line.
+    any SWF, ``sacct -P`` or HPCsim (tab-separated Slurm accounting) file by path; the format is
+    recognised from the file's first line.
 
-    `partition` keeps only that partition's jobs and `drop_unbalanced` drops the jobs HPCsim cannot
-    schedule for their AdminComment (see `hpcsched.workload.slurm.read_hpcsim`); both apply to
-    Slurm-accounting files only, and an SWF file given either is an error.
+    `partition` keeps only that partition's jobs (Slurm-accounting files only) and
+    `drop_unbalanced` drops the jobs HPCsim cannot schedule for their AdminComment (HPCsim traces
+    only, see `hpcsched.workload.slurm.read_hpcsim`); a file of another format given either is an
+    error. A Slurm-accounting table's header holds the reading report (``header.report``) and the
+    source's own job ids, users and states (``header.source``).
 
     An existing file path wins over a name of the same spelling. Raises TraceError naming the known
     traces when the argument is neither, and saying where to get a known trace that is not bundled.
@@ -114,8 +121,14 @@ def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
     text = os.fspath(name_or_path)
     path = os.path.expanduser(text)
     if os.path.exists(path):
-        if os.path.isfile(path) and looks_like_hpcsim(path):
+        fmt = sniff_file(path) if os.path.isfile(path) else ""
+        if fmt == "hpcsim":
             return read_hpcsim(path, partition, drop_unbalanced=drop_unbalanced)
+        if fmt == "sacct":
+            if drop_unbalanced:
+                raise TraceError(f"{text}: sacct output; drop_unbalanced= applies to HPCsim "
+                                 f"traces (their AdminComment) only")
+            return read_sacct(path, partition)
         _swf_takes_no_slurm_options(text, partition, drop_unbalanced)
         return read_swf(path)
     info = _lookup(text)
@@ -125,10 +138,16 @@ def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
     raise TraceError(_unknown_message(text))
 
 
+def is_slurm_file(name_or_path: str | os.PathLike) -> bool:
+    """Whether a path names a Slurm-accounting file (sacct -P output or an HPCsim trace)."""
+    path = os.path.expanduser(os.fspath(name_or_path))
+    return os.path.isfile(path) and sniff_file(path) in ("sacct", "hpcsim")
+
+
 def _swf_takes_no_slurm_options(text: str, partition: str | None, drop_unbalanced: bool) -> None:
     if partition is not None or drop_unbalanced:
         raise TraceError(f"{text}: an SWF trace; partition= and drop_unbalanced= apply to Slurm "
-                         f"accounting files (HPCsim's tab-separated format) only")
+                         f"accounting files (sacct -P output, HPCsim's tab-separated format) only")
 
 
 def _lookup(name: str) -> TraceInfo | None:
@@ -153,4 +172,5 @@ def _not_bundled_message(info: TraceInfo) -> str:
     )
 
 
-__all__ = ["TRACES", "TraceInfo", "describe_traces", "load_trace", "trace_names", "trace_path"]
+__all__ = ["TRACES", "TraceInfo", "describe_traces", "is_slurm_file", "load_trace", "trace_names",
+           "trace_path"]
