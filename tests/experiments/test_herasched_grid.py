@@ -192,3 +192,23 @@ def test_the_workloads_are_named_and_seeded():
     assert (a.submit == b.submit).all() and (a.gpus_per_node == b.gpus_per_node).all()
     c = hg.workload_jobs(w, seed=2)
     assert c.header.name == "deeplearn-high-load-s2" and not (c.run_time == a.run_time).all()
+
+
+def test_a_generated_set_is_the_grid_of_its_sacct_file(capsys, tmp_path):
+    """The built-in set and the same jobs written by the generator and read back with --trace give
+    the same cells (F1 and F2 read the submit time: both count from the first submission)."""
+    from hpcsched.workload.spartan import generate
+    from hpcsched.workload.spartan_format import write_sacct
+
+    path = tmp_path / "day.txt"
+    write_sacct(generate("spartan-deeplearn", seed=1, high_load_day=True), path)
+    args = ("--cluster", "spartan-deeplearn", "--selectors", "fcfs,f1,f2", "--plot", "", "--json")
+    code, out, err = run_cli(capsys, "experiment", "herasched-grid", "--high-load", *args)
+    assert code == 0, err
+    built_in = json.loads(out)
+    code, out, err = run_cli(capsys, "experiment", "herasched-grid", "--trace", str(path), *args)
+    assert code == 0, err
+    from_file = json.loads(out)
+    assert built_in[0]["trace"] == "deeplearn-high-load" and from_file[0]["trace"] == "day"
+    key = ("policy", "allocator", "jobs", "wait", "max_wait", "bsld", "utilization")
+    assert [[r[k] for k in key] for r in built_in] == [[r[k] for k in key] for r in from_file]

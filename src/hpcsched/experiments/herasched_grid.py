@@ -84,13 +84,19 @@ def workload_jobs(workload: Workload, seed: int | None = None) -> JobTable:
     This is the one place that chooses where the stand-ins come from: the Spartan-like generator
     (`hpcsched.workload.spartan`), calibrated to the thesis's statistics, at the set's window or
     high-load day: `generate(cluster, seed=seed, high_load_day=...)`, with no file in between.
+    Times count from the first submission, as the trace readers count them (F1 and F2 read the
+    submit time itself), so the grid is the one of the same jobs written out and read back.
     """
     from hpcsched.workload.spartan import generate
 
     seed = workload.seed if seed is None else seed
     trace = generate(workload.cluster, seed=seed, high_load_day=workload.high_load)
     name = workload.name if seed == workload.seed else f"{workload.name}-s{seed}"
-    return trace.jobs.with_header(name=name, path="")
+    jobs = trace.jobs
+    first = float(jobs.submit.min())
+    start = jobs.header.unix_start_time
+    return jobs.with_columns(submit=jobs.submit - first).with_header(
+        name=name, path="", unix_start_time=None if start is None else int(start + first))
 
 
 # ---- the grid -----------------------------------------------------------------------------------
