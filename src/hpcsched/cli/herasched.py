@@ -22,6 +22,8 @@ generator (hpcsched.workload.spartan, calibrated to the thesis's statistics), fi
   spartan-deeplearn              deeplearn-year: the thesis's year, 68,720 jobs (Table B.2), seed 1
   spartan-physical --high-load   physical-high-load: one day, 52,985 jobs (Table B.3), seed 1
   spartan-deeplearn --high-load  deeplearn-high-load: one day, 1,137 jobs (Table B.4), seed 1
+The same jobs written out (`hpcsched trace generate spartan-physical --seed 1 -o week.txt`) and
+given as --trace week.txt give the same cells.
 
 Every cell is a whole run of the workload with EASY backfilling: a selector (the priority) x an
 allocator (which nodes). Printed per grid: Appendix B's layout (AWT / MWT in seconds, the grid's
