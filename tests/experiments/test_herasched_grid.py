@@ -168,6 +168,9 @@ def test_bad_grid_input_gives_one_clear_line(capsys):
     assert_one_line_error(code, err, "unknown allocator 'worst-fit'", "best-fit")
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--reference", "sjf+worst-fit")
     assert_one_line_error(code, err, "--reference 'sjf+worst-fit' is not a cell")
+    code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--profile", "standard,hpcsim",
+                           "--backfill", "conservative")
+    assert_one_line_error(code, err, "conservative backfilling runs under --profile standard")
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--profile", "rlscheduler")
     assert_one_line_error(code, err, "--profile 'rlscheduler'", "hpcsim, standard")
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--cluster", "cerit-zewura")

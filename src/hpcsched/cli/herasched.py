@@ -134,6 +134,9 @@ def cmd_grid(args) -> int:
         if alloc not in hg.ALLOCATORS:
             raise ValueError(f"--allocators: unknown allocator {alloc!r}; the grid's: "
                              f"{', '.join(hg.ALLOCATORS)} (under hpcsim, HPCsim's own)")
+    if args.backfill == "conservative" and "hpcsim" in args.profile:
+        raise ValueError("HPCsim backfills its own way (--backfill easy) or not at all: "
+                         "conservative backfilling runs under --profile standard only")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     chosen = _reference(args.reference, args.selectors, args.allocators)
