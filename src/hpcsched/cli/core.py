@@ -328,10 +328,12 @@ def cmd_trace(args) -> int:
             return 0
         rows, cal = [], []
         for name in args.trace:
-            if args.against or traces.is_slurm_file(name):
-                cal.append(calibration_rows(
-                    name, traces.load_trace(name, partition=args.partition), args.against))
-            if args.cluster or args.nodes or not traces.is_slurm_file(name):
+            slurm = traces.is_slurm_file(name)
+            raw = traces.load_trace(name, partition=args.partition) \
+                if slurm or args.against else None
+            if raw is not None:  # a Spartan partition's: its calibration table after the summary
+                cal.append(calibration_rows(name, raw, args.against))
+            if args.cluster or args.nodes or not slurm:
                 prepared = prepare(name, args.profile, drop_oversized=True,
                                    partition=args.partition, cluster=args.cluster,
                                    nodes=args.nodes, procs_per_node=args.procs_per_node)
@@ -340,7 +342,6 @@ def cmd_trace(args) -> int:
                 procs = (cluster.total_procs if hasattr(cluster, "total_procs")
                          else int(cluster.total[cluster.resource_index("cores")]))
             else:  # a Slurm-accounting file names no cluster size: no offered load
-                raw = traces.load_trace(name, partition=args.partition)
                 jobs, cleaning = clean(raw, PROFILES[args.profile].cleaning)
                 label, procs = raw.header.name, None
             row = {"trace": label}

@@ -27,8 +27,9 @@ same file.
   average as in Tables B.1-B.4 (Sapphire: UNICEP + EASY + first-available, Ch. 6).
 
   Borrowed from real traces (the thesis does not give them): arrivals by hour and weekday, time
-  limits, run time / limit, job states and array sizes from seven Parallel Workloads Archive logs
-  pooled (HPC2N, CTC-SP2, KTH-SP2, SDSC-BLUE, LLNL-Atlas, RICC, CERIT-SC); memory per node,
+  limits, run time / limit, job states and array sizes from seven real logs pooled (HPC2N,
+  CTC-SP2, KTH-SP2, SDSC-BLUE, LLNL-Atlas, RICC from the Parallel Workloads Archive, and CERIT-SC's
+  wagap-2013 from the Alea simulator's data set); memory per node,
   cores per node and multi-node shapes from CERIT-SC's wagap-2013, the one real multi-resource
   trace. Assumed: GPUs per job (1: 60%, 2: 20%, 3: 5%, 4: 15%), cores per GPU (CERIT-SC's cores
   per node), Deeplearn arrays of at most 15 jobs, users (Zipf).

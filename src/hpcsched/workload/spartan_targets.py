@@ -91,6 +91,10 @@ def calibration(jobs: JobTable, model: str | Model, *, high_load_day: bool | Non
     n = len(jobs)
     if n == 0:
         raise ValueError("calibration: the trace has no jobs")
+    if (jobs.nodes < 1).any() or (jobs.cores_per_node < 1).any() or (jobs.mem_per_node < 0).any():
+        raise ValueError(f"{jobs.header.name or 'the trace'}: the calibration needs every job's "
+                         f"nodes, cores and memory per node (a Slurm accounting file has them; "
+                         f"this trace does not)")
     days = span_days(jobs)
     if high_load_day is None:
         high_load_day = (m.high_load_jobs is not None and days <= 1.0
@@ -129,10 +133,12 @@ def calibration(jobs: JobTable, model: str | Model, *, high_load_day: bool | Non
         mean_procs = float(procs.mean())
         add("mean cores per job", "well above the median (1)", mean_procs,
             f"{mean_procs:.2f}", mean_procs > 1.5, "thesis §6.5.2, Fig. 6.2")
+        tail = "thesis §4.4.1" if m.name == "spartan-physical" else \
+            "assumed as Physical's (thesis §4.4.1)"
         wide = int((jobs.nodes > 15).sum())
-        add("jobs on more than 15 nodes", "some", wide, f"{wide}", wide > 0, "thesis §4.4.1")
+        add("jobs on more than 15 nodes", "some", wide, f"{wide}", wide > 0, tail)
         most = int(procs.max())
-        add("largest job (cores)", "hundreds", most, f"{most}", most >= 100, "thesis §4.4.1")
+        add("largest job (cores)", "hundreds", most, f"{most}", most >= 100, tail)
     else:
         gpu = float(np.mean(jobs.gpus_per_node >= 1))
         add("jobs with >= 1 GPU per node", "100%", gpu, f"{gpu:.2%}", gpu == 1.0,
