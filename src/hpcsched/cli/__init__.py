@@ -17,7 +17,7 @@ from hpcsched.cli.common import fmt_parent
 from hpcsched.cluster.pool import ClusterError
 
 # one module per learned scheduler, under hpcsched.cli
-FAMILIES = ("rlscheduler", "inspector", "deeprm", "dras")
+FAMILIES = ("rlscheduler", "inspector", "deeprm", "dras", "herasched")
 
 
 def build_parser() -> argparse.ArgumentParser:

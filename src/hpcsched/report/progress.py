@@ -1,4 +1,6 @@
-"""A progress bar for long work: drawn on a terminal, silent in pipes and files."""
+"""A progress bar for long work: drawn on a terminal, silent in pipes and files; or, for work long
+enough to be watched in a log (`lines=True`), one plain line per step where the stream is not a
+terminal."""
 
 from __future__ import annotations
 
@@ -7,13 +9,19 @@ import time
 
 
 class Progress:
-    """`with Progress(total, "windows") as bar: ... bar.update(1)`; `bar.note(text)` sets a suffix."""
+    """`with Progress(total, "windows") as bar: ... bar.update(1)`; `bar.note(text)` sets a suffix.
 
-    def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None):
+    `lines`: where the stream is not a terminal (a log file, a pipe), write one line per
+    `update` instead of staying silent."""
+
+    def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None,
+                 lines: bool = False):
         self.total = max(int(total), 1)
         self.label = label
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        tty = self.stream.isatty()
+        self.enabled = tty if enabled is None else enabled
+        self.lines = lines and enabled is None and not tty
         self.done = 0
         self.suffix = ""
         self._t0 = time.monotonic()
@@ -31,6 +39,11 @@ class Progress:
 
     def update(self, k: int = 1) -> None:
         self.done += k
+        if self.lines:
+            elapsed = time.monotonic() - self._t0
+            self.stream.write(f"{self.label} {self.done}/{self.total} {elapsed:.0f}s "
+                              f"{self.suffix}".rstrip() + "\n")
+            self.stream.flush()
         self._draw()
 
     def note(self, text: str) -> None:
