@@ -20,10 +20,12 @@ def test_a_trace_is_mapped_into_the_grid_by_hand(small_swf):  # noqa: F811
     assert mapped.demand[0, :, 0].tolist() == [8, 8, 3]  # ceil(3 / 0.4), ceil(1 / 0.4)
     assert mapped.arrival[0].tolist() == [1, 1, 1]
     assert not report.memory and report.never_fit == 0
-    # with a 0.5 s quantum the 10 s jobs are 20 steps (they just fit a 20-step window), the
-    # 20 s job 40 steps: it can never fit, and is counted
-    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=0.5)
-    assert report.never_fit == 1 and report.jobs == 2 and mapped.length[0].tolist() == [20, 20]
+    # with a 0.55 s quantum the 10 s jobs are 19 steps (they just fit a 20-step window: a job
+    # must end before its last row, as in DeepRM's code), the 20 s job 37 steps: it can never
+    # fit, and is counted; with 0.5 s the 10 s jobs are 20 steps and cannot fit either
+    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=0.55)
+    assert report.never_fit == 1 and report.jobs == 2 and mapped.length[0].tolist() == [19, 19]
+    assert map_trace(jobs, 4, ResourceGrid(), quantum=0.5)[1].never_fit == 3
 
 
 def test_simulate_a_trace_under_the_deeprm_profile(capsys, small_swf):  # noqa: F811

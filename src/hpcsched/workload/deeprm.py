@@ -170,7 +170,7 @@ class TraceMapping:
     procs_per_unit: float
     memory: bool  # whether resource 1 carries the trace's memory
     jobs: int  # jobs mapped into the grid
-    never_fit: int  # jobs longer than the window (or larger than a resource): left out
+    never_fit: int  # jobs too long for the window (or larger than a resource): left out
     longest_steps: int
     #: the row of the trace table each mapped job came from (mapped job j is row rows[j])
     rows: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -180,7 +180,7 @@ class TraceMapping:
                 f"{self.procs_per_unit:g} processors"
                 + ("" if self.memory else "; no memory in the trace (resource 1 unused)"))
         if self.never_fit:
-            text += (f"; {self.never_fit} job(s) can never fit (longer than the window, up to "
+            text += (f"; {self.never_fit} job(s) can never fit (too long for the window, up to "
                      f"{self.longest_steps} steps) and were left out")
         return text
 
@@ -207,7 +207,7 @@ def map_trace(jobs: JobTable, total_procs: int, grid: "ResourceGrid", *,
         demand[:, 1] = np.clip(np.ceil(total_mem / total_mem.max() * grid.units), 1, grid.units)
     submit = np.asarray(jobs.submit, dtype=np.float64)
     arrival = np.floor((submit - submit.min()) / quantum).astype(np.int64) + 1
-    bad = (length > grid.horizon) | np.any(demand > grid.units, axis=1)
+    bad = grid.never_fits(length, demand)
     keep = ~bad
     order = np.argsort(arrival[keep], kind="stable")
     mapped = GridJobs.from_lists([(arrival[keep][order], length[keep][order],
