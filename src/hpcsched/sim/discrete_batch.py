@@ -334,20 +334,29 @@ class DiscreteBatch:
         """Pooled over every job of every environment (as the authors' scripts average): slowdown
         and completion over the finished jobs; `unfinished` counts the jobs that got into the
         queue and were never placed, `dropped` those that found it full."""
-        rec = self.job_records()
-        done = ~np.isnan(rec["completion"])
-        steps = self.steps.sum()
-        return {
-            "slowdown": float(np.mean(rec["slowdown"][done])) if done.any() else float("nan"),
-            "completion": float(np.mean(rec["completion"][done])) if done.any() else float("nan"),
-            "jobs": int(done.sum()),
-            "unfinished": int((~done & ~rec["dropped"]).sum()),
-            "dropped": int(rec["dropped"].sum()),
-            "steps": int(steps),
-            "decisions": int(self.decisions.sum()),
-            "withheld_share": float(self.withheld_steps.sum() / steps) if steps else 0.0,
-            "return": float(-self.cost.mean()),
-        }
+        return pooled_metrics([self])
+
+
+def pooled_metrics(batches: list[DiscreteBatch]) -> dict[str, float]:
+    """`DiscreteBatch.metrics` of several finished batches taken as one: their environments in
+    order, every job pooled."""
+    recs = [b.job_records() for b in batches]
+    rec = {k: np.concatenate([r[k] for r in recs]) for k in ("completion", "slowdown", "dropped")}
+    done = ~np.isnan(rec["completion"])
+    steps = sum(int(b.steps.sum()) for b in batches)
+    withheld = sum(int(b.withheld_steps.sum()) for b in batches)
+    cost = np.concatenate([b.cost for b in batches])
+    return {
+        "slowdown": float(np.mean(rec["slowdown"][done])) if done.any() else float("nan"),
+        "completion": float(np.mean(rec["completion"][done])) if done.any() else float("nan"),
+        "jobs": int(done.sum()),
+        "unfinished": int((~done & ~rec["dropped"]).sum()),
+        "dropped": int(rec["dropped"].sum()),
+        "steps": steps,
+        "decisions": sum(int(b.decisions.sum()) for b in batches),
+        "withheld_share": withheld / steps if steps else 0.0,
+        "return": float(-cost.mean()),
+    }
 
 
 class GridPolicy(Protocol):
@@ -373,4 +382,5 @@ def run_batch(batch: DiscreteBatch, jobs: GridJobs, policy: GridPolicy,
     return batch
 
 
-__all__ = ["QUEUES", "REWARDS", "DiscreteBatch", "GridJobs", "GridPolicy", "run_batch"]
+__all__ = ["QUEUES", "REWARDS", "DiscreteBatch", "GridJobs", "GridPolicy", "pooled_metrics",
+           "run_batch"]

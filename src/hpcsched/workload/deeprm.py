@@ -130,6 +130,14 @@ def generate(n: int, rate: float, steps: int = 50, *, seed: int = TRAIN_SEED,
     of step i when its clock reaches i, from 1): that job is drawn, so the stream is the same, and
     left out here as there. The same draws in the same order give the same jobsets, job for job
     (tests/data/deeprm_seed42 holds DeepRM's own)."""
+    # DeepRM's np.random, without touching the global one
+    return draw_jobsets(np.random.RandomState(seed), n, rate, steps, resources)
+
+
+def draw_jobsets(stream: np.random.RandomState, n: int, rate: float, steps: int,
+                 resources: int = 2) -> GridJobs:
+    """`generate`'s draws from a given legacy stream, which is left where DeepRM's generator leaves
+    the global one (its evaluation script draws on from there)."""
     if not 0 < rate <= 1:
         raise ValueError(f"the arrival probability must be in (0, 1] (got {rate})")
     if steps < 2:
@@ -138,7 +146,6 @@ def generate(n: int, rate: float, steps: int = 50, *, seed: int = TRAIN_SEED,
         raise ValueError(f"the number of jobsets must be at least 1 (got {n})")
     if resources < 1:
         raise ValueError(f"a job needs at least one resource (got {resources})")
-    stream = np.random.RandomState(seed)  # DeepRM's np.random, without touching the global one
     uniform, randint = stream.random_sample, stream.randint
     sets = []
     for _ in range(n):
@@ -218,5 +225,5 @@ def map_trace(jobs: JobTable, total_procs: int, grid: "ResourceGrid", *,
     return mapped, report
 
 
-__all__ = ["NEVER", "GridJobs", "TEST_SEED", "TRAIN_SEED", "TraceMapping", "expected_load_per_arrival", "generate",
-           "map_trace", "rate_for_load"]
+__all__ = ["NEVER", "GridJobs", "TEST_SEED", "TRAIN_SEED", "TraceMapping", "draw_jobsets",
+           "expected_load_per_arrival", "generate", "map_trace", "rate_for_load"]
