@@ -57,7 +57,11 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--slots", type=int, default=10, help="M, job slots shown")
     g.add_argument("--horizon", type=int, default=20, help="T, steps shown ahead")
     g.add_argument("--units", type=int, default=10, help="units of each resource")
-    g.add_argument("--backlog", type=int, default=60, help="backlog cells shown")
+    g.add_argument("--backlog", type=int, default=60,
+                   help="backlog places (shown as cells of the image)")
+    g.add_argument("--queue", default="bounded", choices=["bounded", "unbounded"],
+                   help="bounded (DeepRM's: an arrival that finds the slots and backlog full is "
+                        "dropped) or unbounded")
     g.add_argument("--no-mask", action="store_true",
                    help="let the policy pick empty slots and jobs that fit nowhere (they act as "
                         "void), as the paper; by default they are masked out")
@@ -120,6 +124,7 @@ def cmd_train(args) -> int:
         load=args.load, steps=args.steps, jobsets=args.jobsets, rollouts=args.rollouts,
         jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
         slots=args.slots, horizon=args.horizon, units=args.units, backlog=args.backlog,
+        queue=args.queue,
         mask_invalid=not args.no_mask, validate_jobsets=args.validate_jobsets, seed=args.seed,
         threads=args.threads, init=args.init)
     model = train(config, args.out, args.epochs, resume=args.resume)
