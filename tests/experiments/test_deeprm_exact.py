@@ -120,3 +120,36 @@ def test_every_200_step_reference_row(capsys):
     ours = sweep_rows(capsys, "--rates", ",".join(map(str, rates)), "--seed", "314159",
                       "--simu-len", "200", "--jobsets", "10")
     assert_rows_equal(ours, reference(simu_len=200))
+
+
+class CountingStream:
+    def __init__(self) -> None:
+        self.draws = 0
+
+    def randint(self, n: int) -> int:
+        self.draws += 1
+        return 0
+
+
+@pytest.mark.parametrize("placed, finish, end", [
+    # two jobs listed one after the other finish at the same check (step 4): DeepRM's removal
+    # loop deletes the first and skips the second, which leaves at the next step's check
+    ([(1, 0), (1, 1)], [4, 4], 5),
+    ([(1, 0), (1, 1), (1, 2)], [4, 4, 4], 5),
+    # finishing at different checks, each leaves on time
+    ([(1, 0), (2, 1)], [2, 4], 4),
+    # the episode lasts at least the jobset's length (4 steps), even if all is done before
+    ([(1, 0)], [2], 4),
+])
+def test_deeprms_random_episode_ends_where_its_running_list_empties(placed, finish, end):
+    from types import SimpleNamespace
+
+    from hpcsched.experiments.deeprm import ScriptRandom
+
+    stream = CountingStream()
+    policy = ScriptRandom(stream, steps=4)
+    policy.placed = placed
+    batch = SimpleNamespace(finish=np.array([finish]), now=np.array([max(finish)]), actions=11)
+    policy.finish(batch)
+    # one draw per decision: a pick, or a time step (0 -> 1, ..., end - 1 -> end)
+    assert stream.draws == len(placed) + end
