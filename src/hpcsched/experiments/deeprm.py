@@ -38,22 +38,6 @@ LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfin
                "completion", "mean_return", "max_return", "entropy", "withheld_share",
                "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
 
-#: spec deeprm.md section 9 (a re-implementation of the authors' rules; sanity ranges, not the
-#: paper's numbers): arrival probability -> mean slowdown per heuristic, 100 jobsets of 50 steps
-REFERENCE_SLOWDOWN = {
-    0.1: {"sjf": 1.61, "packer": 1.78, "tetris": 1.61, "random": 5.56},
-    0.2: {"sjf": 2.02, "packer": 2.52, "tetris": 2.01, "random": 6.94},
-    0.3: {"sjf": 2.68, "packer": 3.85, "tetris": 2.70, "random": 7.15},
-    0.4: {"sjf": 3.45, "packer": 5.39, "tetris": 3.38, "random": 7.69},
-    0.5: {"sjf": 3.89, "packer": 7.98, "tetris": 3.74, "random": 8.00},
-    0.6: {"sjf": 4.27, "packer": 10.25, "tetris": 4.19, "random": 8.56},
-    0.7: {"sjf": 4.88, "packer": 13.16, "tetris": 4.74, "random": 9.02},
-    0.8: {"sjf": 6.04, "packer": 16.29, "tetris": 5.81, "random": 10.02},
-    0.9: {"sjf": 6.89, "packer": 18.10, "tetris": 6.59, "random": 10.62},
-    1.0: {"sjf": 8.94, "packer": 20.80, "tetris": 8.82, "random": 11.98},
-}
-
-
 # -- training --------------------------------------------------------------------------------------
 def _write_log(path: Path, history: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(".csv.tmp")
@@ -376,6 +360,6 @@ def what_it_learned(policy, load: float, *, against: str = f"tetris:{TUNED_KNOB:
     return rows
 
 
-__all__ = ["HEURISTICS", "REFERENCE_SLOWDOWN", "SWEEP_LOADS", "evaluate",
+__all__ = ["HEURISTICS", "SWEEP_LOADS", "ScriptRandom", "evaluate",
            "expected_load_per_arrival", "load_sweep", "model_loads", "resolve_grid_policy",
-           "shipped_models", "sweep_plot", "train", "what_it_learned"]
+           "random_as_deeprm", "shipped_models", "sweep_plot", "train", "what_it_learned"]
