@@ -20,10 +20,12 @@ def test_a_trace_is_mapped_into_the_grid_by_hand(small_swf):  # noqa: F811
     assert mapped.demand[0, :, 0].tolist() == [8, 8, 3]  # ceil(3 / 0.4), ceil(1 / 0.4)
     assert mapped.arrival[0].tolist() == [1, 1, 1]
     assert not report.memory and report.never_fit == 0
-    # with a 0.5 s quantum the 10 s jobs are 20 steps (they just fit a 20-step window), the
-    # 20 s job 40 steps: it can never fit, and is counted
-    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=0.5)
-    assert report.never_fit == 1 and report.jobs == 2 and mapped.length[0].tolist() == [20, 20]
+    # with a 0.55 s quantum the 10 s jobs are 19 steps (they just fit a 20-step window: a job
+    # must end before its last row, as in DeepRM's code), the 20 s job 37 steps: it can never
+    # fit, and is counted; with 0.5 s the 10 s jobs are 20 steps and cannot fit either
+    mapped, report = map_trace(jobs, 4, ResourceGrid(), quantum=0.55)
+    assert report.never_fit == 1 and report.jobs == 2 and mapped.length[0].tolist() == [19, 19]
+    assert map_trace(jobs, 4, ResourceGrid(), quantum=0.5)[1].never_fit == 3
 
 
 def test_simulate_a_trace_under_the_deeprm_profile(capsys, small_swf):  # noqa: F811
@@ -76,3 +78,36 @@ def test_records_of_a_deeprm_run_list_every_job_of_the_window(capsys, tmp_path, 
     assert len(started) == row["mapped_jobs"]
     # the grid decides at step boundaries after each submit: nobody starts before it is submitted
     assert all(float(r["start"]) >= float(r["submit"]) for r in started)
+
+
+def test_a_crowded_trace_drops_what_deeprms_queue_cannot_hold_and_says_so(capsys, tmp_path):
+    # 80 whole-machine jobs submitted together: 10 slots + 60 backlog places hold 70 of them
+    swf = tmp_path / "crowd.swf"
+    swf.write_text("; MaxProcs: 4\n" + "".join(
+        f"{i} 0 -1 100 4 -1 -1 4 100 -1 1 1 1 -1 -1 -1 -1 -1\n" for i in range(1, 81)))
+    code, out, err = run_cli(capsys, "simulate", str(swf), "--profile", "deeprm", "--policy",
+                             "sjf", "--json", "--records", str(tmp_path / "jobs.csv"))
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["mapped_jobs"], row["jobs"], row["dropped"], row["unfinished"]) == (80, 70, 10, 0)
+    import csv
+
+    rec = list(csv.DictReader(open(tmp_path / "jobs.csv")))
+    assert sum(1 for r in rec if not r["start"]) == 10
+    code, out, err = run_cli(capsys, "compare", str(swf), "--profile", "deeprm", "--backfill",
+                             "none", "--policies", "sjf,packer")
+    assert code == 0, err
+    header, _, *lines = out.strip().splitlines()[-4:]
+    assert "dropped" in header.split() and all(line.split()[-1] == "10" for line in lines)
+    code, out, err = run_cli(capsys, "simulate", str(swf), "--profile", "deeprm-unbounded",
+                             "--policy", "sjf", "--json")
+    row = json.loads(out)
+    assert (row["jobs"], row["dropped"]) == (80, 0)
+
+
+def test_bad_sweep_options_give_one_clear_line(capsys):
+    for args, needle in ((["--rates", "0.5,1.5"], "(0, 1]"), (["--rates", "a"], "--rates 'a'"),
+                         (["--simu-len", "1"], "--simu-len"), (["--jobsets", "0"], "--jobsets")):
+        code, _, err = run_cli(capsys, "experiment", "deeprm-load-sweep", "--heuristics-only",
+                               "--plot", "", *args)
+        assert_one_line_error(code, err, needle)

@@ -55,3 +55,51 @@ def test_train_writes_every_epoch_and_resumes(tmp_path):
     # the update changed the weights it resumed from
     assert not np.allclose(first.net[0].weight.detach().numpy(),
                            model.net[0].weight.detach().numpy())
+
+
+def _rng_fingerprint(model) -> tuple:
+    import random
+
+    import torch
+
+    return (repr(model.rng.bit_generator.state), torch.get_rng_state().numpy().tobytes(),
+            repr(np.random.get_state(legacy=False)), repr(random.getstate()))
+
+
+def _seed_globals(seed: int) -> None:
+    import random
+
+    import torch
+
+    np.random.seed(seed)
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def test_resume_restores_every_random_state_and_continues_as_if_never_stopped(tmp_path):
+    """Two epochs in one go and one epoch + a resumed one give the same model, optimiser state,
+    history and random states: the learner's numpy generator (which orders the jobsets and samples
+    the actions) and the global torch, numpy and Python ones."""
+    from hpcsched.experiments.deeprm import train
+
+    quiet = {"progress": False, "log": lambda t: None}
+    _seed_globals(7)
+    straight = train(small_config(), tmp_path / "a", 2, **quiet)
+    after_straight = _rng_fingerprint(straight)
+    _seed_globals(7)
+    train(small_config(), tmp_path / "b", 1, **quiet)
+    _seed_globals(12345)  # a new process: nothing of the first run's random states survives
+    resumed = train(small_config(), tmp_path / "b", 2, resume=True, **quiet)
+    for a, b in zip(straight.net.state_dict().values(), resumed.net.state_dict().values()):
+        assert np.array_equal(a.numpy(), b.numpy())
+    opt_a, opt_b = straight.optimizer.state_dict(), resumed.optimizer.state_dict()
+    for k in opt_a["state"]:
+        for name, value in opt_a["state"][k].items():
+            assert np.array_equal(np.asarray(value), np.asarray(opt_b["state"][k][name])), name
+    timing = {"rollout_s", "update_s", "epoch_s"}
+    assert [{k: v for k, v in h.items() if k not in timing} for h in straight.history] == \
+        [{k: v for k, v in h.items() if k not in timing} for h in resumed.history]
+    assert _rng_fingerprint(resumed) == after_straight
+    # the saved files agree too
+    again = DeepRM.load(tmp_path / "b" / "model.pt")
+    assert repr(again.rng.bit_generator.state) == repr(straight.rng.bit_generator.state)

@@ -46,14 +46,25 @@ def test_image_of_a_hand_drawn_cluster():
 
 
 def test_placement_at_the_earliest_step_it_fits_for_its_whole_length():
-    b = hand_batch(horizon=5)
+    b = hand_batch(horizon=6)
     # job 2 (3 steps, 4 units of r1) cannot overlap job 0's r1 unit on rows 0-1: earliest row 2
     # job 1 (2 units of r0) cannot sit beside job 0's 3 units either: also row 2
     assert b.offset[0].tolist() == [2, 2]
     b.step(np.array([0]))
     assert b.start[0, 2] == 2 and b.finish[0, 2] == 5
-    assert b.used[0, :, 1].tolist() == [1, 1, 4, 4, 4]
-    assert b.used[0, :, 0].tolist() == [3, 3, 1, 1, 1]
+    assert b.used[0, :, 1].tolist() == [1, 1, 4, 4, 4, 0]
+    assert b.used[0, :, 0].tolist() == [3, 3, 1, 1, 1, 0]
+
+
+def test_a_job_never_ends_on_the_windows_last_row_as_in_deeprms_code():
+    # DeepRM's code tries offsets range(0, T - length): in a 5-step window job 2 (3 steps) would
+    # end on row 4, the last one, so it fits nowhere; job 1 (1 step) may use rows up to 3
+    b = hand_batch(horizon=5)
+    assert b.offset[0].tolist() == [-1, 2]
+    assert not b.valid[0, 0] and b.valid[0, 1]
+    # a job as long as the window can never be placed
+    assert ResourceGrid(2, 10, 20).never_fits(np.array([19, 20]), np.ones((2, 2), int)).tolist() \
+        == [False, True]
 
 
 def test_a_job_that_fits_nowhere_in_the_window_acts_as_void():
@@ -113,7 +124,8 @@ def test_earliest_start_matches_a_brute_force_search():
             want = -1
             for o in range(T):
                 L = length[b, k]
-                if L > 0 and o + L <= T and np.all(used[b, o:o + L] + demand[b, k] <= units):
+                # DeepRM's code: `for t in range(0, T - L)`, so o + L <= T - 1
+                if L > 0 and o < T - L and np.all(used[b, o:o + L] + demand[b, k] <= units):
                     want = o
                     break
             assert got[b, k] == want
@@ -138,7 +150,7 @@ def test_void_is_masked_only_on_an_idle_cluster_with_a_job_that_fits():
 
 
 # -- the grid as a loop of the one engine ------------------------------------------------------------
-def hand_engine(horizon: int = 5):
+def hand_engine(horizon: int = 6):
     """The hand-drawn jobs (rows 0-3, all shown at step 0) behind the engine: 2 slots, backlog."""
     jobs = GridJobs.from_lists([(np.zeros(4, np.int64), np.array([j[0] for j in HAND_JOBS]),
                                  np.array([j[1:] for j in HAND_JOBS]))])
@@ -265,7 +277,8 @@ def test_a_trace_window_maps_rows_to_grid_jobs_and_seconds():
     result = e.result("sjf")
     assert result.metrics == e.loop.batch.metrics()
     assert result.counts == {"quantum_s": 4.0, "procs_per_unit": 1.0, "mapped_jobs": 4,
-                             "never_fit": 1, "memory_resource": False}
+                             "never_fit": 1, "memory_resource": False,
+                             "dropped": 0}
     rec = e.loop.batch.job_records()
     # step s is the instant t0 + 4 s (t0 = 3, the first submit); a job runs length x 4 s
     np.testing.assert_array_equal(result.start[rows], 3 + 4 * rec["start"])
@@ -288,7 +301,8 @@ class Checking:
 
     def decide(self, view):
         g = view.grid
-        waiting = [int(g.rows[j]) for j in range(int(g.arrived[0])) if g.start[0, j] < 0]
+        waiting = [int(g.rows[j]) for j in range(int(g.arrived[0]))
+                   if g.start[0, j] < 0 and not g.dropped[0, j]]
         assert sorted(view.queue.tolist()) == waiting
         now = int(g.now[0])
         running = [int(g.rows[j]) for j in range(int(g.arrived[0]))
@@ -308,6 +322,75 @@ def test_the_engines_queue_running_jobs_and_clock_follow_the_grid():
     policy = Checking(engine.loop)
     result = engine.run(policy)
     assert policy.seen == result.metrics["decisions"] > 20
+    # a queue of 2 slots + 20 backlogged jobs overflows at full load: dropped jobs never join the
+    # engine's queue, never start, and are counted
+    engine = grid_engine(generate(1, 1.0, 80, seed=2), slots=2, backlog=20)
+    policy = Checking(engine.loop)
+    result = engine.run(policy)
+    dropped = engine.loop.batch.dropped[0]
+    assert result.counts["dropped"] == result.metrics["dropped"] == dropped.sum() > 0
+    assert np.isnan(result.records()["start"][dropped]).all()
+    assert not np.isnan(result.records()["start"][~dropped]).any()
+
+
+# -- DeepRM's bounded queue ----------------------------------------------------------------------------
+def crowd(arrivals) -> GridJobs:
+    """Jobs that each take the whole 4-unit machine for one step, arriving at the given steps."""
+    n = len(arrivals)
+    return GridJobs.from_lists([(np.array(arrivals), np.ones(n, np.int64),
+                                 np.full((n, 2), 4, np.int64))])
+
+
+def test_an_arrival_that_finds_the_slots_and_backlog_full_is_dropped_and_counted():
+    # 2 slots + a backlog of 4 hold 6 jobs: of 8 arriving together the last two are dropped; one
+    # job runs per step, so by step 3 three have left the queue and the two late arrivals get in
+    jobs = crowd([1] * 8 + [3, 3])
+    b = run_batch(DiscreteBatch(ResourceGrid(2, 4, 4), slots=2, backlog=4), jobs,
+                  ShortestJobFirst())
+    assert b.dropped[0].tolist() == [False] * 6 + [True, True] + [False, False]
+    m = b.metrics()
+    assert (m["jobs"], m["dropped"], m["unfinished"]) == (8, 2, 0)
+    rec = b.job_records()
+    assert rec["dropped"].tolist() == b.dropped[0].tolist()
+    assert np.isnan(rec["completion"][rec["dropped"]]).all()
+    # a dropped job is never in the system: the return is minus the kept jobs' slowdowns only
+    assert -b.cost[0] == pytest.approx(-np.nansum(rec["slowdown"]))
+    # the unbounded queue keeps everyone
+    b = run_batch(DiscreteBatch(ResourceGrid(2, 4, 4), slots=2, backlog=4, queue="unbounded"),
+                  jobs, ShortestJobFirst())
+    assert not b.dropped.any() and b.metrics()["jobs"] == 10
+
+
+def test_the_queue_is_full_at_exactly_slots_plus_backlog():
+    # one arrival per step (as DeepRM's generator makes them) and nothing ever placed: 2 slots and
+    # a backlog of 4 take the first 6 arrivals; the 7th is the first one dropped
+    jobs = crowd(list(range(1, 10)))
+    b = DiscreteBatch(ResourceGrid(2, 4, 4), slots=2, backlog=4)
+    b.reset(jobs)
+    while int(b.now[0]) < 9:
+        b.step(np.array([b.void]))
+    assert b.dropped[0].tolist() == [False] * 6 + [True] * 3
+    assert b.backlog_count()[0] == 4 and b.slot[0].tolist() == [0, 1]
+    # placing one frees a place: the next arrival gets in
+    more = crowd(list(range(1, 10)) + [10])
+    b.reset(more)
+    while int(b.now[0]) < 9:
+        b.step(np.array([b.void]))
+    b.step(np.array([0]))  # job 0 placed: the backlog's head (job 2) takes slot 0
+    b.step(np.array([b.void]))  # step 10: job 9 arrives into the freed place
+    assert b.dropped[0].tolist() == [False] * 6 + [True] * 3 + [False]
+    assert b.slot[0].tolist() == [2, 1] and b.backlog_count()[0] == 4
+
+
+def test_a_dropped_job_cannot_be_picked_and_says_why():
+    from hpcsched.sim.decisions import Pick
+
+    e = grid_engine(crowd([1] * 8), ResourceGrid(2, 4, 4), slots=2, backlog=4)
+    e.next_decision()
+    with pytest.raises(ValueError, match="dropped on arrival: the 2 slots and the backlog of 4"):
+        e.apply(Pick(7))
+    with pytest.raises(ValueError, match="unknown queue 'infinite'"):
+        DiscreteBatch(queue="infinite")
 
 
 def test_a_grid_policy_outside_the_deeprm_profile_says_where_it_belongs():

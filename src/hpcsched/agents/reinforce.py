@@ -55,6 +55,7 @@ class ReinforceConfig:
     horizon: int = 20
     slots: int = 10
     backlog: int = 60
+    queue: str = "bounded"  # DeepRM's: arrivals that find the slots and backlog full are dropped
     reward: str = "slowdown"  # or "completion" (reward -|J| per step)
     mask_invalid: bool = True
     max_decisions: int = 1000  # per episode: a cap for policies that never place anything
@@ -74,7 +75,7 @@ class ReinforceConfig:
         return ResourceGrid(self.resources, self.units, self.horizon)
 
     def batch(self) -> DiscreteBatch:
-        return DiscreteBatch(self.grid, self.slots, self.backlog, self.reward)
+        return DiscreteBatch(self.grid, self.slots, self.backlog, self.reward, self.queue)
 
 
 def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:

@@ -23,11 +23,16 @@ EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
   hpcsched experiment deeprm-load-sweep --json > sweep.json
   hpcsched experiment deeprm-load-sweep --models runs/ --plot sweep.png --analysis-load 1.1
+  hpcsched experiment deeprm-load-sweep --heuristics-only --rates 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0 \
+      --seed 314159 --simu-len 50 --jobsets 100 --json      # DeepRM's own script's numbers
 
-Rows: load (the level asked for), rate (Bernoulli arrival probability), offered_load (measured on
-the jobsets), policy, slowdown and completion (pooled over the jobs of 100 unseen jobsets, seed
-314159), withheld_share (share of time steps ended while a shown job would have fit now),
-model_load (the training load of the DeepRM model used at that load: the nearest one shipped).
+Rows: load (the level asked for; with --rates, rate x 1.845), rate (Bernoulli arrival
+probability), offered_load (measured on the jobsets), policy, slowdown and completion (pooled over
+the jobs of 100 unseen jobsets, seed 314159, drawn by DeepRM's generator), withheld_share (share
+of time steps ended while a shown job would have fit now), dropped (arrivals that found the 10
+slots and 60 backlog places full), model_load (the training load of the DeepRM model used at that
+load: the nearest one shipped). sjf, packer and random are DeepRM's baselines and equal its own
+code's numbers on the same settings (random: its evaluation script's draws, one at a time).
 """
 
 
@@ -52,7 +57,11 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--slots", type=int, default=10, help="M, job slots shown")
     g.add_argument("--horizon", type=int, default=20, help="T, steps shown ahead")
     g.add_argument("--units", type=int, default=10, help="units of each resource")
-    g.add_argument("--backlog", type=int, default=60, help="backlog cells shown")
+    g.add_argument("--backlog", type=int, default=60,
+                   help="backlog places (shown as cells of the image)")
+    g.add_argument("--queue", default="bounded", choices=["bounded", "unbounded"],
+                   help="bounded (DeepRM's: an arrival that finds the slots and backlog full is "
+                        "dropped) or unbounded")
     g.add_argument("--no-mask", action="store_true",
                    help="let the policy pick empty slots and jobs that fit nowhere (they act as "
                         "void), as the paper; by default they are masked out")
@@ -75,8 +84,18 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--reward", default="slowdown", choices=["slowdown", "completion"],
                    help="use the DeepRM models trained for this reward (Fig. 5: completion, "
                         "compared on the completion column)")
-    p.add_argument("--loads", help="comma-separated loads (default: 0.1,0.3,...,1.7,1.845)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--loads", help="comma-separated loads (default: 0.1,0.3,...,1.7,1.845)")
+    which.add_argument("--rates", help="comma-separated arrival probabilities instead of loads "
+                                       "(DeepRM's new_job_rate, e.g. 0.1,0.2,...,1.0)")
     p.add_argument("--jobsets", type=int, default=100, help="unseen jobsets per load")
+    p.add_argument("--seed", type=int, default=314159,
+                   help="the jobsets' seed (default: DeepRM's unseen draw, 314159)")
+    p.add_argument("--simu-len", type=int, default=50,
+                   help="steps per jobset (DeepRM's simu_len; the paper's 50)")
+    p.add_argument("--queue", default="bounded", choices=["bounded", "unbounded"],
+                   help="bounded (default, DeepRM's: 10 slots + 60 backlog, later arrivals are "
+                        "dropped and counted) or unbounded")
     p.add_argument("--tetris-knob", type=float, default=TUNED_KNOB,
                    help=f"Tetris*'s weight of packing against 1/length (default {TUNED_KNOB}: "
                         f"the best on the training jobsets at 70%%, 110%% and 150%% load)")
@@ -105,6 +124,7 @@ def cmd_train(args) -> int:
         load=args.load, steps=args.steps, jobsets=args.jobsets, rollouts=args.rollouts,
         jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
         slots=args.slots, horizon=args.horizon, units=args.units, backlog=args.backlog,
+        queue=args.queue,
         mask_invalid=not args.no_mask, validate_jobsets=args.validate_jobsets, seed=args.seed,
         threads=args.threads, init=args.init)
     model = train(config, args.out, args.epochs, resume=args.resume)
@@ -127,20 +147,30 @@ def _keys(rows) -> list[str]:
 def cmd_sweep(args) -> int:
     from hpcsched.experiments import deeprm as exp
 
-    loads = exp.SWEEP_LOADS
-    if args.loads:
+    def numbers(option: str, text: str) -> tuple[float, ...]:
         try:
-            loads = tuple(float(x) for x in args.loads.split(",") if x.strip())
+            values = tuple(float(x) for x in text.split(",") if x.strip())
         except ValueError:
-            raise ValueError(f"--loads {args.loads!r}: expected comma-separated numbers") from None
+            raise ValueError(f"{option} {text!r}: expected comma-separated numbers") from None
+        if not values:
+            raise ValueError(f"{option} {text!r}: expected at least one number")
+        return values
+
+    loads = numbers("--loads", args.loads) if args.loads else exp.SWEEP_LOADS
+    rates = numbers("--rates", args.rates) if args.rates else None
+    if args.jobsets < 1:
+        raise ValueError(f"--jobsets must be at least 1 (got {args.jobsets})")
+    if args.simu_len < 2:
+        raise ValueError(f"--simu-len must be at least 2 steps (got {args.simu_len})")
     with_model = not args.heuristics_only
     trained = exp.model_loads(args.models, args.reward) if with_model else {}
     if with_model and not trained:
         raise ValueError(f"no DeepRM model in {args.models or exp.PRETRAINED}; train one "
                          f"(hpcsched train deeprm) or pass --heuristics-only")
     per_load = 4 + (1 if trained else 0)
-    with Progress(len(loads) * per_load, "deeprm-load-sweep") as bar:
-        rows = exp.load_sweep(loads, models=args.models, jobsets=args.jobsets,
+    with Progress(len(rates or loads) * per_load, "deeprm-load-sweep") as bar:
+        rows = exp.load_sweep(loads, rates=rates, models=args.models, jobsets=args.jobsets,
+                              steps=args.simu_len, seed=args.seed, queue=args.queue,
                               with_model=with_model, tetris_knob=args.tetris_knob,
                               sample=args.sample, progress=bar.update, reward=args.reward)
     analysis = []
@@ -150,6 +180,7 @@ def cmd_sweep(args) -> int:
 
         analysis = exp.what_it_learned(load_deeprm_policy(trained[near], sample=args.sample),
                                        args.analysis_load, jobsets=args.jobsets,
+                                       steps=args.simu_len, seed=args.seed, queue=args.queue,
                                        against=f"tetris:{args.tetris_knob:g}")
         for r in analysis:
             r["model_load"] = near if r["policy"] == "deeprm" else ""
@@ -169,10 +200,17 @@ def cmd_sweep(args) -> int:
             row["deeprm_withheld"] = sub["deeprm"]["withheld_share"]
         table.append(row)
     if args.fmt is None:
-        print(f"mean job slowdown, pooled over {args.jobsets} unseen jobsets (seed 314159) per "
-              f"load; DeepRM {'sampled' if args.sample else 'greedy'}, the model trained at the "
-              f"nearest load (model_load)\n")
+        print(f"mean job slowdown, pooled over {args.jobsets} unseen jobsets of {args.simu_len} "
+              f"steps (seed {args.seed}) per load"
+              + ("" if args.heuristics_only else
+                 f"; DeepRM {'sampled' if args.sample else 'greedy'}, the model trained at the "
+                 f"nearest load (model_load)") + "\n")
     print(format_rows(table, args.fmt or "table", columns=_keys(table)))
+    dropped = [r for r in rows if r["dropped"]]
+    if dropped:
+        print(f"\narrivals dropped because the queue ({args.queue}: 10 slots + 60 backlog) was "
+              f"full: " + "; ".join(f"load {r['load']:g} {r['policy']} {r['dropped']}"
+                                    for r in dropped))
     if analysis:
         print(f"\nwhat DeepRM learned (paper Fig. 7, load {args.analysis_load:g}): share of time "
               f"steps ended while a shown job would have fit now, the share of those held-back "

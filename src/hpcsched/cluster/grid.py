@@ -33,11 +33,12 @@ class ResourceGrid:
                 f"{self.resources}, units={self.units}, horizon={self.horizon})")
 
     def never_fits(self, length: np.ndarray, demand: np.ndarray) -> np.ndarray:
-        """Whether each job can never be placed: longer than the window, or asking for more units
-        of some resource than there are. `length` (n,), `demand` (n, resources)."""
+        """Whether each job can never be placed: as long as the window or longer (it must end
+        before the window's last row, see `earliest_start`), or asking for more units of some
+        resource than there are. `length` (n,), `demand` (n, resources)."""
         length = np.asarray(length)
         demand = np.asarray(demand)
-        return (length > self.horizon) | (length <= 0) | np.any(demand > self.units, axis=-1)
+        return (length >= self.horizon) | (length <= 0) | np.any(demand > self.units, axis=-1)
 
     def describe(self) -> str:
         return f"{self.resources} resources x {self.units} units, {self.horizon}-step window"
@@ -49,8 +50,11 @@ def earliest_start(used: np.ndarray, demand: np.ndarray, length: np.ndarray,
 
     `used` (B, T, d) units taken per step and resource; `demand` (B, K, d) and `length` (B, K) of K
     candidate jobs per environment. Returns (B, K) int64 offsets, -1 where the job fits nowhere in
-    the window (or has length 0: an empty slot). A job may end on the last row of the window
-    (offset + length <= T): the paper's rule, not its code's off-by-one, which never used that row.
+    the window (or has length 0: an empty slot). DeepRM's rule, exactly: its code tries the offsets
+    `range(0, T - length)`, so a job never ends on the window's last row (offset + length <= T - 1),
+    one row short of what the paper's "earliest step in the window" allows. It matters only for a
+    reservation into the future (a job that fits now is placed now either way) and makes a job of
+    T steps or more unplaceable.
     """
     T = used.shape[1]
     # row_ok[b, k, t]: job k's demand fits on top of step t for every resource
@@ -59,7 +63,7 @@ def earliest_start(used: np.ndarray, demand: np.ndarray, length: np.ndarray,
     np.cumsum(~row_ok, axis=-1, out=bad[..., 1:])
     offsets = np.arange(T)
     end = offsets + length[..., None]  # (B, K, T)
-    inside = (end <= T) & (length[..., None] > 0)
+    inside = (end < T) & (length[..., None] > 0)
     bad_rows = np.take_along_axis(bad, np.minimum(end, T), axis=-1) - bad[..., :T]
     fit = inside & (bad_rows == 0)
     first = np.argmax(fit, axis=-1)

@@ -5,9 +5,12 @@
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
 Actions 0..M-1 place the job of that slot at the earliest step it fits; M is void (end the step).
-An empty slot or a job that fits nowhere acts as void, as in the paper; `info["action_mask"]` and
-`action_masks()` mark the picks that place a job (and void) for agents that mask. Each reset draws
-a new jobset of `steps` steps at the given load (or replays `jobs`, a GridJobs of one jobset). The
+An empty slot or a job that fits nowhere acts as void, as in the paper (a job fits where it ends
+before the window's last row, as in DeepRM's code); `info["action_mask"]` and `action_masks()`
+mark the picks that place a job (and void) for agents that mask. Each reset draws
+a new jobset of `steps` steps at the given load with DeepRM's generator (or replays `jobs`, a
+GridJobs of one jobset). The queue is DeepRM's (`queue="bounded"`: an arrival that finds the M
+slots and the backlog full is dropped; `info["dropped"]` counts them at the end) or unbounded. The
 reward is minus the cost of the steps the action ended: sum 1/T_j over the jobs in the system
 (`reward="slowdown"`) or their count (`"completion"`); with gamma = 1 an episode's return is minus
 the sum of its jobs' slowdowns (completion times).
@@ -30,10 +33,10 @@ class DeepRMEnv(gym.Env):
 
     def __init__(self, load: float = 0.7, steps: int = 50, *, resources: int = 2, units: int = 10,
                  horizon: int = 20, slots: int = 10, backlog: int = 60,
-                 reward: str = "slowdown", jobs: GridJobs | None = None,
+                 queue: str = "bounded", reward: str = "slowdown", jobs: GridJobs | None = None,
                  max_decisions: int = 5000) -> None:
         self.grid = ResourceGrid(resources, units, horizon)
-        self.batch = DiscreteBatch(self.grid, slots, backlog, reward)
+        self.batch = DiscreteBatch(self.grid, slots, backlog, reward, queue)
         self.rate = rate_for_load(load, resources)
         self.steps = steps
         if jobs is not None and len(jobs) != 1:

@@ -24,9 +24,9 @@ from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
                                        load_deeprm_policy)
 from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
 from hpcsched.policies.deeprm import get_grid_policy
-from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
-from hpcsched.workload.deeprm import (TEST_SEED, expected_load_per_arrival, generate,
-                                      rate_for_load)
+from hpcsched.sim.discrete_batch import DiscreteBatch, pooled_metrics, run_batch
+from hpcsched.workload.deeprm import (TEST_SEED, draw_jobsets, expected_load_per_arrival,
+                                      generate, rate_for_load)
 
 HEURISTICS = ("sjf", "packer", "tetris", "random")
 #: Tetris*'s knob tuned on the training jobsets (seed 42; mean slowdown summed over 70%, 110% and
@@ -37,22 +37,6 @@ SWEEP_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.845)
 LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfinished",
                "completion", "mean_return", "max_return", "entropy", "withheld_share",
                "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
-
-#: spec deeprm.md section 9 (a re-implementation of the authors' rules; sanity ranges, not the
-#: paper's numbers): arrival probability -> mean slowdown per heuristic, 100 jobsets of 50 steps
-REFERENCE_SLOWDOWN = {
-    0.1: {"sjf": 1.61, "packer": 1.78, "tetris": 1.61, "random": 5.56},
-    0.2: {"sjf": 2.02, "packer": 2.52, "tetris": 2.01, "random": 6.94},
-    0.3: {"sjf": 2.68, "packer": 3.85, "tetris": 2.70, "random": 7.15},
-    0.4: {"sjf": 3.45, "packer": 5.39, "tetris": 3.38, "random": 7.69},
-    0.5: {"sjf": 3.89, "packer": 7.98, "tetris": 3.74, "random": 8.00},
-    0.6: {"sjf": 4.27, "packer": 10.25, "tetris": 4.19, "random": 8.56},
-    0.7: {"sjf": 4.88, "packer": 13.16, "tetris": 4.74, "random": 9.02},
-    0.8: {"sjf": 6.04, "packer": 16.29, "tetris": 5.81, "random": 10.02},
-    0.9: {"sjf": 6.89, "packer": 18.10, "tetris": 6.59, "random": 10.62},
-    1.0: {"sjf": 8.94, "packer": 20.80, "tetris": 8.82, "random": 11.98},
-}
-
 
 # -- training --------------------------------------------------------------------------------------
 def _write_log(path: Path, history: list[dict[str, Any]]) -> None:
@@ -196,18 +180,118 @@ def evaluate(policy, load: float, *, jobsets: int = 100, steps: int = 50, seed: 
     return run_batch(batch or DiscreteBatch(), jobs, policy, max_decisions=20_000)
 
 
-def load_sweep(loads=SWEEP_LOADS, *, models: str | Path | None = None, jobsets: int = 100,
-               with_model: bool = True, tetris_knob: float = TUNED_KNOB, sample: bool = False,
-               progress: Callable[[int], None] | None = None,
+# -- DeepRM's Random, as its evaluation script draws it ---------------------------------------------
+#: DeepRM's `job_num_cap`: every `Machine()` (one per reset) shuffles this many colours for its
+#: rendering, from the global numpy stream
+_COLOURS = 40
+
+
+def _shuffle_colours(stream: np.random.RandomState) -> None:
+    stream.shuffle(np.arange(1 / float(_COLOURS), 1, 1 / float(_COLOURS)))
+
+
+class ScriptRandom:
+    """DeepRM's Random baseline (`other_agents.get_random_action`: `np.random.randint(M + 1)`, empty
+    slots and void included) for one episode of its evaluation script, drawing from the script's
+    one global stream. DeepRM asks for an action at every time step, also where none could place a
+    job; our batch skips those steps, so `act` first makes the draws DeepRM made meanwhile (one per
+    skipped step), and `finish` the ones it makes after our end: its episode ends only at the first
+    step >= the jobset's length at which its list of running jobs is empty, and that list drops a
+    finished job late when the one before it in the list finished at the same check (its removal
+    loop deletes from the list it walks)."""
+
+    name = "random"
+
+    def __init__(self, stream: np.random.RandomState, steps: int) -> None:
+        self.stream = stream
+        self.steps = steps
+        self.draws = 0  # DeepRM's decisions so far in this episode
+        self.last_now = 0
+        self.advanced = False  # whether our last action ended its step
+        self.placed: list[tuple[int, int]] = []  # (step of the pick, job), in DeepRM's list order
+
+    def act(self, batch: DiscreteBatch) -> np.ndarray:
+        now = int(batch.now[0])
+        for _ in range(now - self.last_now - int(self.advanced)):
+            self.stream.randint(batch.actions)  # a step DeepRM asked about and we skipped
+            self.draws += 1
+        action = int(self.stream.randint(batch.actions))
+        self.draws += 1
+        placed = action < batch.slots and bool(batch.valid[0, action])
+        if placed:
+            self.placed.append((now, int(batch.slot[0, action])))
+        self.last_now, self.advanced = now, not placed
+        return np.array([action])
+
+    def finish(self, batch: DiscreteBatch) -> None:
+        """DeepRM's draws after our episode's end, up to its own."""
+        finish = batch.finish[0]
+        running: list[int] = []
+        placed = iter(self.placed)
+        nxt = next(placed, None)
+        t = 0
+        while True:  # time_proceed(t) then the all_done check, as DeepRM's step does
+            t += 1
+            while nxt is not None and nxt[0] < t:
+                running.append(nxt[1])
+                nxt = next(placed, None)
+            for job in running:  # DeepRM's loop, skipping the job after each one it removes
+                if finish[job] <= t:
+                    running.remove(job)
+            if t >= self.steps and t >= batch.now[0] and not running and nxt is None:
+                break
+        for _ in range(len(self.placed) + t - self.draws):  # every decision: a pick, or a step
+            self.stream.randint(batch.actions)
+
+
+def random_as_deeprm(jobsets: int, rate: float, steps: int = 50, *, seed: int = TEST_SEED,
+                     batch: Callable[[], DiscreteBatch] = DiscreteBatch) -> list[DiscreteBatch]:
+    """DeepRM's Random on its own jobsets, draw for draw as its evaluation script
+    (`slow_down_cdf.launch`, no trained model) runs it: one global stream seeded with `seed`
+    draws the jobsets, then every `Machine()` shuffles its colours (one at the `Env`'s creation,
+    one at each reset: before each episode and at its end) and Random draws its actions, the
+    policies taking turns on each jobset in the script's order (Tetris, SJF, Random; the first two
+    draw nothing). The jobsets are run one at a time (each episode's draws decide where the next
+    begins): one finished batch per jobset. Assumes no episode reaches the script's length cap."""
+    stream = np.random.RandomState(seed)
+    jobs = draw_jobsets(stream, jobsets, rate, steps)
+    _shuffle_colours(stream)  # the Env's Machine
+    done = []
+    for k in range(jobsets):
+        for _ in range(5):  # Tetris's reset and end, SJF's reset and end, Random's reset
+            _shuffle_colours(stream)
+        b = batch()
+        policy = ScriptRandom(stream, steps)
+        run_batch(b, jobs.take([k]), policy, max_decisions=20_000)
+        policy.finish(b)
+        _shuffle_colours(stream)  # Random's end
+        done.append(b)
+    return done
+
+
+def load_sweep(loads=SWEEP_LOADS, *, rates=None, models: str | Path | None = None,
+               jobsets: int = 100, steps: int = 50, seed: int = TEST_SEED,
+               queue: str = "bounded", with_model: bool = True, tetris_knob: float = TUNED_KNOB,
+               sample: bool = False, progress: Callable[[int], None] | None = None,
                reward: str = "slowdown") -> list[dict[str, Any]]:
-    """Fig. 4: mean slowdown (pooled over jobs) per load and policy. DeepRM at each load is the
-    model trained for `reward` at the nearest load (its training load is in `model_load`);
-    Fig. 5 compares the completion-time models (`reward="completion"`) on `completion`."""
+    """Fig. 4: mean slowdown (pooled over jobs) per load and policy, on `jobsets` jobsets of
+    `steps` steps drawn with `seed` (DeepRM's generator) at each load (or each arrival
+    probability of `rates`, which replaces `loads`). SJF, Packer and Random are DeepRM's own
+    baselines and give its script's numbers exactly (Random draw for draw, `random_as_deeprm`);
+    Tetris* is ours (its knob tuned). DeepRM at each load is the model trained for `reward` at
+    the nearest load (its training load is in `model_load`); Fig. 5 compares the
+    completion-time models (`reward="completion"`) on `completion`."""
     trained = model_loads(models, reward) if with_model else {}
+    if rates is not None:
+        points = [(round(float(p) * expected_load_per_arrival(), 4), float(p)) for p in rates]
+        for _, p in points:
+            if not 0 < p <= 1:
+                raise ValueError(f"--rates: an arrival probability must be in (0, 1] (got {p:g})")
+    else:
+        points = [(load, rate_for_load(load)) for load in loads]
     rows = []
-    for load in loads:
-        p = rate_for_load(load)
-        jobs = generate(jobsets, p, 50, seed=TEST_SEED)
+    for load, p in points:
+        jobs = generate(jobsets, p, steps, seed=seed)
         offered = float(jobs.load().mean())
         names = [*HEURISTICS[:2], "tetris" if tetris_knob == 0.5 else f"tetris:{tetris_knob:g}",
                  HEURISTICS[3]]
@@ -218,12 +302,16 @@ def load_sweep(loads=SWEEP_LOADS, *, models: str | Path | None = None, jobsets: 
             policies.append(("deeprm", load_deeprm_policy(trained[near], sample=sample,
                                                           name="deeprm"), near))
         for name, policy, model_load in policies:
-            b = run_batch(DiscreteBatch(), jobs, policy, max_decisions=20_000)
-            m = b.metrics()
+            if name == "random":
+                m = pooled_metrics(random_as_deeprm(jobsets, p, steps, seed=seed,
+                                                    batch=lambda: DiscreteBatch(queue=queue)))
+            else:
+                m = run_batch(DiscreteBatch(queue=queue), jobs, policy,
+                              max_decisions=20_000).metrics()
             rows.append({"load": load, "rate": round(p, 4), "offered_load": round(offered, 4),
                          "policy": name, "slowdown": m["slowdown"], "completion": m["completion"],
                          "withheld_share": m["withheld_share"], "jobs": m["jobs"],
-                         "unfinished": m["unfinished"],
+                         "unfinished": m["unfinished"], "dropped": m["dropped"],
                          "model_load": model_load if model_load is not None else ""})
             if progress:
                 progress(1)
@@ -248,14 +336,15 @@ def sweep_plot(rows: list[dict[str, Any]], path: str | Path) -> Path:
 
 
 def what_it_learned(policy, load: float, *, against: str = f"tetris:{TUNED_KNOB:g}",
-                    jobsets: int = 100,
-                    ) -> list[dict[str, Any]]:
+                    jobsets: int = 100, steps: int = 50, seed: int = TEST_SEED,
+                    queue: str = "bounded") -> list[dict[str, Any]]:
     """Fig. 7 at one load: for the policy and a heuristic, the share of time steps that end while a
     shown job would have fit now (not work-conserving), the share of held-back job-steps that are
     long jobs (>= 10 steps), and the mean slowdown of short (1-3) and long (10-15) jobs."""
     rows = []
     for name, pol in (("deeprm", policy), (against, get_grid_policy(against))):
-        b = evaluate(pol, load, jobsets=jobsets)
+        b = evaluate(pol, load, jobsets=jobsets, steps=steps, seed=seed,
+                     batch=DiscreteBatch(queue=queue))
         rec = b.job_records()
         m = b.metrics()
         short = rec["length"] <= 3
@@ -271,6 +360,6 @@ def what_it_learned(policy, load: float, *, against: str = f"tetris:{TUNED_KNOB:
     return rows
 
 
-__all__ = ["HEURISTICS", "REFERENCE_SLOWDOWN", "SWEEP_LOADS", "evaluate",
+__all__ = ["HEURISTICS", "SWEEP_LOADS", "ScriptRandom", "evaluate",
            "expected_load_per_arrival", "load_sweep", "model_loads", "resolve_grid_policy",
-           "shipped_models", "sweep_plot", "train", "what_it_learned"]
+           "random_as_deeprm", "shipped_models", "sweep_plot", "train", "what_it_learned"]

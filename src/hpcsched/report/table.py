@@ -10,10 +10,12 @@ from typing import Sequence
 
 #: how each metric is printed in a human table
 _DIGITS = {"FCFS": 2, "WFP3": 2, "UNICEP": 2, "SJF": 2, "F1": 2, "bsld": 2, "max_bsld": 2, "slowdown": 2, "wait": 0, "max_wait": 0, "turnaround": 0,
-           "utilization": 3, "makespan": 0, "max_user_bsld": 2, "jain_user_bsld": 3}
+           "utilization": 3, "makespan": 0, "max_user_bsld": 2, "jain_user_bsld": 3,
+           "dropped": 0}
 
 DEFAULT_COLUMNS = ("trace", "policy", "backfill", "bsld", "max_bsld", "wait", "max_wait",
-                   "turnaround", "slowdown", "utilization", "makespan", "utilization_memory",
+                   "turnaround", "slowdown", "dropped", "utilization", "makespan",
+                   "utilization_memory",
                    "utilization_gpus", "score")
 
 

@@ -11,9 +11,9 @@ step with it: the clock, the queue, the running jobs (through `Engine.start_job`
 the step each job starts and ends) and every start time.
 
 **Rows and grid jobs.** `workload.deeprm.map_trace` turns the engine's JobTable (the window as
-given) into grid jobs: a job that can never fit the grid (longer than the window once quantised,
-or larger than a resource) is left out and counted (`counts["never_fit"]`); the others, in arrival
-order, are grid jobs 0..J-1. `rows[j]` is the JobTable row of grid job j and `job_of[row]` the
+given) into grid jobs: a job that can never fit the grid (as long as the window or longer once
+quantised, or larger than a resource) is left out and counted (`counts["never_fit"]`); the others,
+in arrival order, are grid jobs 0..J-1. `rows[j]` is the JobTable row of grid job j and `job_of[row]` the
 grid job of a row (-1: left out). A row left out never arrives and never starts (NaN start in the
 `Result`). A synthetic jobset (`grid_engine`) has row j = grid job j.
 
@@ -62,15 +62,17 @@ class GridState:
     Arrays: `now` (step), `used` (1, T, d) units taken per step ahead, `slot` (1, M) grid job in each
     slot (-1 empty), `slot_length`, `slot_demand`, `offset` (earliest offset of each slot's job,
     -1: fits nowhere), `valid` (offset >= 0), `fit_now` (offset == 0), `idle`, `done`, `head`,
-    `arrived`, `start`, `finish` (steps, per grid job). Plain: `grid` (the ResourceGrid), `slots`,
-    `backlog`, `actions`, `void`, `B` (1), `reward_kind`, `image_shape`; methods `images()`,
-    `action_mask()`, `backlog_count()`. `rows`: the engine row of each grid job.
+    `arrived`, `accepted`, `order` (the queue), `dropped` (per grid job: found the queue full),
+    `start`, `finish` (steps, per grid job). Plain: `grid` (the ResourceGrid), `slots`, `backlog`,
+    `queue`, `capacity`, `actions`, `void`, `B` (1), `reward_kind`, `image_shape`; methods
+    `images()`, `action_mask()`, `backlog_count()`. `rows`: the engine row of each grid job.
     """
 
     ARRAYS = frozenset({"now", "used", "slot", "slot_length", "slot_demand", "offset", "valid",
-                        "fit_now", "idle", "done", "head", "arrived", "start", "finish"})
-    PLAIN = frozenset({"grid", "slots", "backlog", "actions", "void", "B", "reward_kind",
-                       "image_shape", "images", "action_mask", "backlog_count"})
+                        "fit_now", "idle", "done", "head", "arrived", "accepted", "order",
+                        "dropped", "start", "finish"})
+    PLAIN = frozenset({"grid", "slots", "backlog", "queue", "capacity", "actions", "void", "B",
+                       "reward_kind", "image_shape", "images", "action_mask", "backlog_count"})
 
     __slots__ = ("_batch", "rows")
 
@@ -216,6 +218,9 @@ class DiscreteLoop:
             return int(m[0])
         if j >= b.arrived[0]:
             where = "has not arrived yet"
+        elif b.dropped[0, j]:
+            where = (f"was dropped on arrival: the {b.slots} slots and the backlog of "
+                     f"{b.backlog} were full")
         elif b.start[0, j] >= 0:
             where = "is already placed"
         else:
@@ -227,9 +232,10 @@ class DiscreteLoop:
 
     def finish(self, result) -> None:
         """DeepRM's metrics (pooled over the grid jobs, in steps) and the mapping's counts replace
-        the engine's; the grid has no nodes, so records carry no node column."""
+        the engine's, with the jobs dropped because the queue was full; the grid has no nodes, so
+        records carry no node column."""
         result.metrics = self.batch.metrics()
-        result.counts = dict(self.counts)
+        result.counts = dict(self.counts, dropped=int(self.batch.dropped.sum()))
         result.need = None
         result.node_names = ()
 
@@ -241,7 +247,8 @@ class DiscreteLoop:
         now = int(b.now[0])
         shown = int(b.arrived[0])
         if shown > self._shown:
-            e.queue.extend(self.rows[self._shown:shown].tolist())
+            kept = ~b.dropped[0, self._shown:shown]  # a dropped job never joins the queue
+            e.queue.extend(self.rows[self._shown:shown][kept].tolist())
             self._shown = shown
         e.next_arrival = int(self.rows[shown]) if shown < len(self.rows) else e.n
         starts, ends = self._starts, self._ends
@@ -264,8 +271,9 @@ class DiscreteLoop:
 # -- building an engine ------------------------------------------------------------------------------
 def _engine(table: JobTable, cluster, jobs: GridJobs, rows: np.ndarray, grid: ResourceGrid,
             slots: int, backlog: int, reward: str, *, t0: float, quantum: float,
-            counts: dict, profile) -> Engine:
-    batch = DiscreteBatch(grid, slots, backlog, reward)
+            counts: dict, profile, queue: str | None) -> Engine:
+    profile = get_profile(profile)
+    batch = DiscreteBatch(grid, slots, backlog, reward, queue or profile.queue)
     batch.reset(jobs)  # refuses a job that can never fit, naming it
     n, J = len(table), len(rows)
     rows = np.asarray(rows, dtype=np.int64)
@@ -277,7 +285,7 @@ def _engine(table: JobTable, cluster, jobs: GridJobs, rows: np.ndarray, grid: Re
     need[rows] = jobs.demand[0, :J, 0]
     executed = np.asarray(table.run_time, dtype=np.float64).copy()
     executed[rows] = jobs.length[0, :J] * quantum
-    engine = Engine(table, GridUnits(batch, job_of), get_profile(profile), "none", need, executed,
+    engine = Engine(table, GridUnits(batch, job_of), profile, "none", need, executed,
                     cluster=cluster)
     engine.loop = DiscreteLoop(engine, batch, rows, job_of, t0=t0, quantum=quantum,
                                counts=counts)
@@ -286,9 +294,12 @@ def _engine(table: JobTable, cluster, jobs: GridJobs, rows: np.ndarray, grid: Re
 
 def engine_for_trace(jobs: JobTable, cluster, grid: ResourceGrid = ResourceGrid(),
                      quantum: float | None = None, *, slots: int = 10, backlog: int = 60,
-                     reward: str = "slowdown", profile="deeprm") -> Engine:
+                     reward: str = "slowdown", profile="deeprm",
+                     queue: str | None = None) -> Engine:
     """An engine for a trace window (JobTable) on a NodePool, mapped into the grid (see
-    `hpcsched.workload.deeprm.map_trace`); the mapping's counts travel with the result."""
+    `hpcsched.workload.deeprm.map_trace`); the mapping's counts travel with the result. `queue`:
+    bounded (DeepRM's: arrivals that find the slots and backlog full are dropped and counted) or
+    unbounded; by default the profile's (`deeprm`: bounded, `deeprm-unbounded`: unbounded)."""
     from hpcsched.workload.deeprm import map_trace
 
     if not hasattr(cluster, "total_procs"):
@@ -302,11 +313,11 @@ def engine_for_trace(jobs: JobTable, cluster, grid: ResourceGrid = ResourceGrid(
               "memory_resource": report.memory}
     return _engine(jobs, cluster, mapped, report.rows, grid, slots, backlog, reward,
                    t0=float(np.min(jobs.submit)), quantum=report.quantum, counts=counts,
-                   profile=profile)
+                   profile=profile, queue=queue)
 
 
 def grid_engine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int = 10,
-                backlog: int = 60, reward: str = "slowdown") -> Engine:
+                backlog: int = 60, reward: str = "slowdown", queue: str = "bounded") -> Engine:
     """An engine for one synthetic jobset (GridJobs of one), on a clock of steps. Its JobTable has
     row j = grid job j: submit = arrival step, run and requested time = length, procs = units of
     resource 0; its cluster is resource 0's units as a pool of one-processor nodes."""
@@ -320,7 +331,7 @@ def grid_engine(jobs: GridJobs, grid: ResourceGrid = ResourceGrid(), slots: int 
     table = JobTable.from_columns(submit=jobs.arrival[0, :J], run_time=length, req_time=length,
                                   req_procs=units0, alloc_procs=units0)
     return _engine(table, NodePool(grid.units, 1), jobs, np.arange(J), grid, slots, backlog,
-                   reward, t0=0.0, quantum=1.0, counts={}, profile="deeprm")
+                   reward, t0=0.0, quantum=1.0, counts={}, profile="deeprm", queue=queue)
 
 
 __all__ = ["REWARDS", "DiscreteBatch", "DiscreteLoop", "GridJobs", "GridPolicy",

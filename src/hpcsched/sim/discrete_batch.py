@@ -6,8 +6,12 @@ Semantics (DeepRM, HotNets'16 section 3.2, with the authors' code where the pape
   each resource, see `hpcsched.cluster.grid`) and a length in steps, and is never preempted.
 * Waiting jobs sit in M slots (the M oldest waiting jobs) and, beyond them, in a FIFO backlog. A
   new arrival takes the first empty slot, otherwise the backlog's tail; when a slot's job is placed
-  the backlog's head moves into that slot. The backlog is unbounded here (the image shows at most
-  `backlog` of it), so no job is ever dropped.
+  the backlog's head moves into that slot. The queue is DeepRM's by default (`queue="bounded"`):
+  the backlog holds `backlog` jobs, and an arrival that finds the M slots and the backlog full is
+  dropped, as DeepRM's code drops it (never placed, never charged); unlike DeepRM, which only
+  prints a line, every drop is counted (`dropped`, per job and in `metrics()`). Several arrivals
+  at one step (a trace) join in arrival order until the queue is full. `queue="unbounded"` keeps
+  every arrival (the image still shows at most `backlog` of the backlog).
 * A decision is an action in 0..M: action i < M places slot i's job at the earliest offset in the
   window from which it fits for its whole length (possibly in the future: a reservation); action M
   ("void"), an empty slot or a job that fits nowhere end the current step: time advances by one,
@@ -38,13 +42,14 @@ from hpcsched.cluster.grid import ResourceGrid, earliest_start, occupy
 from hpcsched.workload.deeprm import NEVER, GridJobs
 
 REWARDS = ("slowdown", "completion")
+QUEUES = ("bounded", "unbounded")
 
 
 class DiscreteBatch:
     """B simulations of the deeprm profile stepped together. Build, then `reset(jobs)`."""
 
     def __init__(self, grid: ResourceGrid = ResourceGrid(), slots: int = 10, backlog: int = 60,
-                 reward: str = "slowdown") -> None:
+                 reward: str = "slowdown", queue: str = "bounded") -> None:
         if slots <= 0:
             raise ValueError(f"slots must be positive (got {slots})")
         if backlog < 0 or backlog % grid.horizon:
@@ -52,10 +57,16 @@ class DiscreteBatch:
                              f"({grid.horizon}): it is drawn as whole columns of the image")
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of: {', '.join(REWARDS)}")
+        if queue not in QUEUES:
+            raise ValueError(f"unknown queue {queue!r}; choose one of: {', '.join(QUEUES)} "
+                             f"(bounded: M slots + backlog, arrivals beyond are dropped, DeepRM's)")
         self.grid = grid
         self.slots = slots
         self.backlog = backlog
         self.reward_kind = reward
+        self.queue = queue
+        #: jobs that may wait at once (slots + backlog), None: no bound
+        self.capacity = slots + backlog if queue == "bounded" else None
         self.jobs: GridJobs | None = None
 
     # -- sizes -------------------------------------------------------------------------------------
@@ -94,8 +105,13 @@ class DiscreteBatch:
         self.now = np.zeros(B, dtype=np.int64)
         self.used = np.zeros((B, g.horizon, g.resources), dtype=np.int64)
         self.slot = np.full((B, self.slots), -1, dtype=np.int64)
-        self.head = np.zeros(B, dtype=np.int64)  # first job not yet given a slot
-        self.arrived = np.zeros(B, dtype=np.int64)
+        # the queue: order[b, :accepted[b]] are the jobs that got in (not dropped), in arrival
+        # order; order[b, head[b]] is the first of them not yet given a slot (the backlog's head)
+        self.order = np.full((B, J), -1, dtype=np.int64)
+        self.accepted = np.zeros(B, dtype=np.int64)
+        self.head = np.zeros(B, dtype=np.int64)
+        self.arrived = np.zeros(B, dtype=np.int64)  # jobs shown so far, dropped ones included
+        self.dropped = np.zeros((B, J), dtype=bool)
         self.start = np.full((B, J), -1, dtype=np.int64)
         self.finish = np.full((B, J), NEVER, dtype=np.int64)
         self.done = np.zeros(B, dtype=bool)
@@ -110,14 +126,34 @@ class DiscreteBatch:
         self._auto_advance(self.pending_reward)
 
     def _arrive(self, rows: np.ndarray) -> None:
-        """Show the jobs arrived by now, and move waiting jobs into empty slots."""
-        arrived = (self.jobs.arrival <= self.now[:, None]).sum(axis=1)
-        self.arrived = np.where(rows, arrived, self.arrived)
+        """Show the jobs arrived by now (the queue takes them in arrival order while it has room,
+        and drops the rest), and move waiting jobs into empty slots."""
+        arrived = np.where(rows, (self.jobs.arrival <= self.now[:, None]).sum(axis=1),
+                           self.arrived)
+        new = arrived - self.arrived
+        if new.any():
+            take = new
+            if self.capacity is not None:
+                waiting = (self.slot >= 0).sum(axis=1) + self.accepted - self.head
+                take = np.clip(self.capacity - waiting, 0, new)
+            rank = np.arange(self.order.shape[1])[None, :] - self.arrived[:, None]
+            fresh = (rank >= 0) & (rank < new[:, None])
+            joins = fresh & (rank < take[:, None])
+            b, j = np.nonzero(joins)
+            self.order[b, self.accepted[b] + rank[b, j]] = j
+            self.accepted = self.accepted + take
+            lost = fresh & ~joins
+            if lost.any():
+                self.dropped |= lost
+                self.weight = np.where(lost, 0.0, self.weight)  # never in the system: no cost
+            self.arrived = arrived
         empty = self.slot < 0
         rank = np.cumsum(empty, axis=1) - 1
-        avail = (self.arrived - self.head)[:, None]
+        avail = (self.accepted - self.head)[:, None]
         fill = empty & (rank < avail) & rows[:, None]
-        self.slot = np.where(fill, self.head[:, None] + rank, self.slot)
+        pos = np.minimum(self.head[:, None] + rank, self.order.shape[1] - 1)
+        self.slot = np.where(fill, np.take_along_axis(self.order, np.maximum(pos, 0), axis=1),
+                             self.slot)
         self.head = self.head + fill.sum(axis=1)
 
     def _slot_jobs(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,11 +219,11 @@ class DiscreteBatch:
 
     def _update_done(self) -> None:
         all_shown = self.arrived >= self.jobs.count
-        none_waiting = (self.head >= self.jobs.count) & np.all(self.slot < 0, axis=1)
-        # padding rows have finish NEVER: count only real ones
+        none_waiting = (self.head >= self.accepted) & np.all(self.slot < 0, axis=1)
+        # padding rows and dropped jobs have finish NEVER: count only the others
         J = self.jobs.arrival.shape[1]
         real = np.arange(J)[None, :] < self.jobs.count[:, None]
-        finished = np.all((self.finish <= self.now[:, None]) | ~real, axis=1)
+        finished = np.all((self.finish <= self.now[:, None]) | ~real | self.dropped, axis=1)
         self.done = all_shown & none_waiting & finished
 
     def _auto_advance(self, reward: np.ndarray) -> None:
@@ -198,7 +234,7 @@ class DiscreteBatch:
             stuck = ~self.done & ~self.valid.any(axis=1)
             if not stuck.any():
                 return
-            nothing_waits = stuck & np.all(self.slot < 0, axis=1) & (self.head >= self.arrived)
+            nothing_waits = stuck & np.all(self.slot < 0, axis=1) & (self.head >= self.accepted)
             k = np.ones(self.B, dtype=np.int64)
             if nothing_waits.any():
                 nxt = np.take_along_axis(self.jobs.arrival,
@@ -248,7 +284,8 @@ class DiscreteBatch:
         return np.concatenate([self.valid, void_ok[:, None]], axis=1)
 
     def backlog_count(self) -> np.ndarray:
-        return self.arrived - self.head
+        """Jobs waiting beyond the M slots, per environment."""
+        return self.accepted - self.head
 
     def images(self, rows: np.ndarray | None = None, dtype=np.uint8) -> np.ndarray:
         """The state images (n, T, width) of the listed environments (all by default):
@@ -279,7 +316,8 @@ class DiscreteBatch:
     # -- results -----------------------------------------------------------------------------------
     def job_records(self) -> dict[str, np.ndarray]:
         """Flat per-job columns over all environments (real jobs only): env, arrival, length,
-        start, finish, completion, slowdown, withheld (steps held back while it fit)."""
+        start, finish, completion, slowdown, withheld (steps held back while it fit), dropped
+        (the job found the queue full: never placed; NaN completion, as for an unfinished one)."""
         J = self.jobs.arrival.shape[1]
         real = np.arange(J)[None, :] < self.jobs.count[:, None]
         placed = real & (self.start >= 0)
@@ -290,23 +328,35 @@ class DiscreteBatch:
         completion = np.where(fin >= 0, fin - arr, np.nan).astype(np.float64)
         return {"env": b, "arrival": arr, "length": ln, "start": self.start[b, j], "finish": fin,
                 "completion": completion, "slowdown": completion / ln,
-                "withheld": self.withheld[b, j]}
+                "withheld": self.withheld[b, j], "dropped": self.dropped[b, j]}
 
     def metrics(self) -> dict[str, float]:
-        """Pooled over every job of every environment (as the authors' scripts average)."""
-        rec = self.job_records()
-        done = ~np.isnan(rec["completion"])
-        steps = self.steps.sum()
-        return {
-            "slowdown": float(np.mean(rec["slowdown"][done])) if done.any() else float("nan"),
-            "completion": float(np.mean(rec["completion"][done])) if done.any() else float("nan"),
-            "jobs": int(done.sum()),
-            "unfinished": int((~done).sum()),
-            "steps": int(steps),
-            "decisions": int(self.decisions.sum()),
-            "withheld_share": float(self.withheld_steps.sum() / steps) if steps else 0.0,
-            "return": float(-self.cost.mean()),
-        }
+        """Pooled over every job of every environment (as the authors' scripts average): slowdown
+        and completion over the finished jobs; `unfinished` counts the jobs that got into the
+        queue and were never placed, `dropped` those that found it full."""
+        return pooled_metrics([self])
+
+
+def pooled_metrics(batches: list[DiscreteBatch]) -> dict[str, float]:
+    """`DiscreteBatch.metrics` of several finished batches taken as one: their environments in
+    order, every job pooled."""
+    recs = [b.job_records() for b in batches]
+    rec = {k: np.concatenate([r[k] for r in recs]) for k in ("completion", "slowdown", "dropped")}
+    done = ~np.isnan(rec["completion"])
+    steps = sum(int(b.steps.sum()) for b in batches)
+    withheld = sum(int(b.withheld_steps.sum()) for b in batches)
+    cost = np.concatenate([b.cost for b in batches])
+    return {
+        "slowdown": float(np.mean(rec["slowdown"][done])) if done.any() else float("nan"),
+        "completion": float(np.mean(rec["completion"][done])) if done.any() else float("nan"),
+        "jobs": int(done.sum()),
+        "unfinished": int((~done & ~rec["dropped"]).sum()),
+        "dropped": int(rec["dropped"].sum()),
+        "steps": steps,
+        "decisions": sum(int(b.decisions.sum()) for b in batches),
+        "withheld_share": withheld / steps if steps else 0.0,
+        "return": float(-cost.mean()),
+    }
 
 
 class GridPolicy(Protocol):
@@ -332,4 +382,5 @@ def run_batch(batch: DiscreteBatch, jobs: GridJobs, policy: GridPolicy,
     return batch
 
 
-__all__ = ["REWARDS", "DiscreteBatch", "GridJobs", "GridPolicy", "run_batch"]
+__all__ = ["QUEUES", "REWARDS", "DiscreteBatch", "GridJobs", "GridPolicy", "pooled_metrics",
+           "run_batch"]

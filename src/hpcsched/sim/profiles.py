@@ -56,6 +56,9 @@ class Profile:
     #: name means under this profile), e.g. ("sjf", "sjf-procs") where SJF breaks ties by
     #: processors; every other profile keeps the standard heuristic
     heuristics: tuple[tuple[str, str], ...] = ()
+    #: discrete loop only: "bounded" (DeepRM's: M slots + the backlog; an arrival that finds them
+    #: full is dropped, and counted) or "unbounded" (every arrival waits)
+    queue: str = "bounded"
 
     def __post_init__(self) -> None:
         if self.reserve not in ("agent_pick", "fcfs_head"):
@@ -63,6 +66,8 @@ class Profile:
         if self.backfill_runtime not in ("estimate", "actual"):
             raise ValueError(f"backfill_runtime must be estimate or actual, not "
                              f"{self.backfill_runtime!r}")
+        if self.queue not in ("bounded", "unbounded"):
+            raise ValueError(f"queue must be bounded or unbounded, not {self.queue!r}")
         if self.loop not in ("pass", "cqsim", "discrete"):
             raise ValueError(f"loop must be pass, cqsim or discrete, not {self.loop!r}")
 
@@ -104,9 +109,22 @@ PROFILES: dict[str, Profile] = {
         kill_at_request=False,
         end="last_finish",
         utilization="makespan",
-        description="DeepRM (HotNets'16): discrete time steps, d resources of R units planned T "
-        "steps ahead, M job slots and a backlog; a trace is scaled into the grid",
+        description="DeepRM (HotNets'16) exactly: discrete time steps, d resources of R units "
+        "planned T steps ahead, M job slots and a backlog of 60; an arrival that finds them full "
+        "is dropped (and counted); a trace is scaled into the grid",
         loop="discrete",
+    ),
+    "deeprm-unbounded": Profile(
+        name="deeprm-unbounded",
+        cleaning="standard",
+        commit=False,
+        kill_at_request=False,
+        end="last_finish",
+        utilization="makespan",
+        description="as deeprm, but the backlog has no bound: no arrival is dropped (the image "
+        "still shows 60 backlogged jobs)",
+        loop="discrete",
+        queue="unbounded",
     ),
     "cqsim": Profile(
         name="cqsim",

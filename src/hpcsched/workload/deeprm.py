@@ -1,8 +1,8 @@
 """DeepRM's workloads: the paper's synthetic jobsets, and real traces mapped into its grid.
 
 Synthetic (HotNets'16 section 4.1, with the authors' code's demand ranges, spec deeprm.md section 5):
-at each step 1..steps-1 one job arrives with probability p (a Bernoulli process; the code never
-injects step 0). 80% of jobs are short, U{1..3} steps, the rest long, U{10..15}. Each job has a
+DeepRM's own generator, draw for draw (`generate`): at each step 1..steps-1 one job arrives with
+probability p (a Bernoulli process; the code draws step 0 too but never injects it). 80% of jobs are short, U{1..3} steps, the rest long, U{10..15}. Each job has a
 dominant resource, chosen uniformly; it asks for U{5..10} units of it and U{1..2} of every other
 (capacity 10 units: the code's ranges, twice the paper's stated fractions, which cannot reach the
 paper's loads above 100%).
@@ -119,24 +119,53 @@ def rate_for_load(load: float, resources: int = 2) -> float:
 
 def generate(n: int, rate: float, steps: int = 50, *, seed: int = TRAIN_SEED,
              resources: int = 2) -> GridJobs:
-    """`n` synthetic jobsets of `steps` steps with arrival probability `rate`."""
+    """`n` synthetic jobsets of `steps` steps with arrival probability `rate`: the jobsets DeepRM's
+    own generator draws with `seed` (its `Env` with `simu_len` = steps, `num_ex` = n).
+
+    DeepRM draws every jobset from one legacy numpy stream (`np.random.seed(seed)`), step after
+    step: a uniform number decides whether a job comes (< rate); if one does, another decides short
+    (< 0.8) or long, then `randint` draws its length, its dominant resource, and each resource's
+    demand in resource order. Jobset k is steps k * steps .. (k + 1) * steps - 1 of that stream, so
+    the first jobsets do not depend on `n`. DeepRM never injects a jobset's step 0 (it shows the job
+    of step i when its clock reaches i, from 1): that job is drawn, so the stream is the same, and
+    left out here as there. The same draws in the same order give the same jobsets, job for job
+    (tests/data/deeprm_seed42 holds DeepRM's own)."""
+    # DeepRM's np.random, without touching the global one
+    return draw_jobsets(np.random.RandomState(seed), n, rate, steps, resources)
+
+
+def draw_jobsets(stream: np.random.RandomState, n: int, rate: float, steps: int,
+                 resources: int = 2) -> GridJobs:
+    """`generate`'s draws from a given legacy stream, which is left where DeepRM's generator leaves
+    the global one (its evaluation script draws on from there)."""
     if not 0 < rate <= 1:
         raise ValueError(f"the arrival probability must be in (0, 1] (got {rate})")
     if steps < 2:
         raise ValueError(f"a jobset needs at least 2 steps (got {steps})")
-    rng = np.random.default_rng(seed)
+    if n < 1:
+        raise ValueError(f"the number of jobsets must be at least 1 (got {n})")
+    if resources < 1:
+        raise ValueError(f"a job needs at least one resource (got {resources})")
+    uniform, randint = stream.random_sample, stream.randint
     sets = []
     for _ in range(n):
-        arrive = rng.random(steps - 1) < rate
-        arrival = np.flatnonzero(arrive) + 1
-        k = len(arrival)
-        short = rng.random(k) < SHORT_SHARE
-        length = np.where(short, rng.integers(SHORT[0], SHORT[1] + 1, k),
-                          rng.integers(LONG[0], LONG[1] + 1, k))
-        dominant = rng.integers(0, resources, k)
-        demand = rng.integers(OTHER[0], OTHER[1] + 1, (k, resources))
-        demand[np.arange(k), dominant] = rng.integers(DOMINANT[0], DOMINANT[1] + 1, k)
-        sets.append((arrival, length, demand))
+        arrival, length, demand = [], [], []
+        for step in range(steps):
+            if uniform() >= rate:
+                continue
+            if uniform() < SHORT_SHARE:
+                ln = randint(SHORT[0], SHORT[1] + 1)
+            else:
+                ln = randint(LONG[0], LONG[1] + 1)
+            dominant = randint(0, resources)
+            size = [randint(DOMINANT[0], DOMINANT[1] + 1) if r == dominant
+                    else randint(OTHER[0], OTHER[1] + 1) for r in range(resources)]
+            if step > 0:
+                arrival.append(step)
+                length.append(ln)
+                demand.append(size)
+        sets.append((np.array(arrival, dtype=np.int64), np.array(length, dtype=np.int64),
+                     np.array(demand, dtype=np.int64).reshape(len(arrival), resources)))
     return GridJobs.from_lists(sets)
 
 
@@ -148,7 +177,7 @@ class TraceMapping:
     procs_per_unit: float
     memory: bool  # whether resource 1 carries the trace's memory
     jobs: int  # jobs mapped into the grid
-    never_fit: int  # jobs longer than the window (or larger than a resource): left out
+    never_fit: int  # jobs too long for the window (or larger than a resource): left out
     longest_steps: int
     #: the row of the trace table each mapped job came from (mapped job j is row rows[j])
     rows: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -158,7 +187,7 @@ class TraceMapping:
                 f"{self.procs_per_unit:g} processors"
                 + ("" if self.memory else "; no memory in the trace (resource 1 unused)"))
         if self.never_fit:
-            text += (f"; {self.never_fit} job(s) can never fit (longer than the window, up to "
+            text += (f"; {self.never_fit} job(s) can never fit (too long for the window, up to "
                      f"{self.longest_steps} steps) and were left out")
         return text
 
@@ -185,7 +214,7 @@ def map_trace(jobs: JobTable, total_procs: int, grid: "ResourceGrid", *,
         demand[:, 1] = np.clip(np.ceil(total_mem / total_mem.max() * grid.units), 1, grid.units)
     submit = np.asarray(jobs.submit, dtype=np.float64)
     arrival = np.floor((submit - submit.min()) / quantum).astype(np.int64) + 1
-    bad = (length > grid.horizon) | np.any(demand > grid.units, axis=1)
+    bad = grid.never_fits(length, demand)
     keep = ~bad
     order = np.argsort(arrival[keep], kind="stable")
     mapped = GridJobs.from_lists([(arrival[keep][order], length[keep][order],
@@ -196,5 +225,5 @@ def map_trace(jobs: JobTable, total_procs: int, grid: "ResourceGrid", *,
     return mapped, report
 
 
-__all__ = ["NEVER", "GridJobs", "TEST_SEED", "TRAIN_SEED", "TraceMapping", "expected_load_per_arrival", "generate",
-           "map_trace", "rate_for_load"]
+__all__ = ["NEVER", "GridJobs", "TEST_SEED", "TRAIN_SEED", "TraceMapping", "draw_jobsets",
+           "expected_load_per_arrival", "generate", "map_trace", "rate_for_load"]
