@@ -64,7 +64,8 @@ def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) ->
     if from_models:
         p.add_argument("--profile", default=None, choices=list(PROFILES),
                        help="simulation semantics: standard (textbook), rlscheduler (SchedGym's, "
-                            "exactly), schedinspector, cqsim (DRAS's), deeprm, hpcsim (the "
+                            "exactly), schedinspector, cqsim (CQSim's code, exactly), dras (CQSim "
+                            "as the DRAS models were trained on it), deeprm, hpcsim (the "
                             "thesis's simulator, exactly) (default: the profile the inspect: "
                             "models were trained with when they agree, else standard)")
     else:

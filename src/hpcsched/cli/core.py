@@ -115,7 +115,7 @@ def register(sub, fmt) -> None:
     t.add_argument("--max-run-time", type=float, default=2 * 86400.0,
                    help="longest run time in seconds (default 2 days)")
     t.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
-                                 "(its first --fit-days days, cqsim cleaning); --nodes is then "
+                                 "(its first --fit-days days, dras cleaning); --nodes is then "
                                  "its own")
     t.add_argument("--fit-days", type=float, default=28.0)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
@@ -264,7 +264,7 @@ def cmd_policies(args) -> int:
               "proposals that do not fit)")
     dras_models = pretrained_models("dras-") + pretrained_models("decima-")
     if dras_models:
-        print("\nDRAS models (run under the cqsim profile unless --profile says otherwise; "
+        print("\nDRAS models (run under the dras profile unless --profile says otherwise; "
               "--backfill easy, Decima-PG none): dras:PATH, or:")
         for name in dras_models:
             print(f"  dras:pretrained/{name}")
@@ -330,7 +330,7 @@ def _generate(args) -> int:
     if args.fit:
         from hpcsched.sim.run import prepare
 
-        prepared = prepare(args.fit, "cqsim")
+        prepared = prepare(args.fit, "dras")
         real = prepared.jobs
         real = real.take((real.submit - real.submit[0]) < args.fit_days * 86400.0)
         jobs = lublin.fitted(real, prepared.cluster.nodes, args.jobs, seed=args.seed,

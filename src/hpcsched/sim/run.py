@@ -138,7 +138,8 @@ def prepare(
             raise ValueError("--allocator places jobs on a heterogeneous cluster's nodes; name "
                              "the cluster with --cluster (a pool of identical nodes only counts "
                              "them)")
-        cluster_used = NodePool.from_header(jobs.header, nodes, procs_per_node)
+        size = NodePool.processors_as_nodes if prof.pool == "procs" else NodePool.from_header
+        cluster_used = size(jobs.header, nodes, procs_per_node)
         big = cluster_used.oversized(jobs)
         why = lambda r: (f"asks for {int(jobs.procs[r])} processors, more than the cluster's "  # noqa: E731
                          f"{cluster_used.total_procs}")
