@@ -257,8 +257,15 @@ class CqsimLoop:
         e = self.e
         times, free, now = self._times, self._free, e.now
         q = self.waiting_rows()
+        q = q[q != self.reserved]
+        # every job is checked at breakpoint 0 (now): once fewer nodes are left there than any
+        # job still to come needs, nothing more starts, and the rest of the plan (rebuilt at the
+        # next pass) changes nothing
+        least_need = np.minimum.accumulate(e.need[q][::-1])[::-1].tolist()
         starts = []
-        for c in q[q != self.reserved].tolist():
+        for k, c in enumerate(q.tolist()):
+            if free[0] < least_need[k]:
+                break
             n, d = e.need_list[c], float(self._dur[c])
             i = _earliest_segment(times, free, n, d)
             # without breakpoints before now, "fits now" is "its earliest place is breakpoint 0"
