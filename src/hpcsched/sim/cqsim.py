@@ -1,34 +1,46 @@
-"""CQSim's scheduling instances (the `cqsim` profile; DRAS, IPDPS'21, spec dras.md sections 2.3-2.5).
+"""CQSim's scheduling instances: the loop of the `cqsim` profile (CQSim's code, exactly) and of the
+`dras` profile (CQSim as the shipped DRAS models were trained on it; IPDPS'21, spec dras.md sections
+2.3-2.5).
 
-At every instant where jobs arrive or complete, one scheduling instance runs, in two levels:
+A scheduling instance runs after every single event under `cqsim` (`Profile.instance="event"`, as
+CQSim's `Cqsim_sim.scan_event` does: the completions of an instant first, in the order their jobs
+started, then its arrivals in row order), and once per instant after all of its events under
+`dras`. An instance has two levels:
 
 1. Level 1: the policy picks a waiting job; if it fits it starts ("ready") and the policy picks
    again. The first pick that does not fit ends level 1; with backfilling it gets the instance's one
    reservation (or the oldest waiting job does, `Profile.reserve`), at the earliest time the
    free-node profile allows.
-2. Level 2 (backfilling): the candidates are the other waiting jobs that fit the free-node profile
-   from now for their whole duration (request, or the logged run time with
-   `Profile.backfill_runtime="actual"`) without delaying the reservation. Profile-based, as CQSim's
-   `backfill_RL` is: a job may end before the reservation or run past it on nodes it does not need.
-   One candidate starts at a time ("backfilled"), the profile takes it in and the candidates are
-   recomputed, until none is left. By default the engine starts them in queue order (first fit,
-   which is EASY for FCFS); with `agent_backfill = True` every level-2 start is a decision too, and
-   `next_decision()` offers the candidates (`view.level == 2`, `view.candidates`).
+2. Level 2 (EASY backfilling): the candidates are the other waiting jobs, in queue order, that fit
+   the free-node profile from now for their whole duration (request, or the logged run time with
+   `Profile.backfill_runtime="actual"`, CQSim's choice) without delaying the reservation.
+   Profile-based, as CQSim's `backfill_EASY` and DRAS's `backfill_RL` are: a job may end before the
+   reservation or run past it on nodes it does not need. One candidate starts at a time
+   ("backfilled"), the profile takes it in and the candidates are recomputed, until none is left.
+   By default the engine starts them in queue order (first fit, which is EASY for FCFS); with
+   `agent_backfill = True` every level-2 start is a decision too, and `next_decision()` offers the
+   candidates (`view.level == 2`, `view.candidates`).
+
+   Conservative backfilling (CQSim's `backfill_cons`) replaces level 2: every other waiting job, in
+   queue order, is reserved at its earliest place in the profile, and those that fit from now for
+   their whole duration start now. The plan is built anew at every instance: a reservation made at
+   one instance is not kept at the next.
 
 Decisions: at level 1, `Pick(row)` starts the job if it fits and otherwise ends level 1 with it
 reserved; `Reserve(row)` reserves for it; `Wait()` ends the instance without a reservation (a
 one-level agent with nothing that fits). At level 2, `Start(row)` or `Pick(row)` starts a candidate.
 
-With `Profile.persist` (the released code) the reservation is kept across instances until its job
-starts: an instance then first starts the reserved job if it fits, and otherwise goes straight to
-backfilling. Without it (the paper) level 1 runs at every instance.
+With `Profile.persist` (the released DRAS code) the reservation is kept across instances until its
+job starts: an instance then first starts the reserved job if it fits, and otherwise goes straight to
+backfilling. Without it (the paper, and CQSim's FCFS) level 1 runs at every instance.
 
 Every started job has an execution mode (`mode`: READY, RESERVED or BACKFILLED, the categories of the
 paper's Table IV): a job that starts at level 1 after having held a reservation counts as reserved.
 Without backfilling there is no reservation: a pick that does not fit just ends the instance.
 
 Running jobs release their nodes, in the profile, at start + request (the only end a real scheduler
-knows; the cqsim cleaning has already clamped run times to the request).
+knows; the cleaning has already clamped run times to the request, under `cqsim` in whole seconds
+as CQSim's filter compares them, so a job may outlive its request by a fraction of a second there).
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@
 
     prepared = prepare("jobs.tsv", "hpcsim", cluster="spartan-physical", allocator="topology")
 
-Without a cluster, the trace's header sizes a pool of identical nodes (SchedGym's rule); with one (a
-bundled name, a slurm.conf, HPCsim's platform files, or a `Cluster`), jobs are placed on its named
-nodes, and a Slurm-accounting trace keeps only the jobs of the cluster's partition.
+Without a cluster, the trace's header sizes a pool of identical nodes (SchedGym's rule: MaxNodes nodes
+of MaxProcs / MaxNodes processors; under the cqsim profile CQSim's: MaxProcs single-processor nodes,
+`Profile.pool`); with one (a bundled name, a slurm.conf, HPCsim's platform files, or a `Cluster`),
+jobs are placed on its named nodes, and a Slurm-accounting trace keeps only the jobs of the
+cluster's partition.
 """
 
 from __future__ import annotations
