@@ -266,6 +266,7 @@ def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningRep
 
 
 _CLEANERS = {"rlscheduler": _clean_rlscheduler, "standard": _clean_standard,
-             "cqsim": _clean_cqsim, "dras": _clean_dras, "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
+             "cqsim": _clean_cqsim, "dras": _clean_dras,
+             "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
 
 __all__ = ["CleaningReport", "RULES", "clean", "norm_constants"]
