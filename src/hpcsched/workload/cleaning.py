@@ -113,7 +113,7 @@ class CleaningReport:
 
 
 def clean(jobs: JobTable, rules: str) -> tuple[JobTable, CleaningReport]:
-    """Apply the cleaning `rules` ("rlscheduler" or "standard") to a raw table."""
+    """Apply the cleaning `rules` (one of `RULES`) to a raw table."""
     if rules not in _CLEANERS:
         raise ValueError(f"unknown cleaning rules {rules!r}; valid: {', '.join(RULES)}")
     return _CLEANERS[rules](jobs)
