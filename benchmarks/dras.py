@@ -1,6 +1,6 @@
 """Speed of DRAS's decision loop: `python benchmarks/dras.py`.
 
-RICC (cqsim profile), 2000 jobs of the training period. Baseline in the same process: FCFS+EASY on
+RICC (dras profile), 2000 jobs of the training period. Baseline in the same process: FCFS+EASY on
 the same engine (the loop every heuristic runs). Measured: the DRAS environment stepped with the
 first slot (the same schedule as FCFS+EASY, so the ratio is the price of observing every pick),
 DRAS-PG's greedy picks (one network call per pick), DRAS-DQL's (one window-scoring call per pick),

@@ -27,7 +27,7 @@ def random_trace(n=400, nodes=16, seed=0):
 
 @pytest.fixture(scope="module")
 def prepared():
-    return prepare(random_trace(), "cqsim")
+    return prepare(random_trace(), "dras")
 
 
 def play(env, jobs, pick):
@@ -57,7 +57,7 @@ def test_first_slot_at_both_levels_is_fcfs_easy(prepared):
     # taking slot 0 is FCFS with first-fit backfilling: the engine's own FCFS+EASY
     env = DrasEnv(prepared, seed=0)
     res, _, _ = play(env, prepared.jobs, lambda info: 0)
-    ref = make_engine(prepared.jobs, prepared.cluster, "cqsim", "easy").run(get_policy("fcfs"))
+    ref = make_engine(prepared.jobs, prepared.cluster, "dras", "easy").run(get_policy("fcfs"))
     np.testing.assert_array_equal(res.start, ref.start)
     assert res.metrics["backfilled_jobs_pct"] > 0
 
@@ -83,8 +83,8 @@ def test_observation_layout_by_hand():
                                  job_id=[1, 2], submit=[0, 10], run_time=[100, 50],
                                  req_time=[100, 50], req_procs=[3, 4], alloc_procs=[3, 4],
                                  user=[1, 1])
-    env = DrasEnv(prepare(jobs, "cqsim"), window=2)
-    obs, info = env.reset(options={"jobs": prepare(jobs, "cqsim").jobs})
+    env = DrasEnv(prepare(jobs, "dras"), window=2)
+    obs, info = env.reset(options={"jobs": prepare(jobs, "dras").jobs})
     # at t=0 A alone: slot 0 = A; size(3) = log2(4) / log2(5), time(100) = 1 (T = 100)
     np.testing.assert_allclose(obs[0], [2 / np.log2(5), 1.0], rtol=1e-6)
     np.testing.assert_allclose(obs[1], [1.0, 0.0])  # 3 nodes >= 802/4360 of 4: priority bit
@@ -128,4 +128,4 @@ def test_capacity_reward_is_minus_mean_queue_wait(prepared):
 
 def test_unknown_reward():
     with pytest.raises(ValueError, match="capability"):
-        DrasEnv(prepare(random_trace(50), "cqsim"), reward="speed")
+        DrasEnv(prepare(random_trace(50), "dras"), reward="speed")

@@ -17,7 +17,7 @@ def result(submit, start, procs, run):
                                  req_procs=procs)
     start = np.asarray(start, dtype=float)
     return Result(jobs=jobs, start=start, end=start + np.asarray(run, dtype=float),
-                  executed=np.asarray(run, dtype=float), metrics={}, profile="cqsim",
+                  executed=np.asarray(run, dtype=float), metrics={}, profile="dras",
                   backfill="none")
 
 
@@ -50,8 +50,8 @@ def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
     from hpcsched.sim.run import prepare
 
     spec = "dras:pretrained/dras-pg-ricc"
-    assert model_profiles([spec, "fcfs"]) == {spec: "cqsim"}
-    p = prepare("ricc", "cqsim")
+    assert model_profiles([spec, "fcfs"]) == {spec: "dras"}
+    p = prepare("ricc", "dras")
     jobs = p.jobs.window(30000, 300)
     res = make_engine(jobs, p.cluster, p.profile, "easy").run(resolve_policy(spec, p))
     agent, config = dt.load_agent(dras.model_file("dras-pg", "ricc", "capability", None))
@@ -61,5 +61,5 @@ def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
     with pytest.raises(ValueError, match="--backfill easy"):
         make_engine(jobs, p.cluster, p.profile, "none").run(resolve_policy(spec, p))
     std = prepare("ricc", "standard")
-    with pytest.raises(ValueError, match="cqsim"):
+    with pytest.raises(ValueError, match="dras"):
         make_engine(jobs, std.cluster, std.profile, "easy").run(resolve_policy(spec, std))

@@ -25,7 +25,7 @@ def trace(days=10, per_day=60, nodes=16, seed=0):
 
 
 def test_split_is_chronological_and_complete():
-    p = prepare(trace(), "cqsim")
+    p = prepare(trace(), "dras")
     tr, va, te = dt.split(p, 5, 2, 3)
     t0 = p.jobs.submit[0]
     assert tr.submit.max() < t0 + 5 * DAY <= va.submit.min()
@@ -35,11 +35,11 @@ def test_split_is_chronological_and_complete():
 
 def test_split_names_an_empty_period():
     with pytest.raises(ValueError, match="test period has no job"):
-        dt.split(prepare(trace(days=3), "cqsim"), 2, 1, 5)
+        dt.split(prepare(trace(days=3), "dras"), 2, 1, 5)
 
 
 def test_sampled_jobset_is_poisson_at_the_period_rate():
-    p = prepare(trace(days=20, per_day=200), "cqsim")
+    p = prepare(trace(days=20, per_day=200), "dras")
     rng = np.random.default_rng(0)
     js = dt.sampled_jobset(p.jobs, 3000, rng)
     gaps = np.diff(js.submit)
@@ -51,7 +51,7 @@ def test_sampled_jobset_is_poisson_at_the_period_rate():
 
 
 def test_real_jobsets_are_consecutive_runs_spread_over_the_period():
-    p = prepare(trace(), "cqsim")
+    p = prepare(trace(), "dras")
     sets = dt.real_jobsets(p.jobs, 100, 4)
     assert [s.job_id[0] for s in sets][0] == p.jobs.job_id[0]
     assert sets[-1].job_id[-1] == p.jobs.job_id[-1]
@@ -68,7 +68,7 @@ def test_curriculum_order_and_errors():
 
 
 def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
-    p = prepare(trace(), "cqsim")
+    p = prepare(trace(), "dras")
     monkeypatch.setattr(dt, "prepared_for", lambda config: p)
     config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:1,real:1",
                               jobset_jobs=80, train_days=5, validate_days=2, test_days=3,
@@ -102,7 +102,7 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
 
 
 def test_select_wait_keeps_the_validation_with_the_lowest_wait(tmp_path, monkeypatch):
-    p = prepare(trace(), "cqsim")
+    p = prepare(trace(), "dras")
     monkeypatch.setattr(dt, "prepared_for", lambda config: p)
     config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:2,real:1",
                               jobset_jobs=80, train_days=5, validate_days=2, test_days=3,
@@ -125,7 +125,7 @@ def test_every_shipped_dras_model_has_a_row_in_models_md():
 
 
 def test_keep_validated_keeps_one_checkpoint_per_validation(tmp_path, monkeypatch):
-    p = prepare(trace(), "cqsim")
+    p = prepare(trace(), "dras")
     monkeypatch.setattr(dt, "prepared_for", lambda config: p)
     config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:3", jobset_jobs=60,
                               train_days=5, validate_days=2, test_days=3,

@@ -30,7 +30,7 @@ ROWS = [(0, 10, 8), (1, 100, 2), (1, 100, 6), (1, 100, 5)]
 
 
 def test_binpacking_takes_the_largest_that_fits():
-    res = make_engine(table(ROWS), NodePool(8), "cqsim", "none").run(BinPacking())
+    res = make_engine(table(ROWS), NodePool(8), "dras", "none").run(BinPacking())
     assert res.start.tolist() == [0, 10, 10, 110]
 
 
@@ -40,8 +40,8 @@ def test_binpacking_is_greedy_where_the_knapsack_is_not():
     # 9 s (under the 6 h floor), so the knapsack's value is about 2 n / 8 / 3: it fills the nodes,
     # {D, E} = 8 nodes, and B and C wait until 110.
     rows = [(0, 10, 8), (1, 100, 1), (1, 100, 6), (1, 100, 5), (1, 100, 3)]
-    bp = make_engine(table(rows), NodePool(8), "cqsim", "none").run(BinPacking()).start
-    ks = make_engine(table(rows), NodePool(8), "cqsim", "none").run(Knapsack()).start
+    bp = make_engine(table(rows), NodePool(8), "dras", "none").run(BinPacking()).start
+    ks = make_engine(table(rows), NodePool(8), "dras", "none").run(Knapsack()).start
     assert bp.tolist() == [0, 10, 10, 110, 110]
     assert ks.tolist() == [0, 110, 110, 10, 10]
 
@@ -53,7 +53,7 @@ def test_random_only_starts_jobs_that_fit():
                                                            rng.integers(1, 500, n),
                                                            rng.integers(1, 9, n))]
     jobs = table(rows)
-    res = make_engine(jobs, NodePool(8), "cqsim", "none").run(RandomFit(1))
+    res = make_engine(jobs, NodePool(8), "dras", "none").run(RandomFit(1))
     start, end = res.start, res.start + res.executed
     for t in np.unique(start):
         assert jobs.procs[(start <= t) & (end > t)].sum() <= 8

@@ -89,6 +89,10 @@ def test_procs_rule_counts_a_table_whose_procs_differ():
                                   alloc_procs=[2, 4], req_procs=[3, 1], procs=[2, 4])
     for rules in RULES:
         jobs, report = clean(table, rules)
+        if rules == "cqsim":  # CQSim reads the requested count only
+            assert jobs.procs.tolist() == [3, 1]
+            assert report.changed == {"procs = requested": 2}
+            continue
         assert jobs.procs.tolist() == [3, 4]
         expected = {"procs = max(allocated, requested)": 1}
         if rules == "schedinspector":  # its loader also sets both requests to the run times
@@ -102,9 +106,10 @@ def test_requests_shorter_than_the_run_are_kept():
         jobs, report = clean(table, rules)
         assert jobs.req_time.tolist() == [50] and not report.changed and not report.dropped
     # CQSim's filter clamps the run time to the request instead, and counts it
-    jobs, report = clean(table, "cqsim")
-    assert jobs.run_time.tolist() == [50] and jobs.req_time.tolist() == [50]
-    assert report.changed == {"run time clamped to the request": 1}
+    for rules in ("cqsim", "dras"):
+        jobs, report = clean(table, rules)
+        assert jobs.run_time.tolist() == [50] and jobs.req_time.tolist() == [50]
+        assert report.changed == {"run time clamped to the request": 1}
 
 
 def test_input_table_is_left_alone(six):

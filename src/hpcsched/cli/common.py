@@ -65,7 +65,8 @@ def add_profile_arg(p: argparse.ArgumentParser, *, from_models: bool = False) ->
         p.add_argument("--profile", default=None, choices=list(PROFILES),
                        help="simulation semantics: standard (textbook), rlscheduler (SchedGym's, "
                             "exactly), schedinspector (its code's, exactly), schedinspector-paper "
-                            "(users' requests), cqsim (DRAS's), deeprm (DeepRM's code, exactly: a "
+                            "(users' requests), cqsim (CQSim's code, exactly), dras (CQSim as the "
+                            "DRAS models were trained on it), deeprm (DeepRM's code, exactly: a "
                             "full queue drops arrivals), deeprm-unbounded, hpcsim (the "
                             "thesis's simulator, exactly) (default: the profile the inspect: "
                             "models were trained with when they agree, else standard)")

@@ -289,7 +289,7 @@ def cmd_policies(args) -> int:
               "proposals that do not fit)")
     dras_models = pretrained_models("dras-") + pretrained_models("decima-")
     if dras_models:
-        print("\nDRAS models (run under the cqsim profile unless --profile says otherwise; "
+        print("\nDRAS models (run under the dras profile unless --profile says otherwise; "
               "--backfill easy, Decima-PG none): dras:PATH, or:")
         for name in dras_models:
             print(f"  dras:pretrained/{name}")

@@ -91,7 +91,7 @@ def register(train, experiment, fmt) -> None:
                               formatter_class=RAW,
                               description="FCFS+EASY, BinPacking, Random, Optimization, Decima-PG, "
                                           "DRAS-PG and DRAS-DQL on the test period of a "
-                                          "chronological split, cqsim profile")
+                                          "chronological split, dras profile")
     p.add_argument("--trace", default="ricc")
     p.add_argument("--reward", default="capability", choices=REWARDS)
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
@@ -177,7 +177,7 @@ def cmd_experiment(args) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         title = f"{args.trace}, test period, {args.reward} reward"
         dras.kiviat(rows, folder / "kiviat.png", title)
-        cluster = prepare(args.trace, "cqsim").cluster
+        cluster = prepare(args.trace, "dras").cluster
         dras.wait_by_size(results, lambda jobs: cluster.nodes_needed(jobs.procs),
                           folder / "wait_by_size.png", title)
         dras.wait_by_mode(results, folder / "wait_by_mode.png", title)
@@ -191,7 +191,7 @@ def cmd_experiment(args) -> int:
             "ready_nodeh_pct", "reserved_nodeh_pct", "backfilled_nodeh_pct"]
     if args.fmt is None:
         print(f"DRAS experiment on {args.trace} (test period: {args.test_days:g} days after 28 "
-              f"training + 7 validation days; cqsim profile; times in seconds)\n")
+              f"training + 7 validation days; dras profile; times in seconds)\n")
     print(format_rows(rows, args.fmt or "table", columns=cols))
     checks = dras.verdicts(rows, results)
     if checks and args.fmt is None:

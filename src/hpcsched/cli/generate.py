@@ -80,7 +80,7 @@ def add_parser(tsub) -> None:
     g.add_argument("--max-run-time", type=float, default=2 * 86400.0,
                    help="longest run time in seconds (default 2 days)")
     g.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
-                                 "(its first --fit-days days, cqsim cleaning); --nodes is then "
+                                 "(its first --fit-days days, dras cleaning); --nodes is then "
                                  "its own")
     g.add_argument("--fit-days", type=float, default=28.0)
 
@@ -128,7 +128,7 @@ def _lublin(args, dest: str) -> int:
     if args.fit:
         from hpcsched.sim.run import prepare
 
-        prepared = prepare(args.fit, "cqsim")
+        prepared = prepare(args.fit, "dras")
         real = prepared.jobs
         real = real.take((real.submit - real.submit[0]) < args.fit_days * 86400.0)
         jobs = lublin.fitted(real, prepared.cluster.nodes, n_jobs, seed=args.seed,

@@ -56,6 +56,23 @@ class NodePool:
             procs_per_node = max(1, (max_procs or max_nodes) // max_nodes)
         return cls(int(max_nodes), int(procs_per_node))
 
+    @classmethod
+    def processors_as_nodes(
+        cls, header: TraceHeader, nodes: int | None = None, procs_per_node: int | None = None
+    ) -> "NodePool":
+        """Size the pool as CQSim does: one single-processor node per processor of the header's
+        MaxProcs (a job asks for processors, so it takes exactly that many). Explicit arguments win
+        over the header."""
+        if nodes is None:
+            nodes = header.max_procs
+            if nodes is None:
+                raise ClusterError(
+                    f"{header.path or header.name or 'the trace'}: the header gives no MaxProcs, "
+                    f"which CQSim sizes the machine by (one node per processor); give the cluster "
+                    f"size (--nodes N)"
+                )
+        return cls(int(nodes), int(procs_per_node) if procs_per_node is not None else 1)
+
     def nodes_needed(self, procs: np.ndarray) -> np.ndarray:
         """Whole nodes each job takes: ceil(procs / procs_per_node), as int64."""
         procs = np.asarray(procs, dtype=np.float64)

@@ -1,6 +1,6 @@
 """DRAS's environment (IPDPS'21; spec dras.md sections 2-6): reserve, then backfill, both picked.
 
-A Gymnasium view of one `cqsim` engine with `agent_backfill` on::
+A Gymnasium view of one engine on the cqsim loop (the `dras` profile) with `agent_backfill` on::
 
     env = DrasEnv("ricc-6w", reward="capability")       # or DrasEnv(prepared, ...)
     obs, info = env.reset(seed=0)                        # obs: (2W + N, 2) float32
@@ -127,8 +127,9 @@ class DrasObserver:
     def check(self, view, name: str = "this DRAS agent") -> None:
         """The engine a `dras:` policy is asked to decide for must be one it can play."""
         if view.profile_loop != "cqsim":
-            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (e.g. --profile "
-                             f"cqsim), not {view.profile!r}")
+            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (--profile "
+                             f"dras, the one they were trained on, or cqsim), not "
+                             f"{view.profile!r}")
         if view.total_nodes != self.nodes:
             raise ValueError(f"{name}: the model observes {self.nodes} nodes; the cluster has "
                              f"{view.total_nodes}")
@@ -141,13 +142,13 @@ class DrasObserver:
 
 class DrasEnv(gym.Env):
     """See the module docstring. `trace`: a short name, a path, a JobTable or a Prepared
-    (prepared under the `cqsim` profile by default)."""
+    (prepared under the `dras` profile by default)."""
 
     metadata = {"render_modes": []}
 
     def __init__(self, trace: str | JobTable | Prepared = "lublin-1", *, reward: str = "capability",
                  window: int = WINDOW, hierarchy: bool = True,
-                 profile: str | Profile = "cqsim", episode_jobs: int = 1000,
+                 profile: str | Profile = "dras", episode_jobs: int = 1000,
                  time_scale: float | None = None, seed: int | None = None) -> None:
         prof = get_profile(profile)
         if prof.loop != "cqsim":
@@ -274,7 +275,7 @@ def capability_reward(need: int, wait: float, largest_wait: float, free: int, no
     return (util + wait / max(largest_wait, WAIT_FLOOR) + need / nodes) / 3.0
 
 
-def with_options(profile: str | Profile = "cqsim", **options) -> Profile:
+def with_options(profile: str | Profile = "dras", **options) -> Profile:
     """The profile with the cqsim options of spec section 16 changed (reserve, persist,
     backfill_runtime); None values are left as they are."""
     changes = {k: v for k, v in options.items() if v is not None}

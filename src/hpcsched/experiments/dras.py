@@ -1,7 +1,7 @@
 """DRAS's evaluation (IPDPS'21 section V; spec dras.md sections 11-12, 15): `hpcsched experiment dras`.
 
 Every method schedules the whole test period of the chronological split (`dras_training.split`)
-from an empty machine, under the `cqsim` profile:
+from an empty machine, under the `dras` profile (CQSim as the shipped models were trained on it):
 
 - FCFS+EASY (`fcfs` with CQSim's reservation and profile-based backfilling);
 - BinPacking, Random, Optimization (0-1 knapsack), no reservation and no backfilling

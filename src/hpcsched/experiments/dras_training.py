@@ -90,7 +90,7 @@ def parse_curriculum(spec: str) -> list[tuple[str, int]]:
 def prepared_for(config: DrasRunConfig) -> Prepared:
     from hpcsched.envs.dras import with_options
 
-    profile = with_options("cqsim", reserve=config.reserve, persist=config.persist,
+    profile = with_options("dras", reserve=config.reserve, persist=config.persist,
                            backfill_runtime=config.backfill_runtime)
     return prepare(config.trace, profile)
 

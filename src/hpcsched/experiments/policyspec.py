@@ -7,7 +7,7 @@ is a fixed rule in the inspector's place, for reference: reject the proposed job
 not fit in the free nodes now.
 
 `dras:PATH` (or `dras:pretrained/NAME`, e.g. `dras:pretrained/dras-pg-ricc`) is a trained DRAS-PG,
-DRAS-DQL or Decima-PG agent; it runs under the cqsim profile, with `--backfill easy` (Decima-PG:
+DRAS-DQL or Decima-PG agent; it runs under the dras profile, with `--backfill easy` (Decima-PG:
 `none`)."""
 
 from __future__ import annotations
@@ -85,12 +85,12 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
 
 def model_profiles(specs: list[str]) -> dict[str, str]:
     """{spec: profile} for the SchedInspector and DRAS policies among `specs`: the profile a model
-    was trained with (the fixed reject-unfit rule: schedinspector; DRAS: cqsim). Heuristics and `rl:` models are left
+    was trained with (the fixed reject-unfit rule: schedinspector; DRAS: dras). Heuristics and `rl:` models are left
     out: `rl:` models keep the standard default they have always had."""
     out: dict[str, str] = {}
     for spec in specs:
         if spec.startswith("dras:"):
-            out[spec] = "cqsim"
+            out[spec] = "dras"
             continue
         if not spec.startswith("inspect:"):
             continue

@@ -1,37 +1,51 @@
-"""CQSim's scheduling instances (the `cqsim` profile; DRAS, IPDPS'21, spec dras.md sections 2.3-2.5).
+"""CQSim's scheduling instances: the loop of the `cqsim` profile (CQSim's code, exactly) and of the
+`dras` profile (CQSim as the shipped DRAS models were trained on it; IPDPS'21, spec dras.md sections
+2.3-2.5).
 
-At every instant where jobs arrive or complete, one scheduling instance runs, in two levels:
+A scheduling instance runs after every single event under `cqsim` (`Profile.instance="event"`, as
+CQSim's `Cqsim_sim.scan_event` does: the completions of an instant first, in the order their jobs
+started, then its arrivals in row order), and once per instant after all of its events under
+`dras`. An instance has two levels:
 
 1. Level 1: the policy picks a waiting job; if it fits it starts ("ready") and the policy picks
    again. The first pick that does not fit ends level 1; with backfilling it gets the instance's one
    reservation (or the oldest waiting job does, `Profile.reserve`), at the earliest time the
    free-node profile allows.
-2. Level 2 (backfilling): the candidates are the other waiting jobs that fit the free-node profile
-   from now for their whole duration (request, or the logged run time with
-   `Profile.backfill_runtime="actual"`) without delaying the reservation. Profile-based, as CQSim's
-   `backfill_RL` is: a job may end before the reservation or run past it on nodes it does not need.
-   One candidate starts at a time ("backfilled"), the profile takes it in and the candidates are
-   recomputed, until none is left. By default the engine starts them in queue order (first fit,
-   which is EASY for FCFS); with `agent_backfill = True` every level-2 start is a decision too, and
-   `next_decision()` offers the candidates (`view.level == 2`, `view.candidates`).
+2. Level 2 (EASY backfilling): the candidates are the other waiting jobs, in queue order, that fit
+   the free-node profile from now for their whole duration (request, or the logged run time with
+   `Profile.backfill_runtime="actual"`, CQSim's choice) without delaying the reservation.
+   Profile-based, as CQSim's `backfill_EASY` and DRAS's `backfill_RL` are: a job may end before the
+   reservation or run past it on nodes it does not need. One candidate starts at a time
+   ("backfilled"), the profile takes it in and the candidates are recomputed, until none is left.
+   By default the engine starts them in queue order (first fit, which is EASY for FCFS); with
+   `agent_backfill = True` every level-2 start is a decision too, and `next_decision()` offers the
+   candidates (`view.level == 2`, `view.candidates`).
+
+   Conservative backfilling (CQSim's `backfill_cons`) replaces level 2: every other waiting job, in
+   queue order, is reserved at its earliest place in the profile, and those that fit from now for
+   their whole duration start now. The plan is built anew at every instance: a reservation made at
+   one instance is not kept at the next.
 
 Decisions: at level 1, `Pick(row)` starts the job if it fits and otherwise ends level 1 with it
 reserved; `Reserve(row)` reserves for it; `Wait()` ends the instance without a reservation (a
 one-level agent with nothing that fits). At level 2, `Start(row)` or `Pick(row)` starts a candidate.
 
-With `Profile.persist` (the released code) the reservation is kept across instances until its job
-starts: an instance then first starts the reserved job if it fits, and otherwise goes straight to
-backfilling. Without it (the paper) level 1 runs at every instance.
+With `Profile.persist` (the released DRAS code) the reservation is kept across instances until its
+job starts: an instance then first starts the reserved job if it fits, and otherwise goes straight to
+backfilling. Without it (the paper, and CQSim's FCFS) level 1 runs at every instance.
 
 Every started job has an execution mode (`mode`: READY, RESERVED or BACKFILLED, the categories of the
 paper's Table IV): a job that starts at level 1 after having held a reservation counts as reserved.
 Without backfilling there is no reservation: a pick that does not fit just ends the instance.
 
 Running jobs release their nodes, in the profile, at start + request (the only end a real scheduler
-knows; the cqsim cleaning has already clamped run times to the request).
+knows; the cleaning has already clamped run times to the request, under `cqsim` in whole seconds
+as CQSim's filter compares them, so a job may outlive its request by a fraction of a second there).
 """
 
 from __future__ import annotations
+
+import heapq
 
 import numpy as np
 
@@ -46,9 +60,10 @@ class CqsimLoop:
     def __init__(self, engine: Engine) -> None:
         e = self.e = engine
         profile = engine.profile
-        if e.backfill not in ("none", "easy"):
-            raise ValueError(f"the {profile.name!r} profile backfills with 'easy' (CQSim's "
-                             f"profile-based backfilling) or not at all ('none'), not "
+        if e.backfill not in ("none", "easy", "conservative"):
+            raise ValueError(f"the {profile.name!r} profile backfills with 'easy' (one "
+                             f"reservation, CQSim's profile-based backfilling), 'conservative' (a "
+                             f"reservation for every waiting job) or not at all ('none'), not "
                              f"{e.backfill!r}")
         if np.any(np.diff(e.jobs.submit) < 0):
             raise ValueError(f"jobs must be in submit order under the {profile.name!r} profile; "
@@ -57,18 +72,37 @@ class CqsimLoop:
             raise ValueError(f"the {profile.name!r} profile schedules a pool of identical nodes")
         dur = e.jobs.req_time if profile.backfill_runtime == "estimate" else e.executed
         self._dur = np.asarray(dur, dtype=np.float64)
-        self.events = PassLoop(engine)  # the same event handling as the textbook pass
+        #: an instance after every single event (CQSim's code) or once per event time
+        self.per_event = profile.instance == "event"
+        if self.per_event:
+            self._ends: list[tuple[float, int, int]] = []  # heap of (end, start order, row)
+            self._started = 0
+        else:
+            self.events = PassLoop(engine)  # the same event handling as the textbook pass
         self._held = np.zeros(e.n, dtype=bool)  # rows that have held a reservation
         self.reserved: int | None = None
         self.level = 0  # 0: between instances; 1: level-1 picks; 2: backfilling
         self.candidates: list[int] = []
-        #: a learned agent orders the backfill starts itself (DRAS); else first fit in queue order
-        self.agent_backfill = False
+        self._agent_backfill = False
         self._times: list[float] = []
         self._free: list[int] = []
+        self._overdue = False  # the profile has breakpoints before now (see _begin_backfill)
         # waiting rows as a mask too: the queue as an array in O(n / 8) instead of a list walk
         self._waiting = np.zeros(e.n, dtype=bool)
         self._row_order = True  # the queue is in row (arrival) order unless a policy sorted it
+
+    @property
+    def agent_backfill(self) -> bool:
+        """A learned agent orders the backfill starts itself (DRAS); else first fit in queue
+        order."""
+        return self._agent_backfill
+
+    @agent_backfill.setter
+    def agent_backfill(self, on: bool) -> None:
+        if on and self.e.backfill == "conservative":
+            raise ValueError("backfill decisions (DRAS's level 2) order EASY's candidates; "
+                             "conservative backfilling has none to order: use --backfill easy")
+        self._agent_backfill = bool(on)
 
     def waiting_rows(self) -> np.ndarray:
         """The waiting rows in queue order, as an array."""
@@ -167,27 +201,40 @@ class CqsimLoop:
 
     def _begin_backfill(self) -> None:
         """Build the free-node profile from the running jobs' estimated ends, place the reservation
-        at its earliest start, and list the candidates."""
+        at its earliest start, and list the candidates (EASY) or reserve for every other waiting
+        job too and start those whose reservation is now (conservative).
+
+        The profile is CQSim's (`Node_struc_SWF.pre_reset`): a breakpoint now with the free nodes,
+        then one per distinct estimated end of a running job, in time order, never merged with
+        now. A job whose estimated end is now (it ends at this instant, but its completion is a
+        later event of it) gives a second breakpoint at now; one still running past its estimate
+        (its run time exceeds its request by less than a second, which CQSim's whole-second clamp
+        lets through) gives breakpoints before now. The reservation and backfilling rules below
+        treat both as CQSim does."""
         e = self.e
         run = np.fromiter(e.running, dtype=np.int64, count=len(e.running))
-        # each running job frees its nodes at its estimated end (a second from now if overdue)
-        ends = np.maximum(e.est_array[run], e.now + 1.0)
-        uniq, inverse = np.unique(ends, return_inverse=True)
+        uniq, inverse = np.unique(e.est_array[run], return_inverse=True)
         freed = np.cumsum(np.bincount(inverse, weights=e.need[run], minlength=uniq.size))
         free_now = e.res.free
         times = [e.now] + uniq.tolist()
         free = [free_now] + (free_now + freed).astype(np.int64).tolist()
+        self._overdue = len(times) > 1 and times[1] < e.now
         r = self.reserved
         d = float(self._dur[r])
         i = _earliest_segment(times, free, e.need_list[r], d)
         _reserve(times, free, i, times[i] + d, e.need_list[r])
         e.reservations.append((r, times[i]))
         self._times, self._free = times, free
+        if e.backfill == "conservative":
+            self.level = 0
+            self._conservative()
+            return
         self.level = 2
         self._refresh_candidates()
 
     def _refresh_candidates(self) -> None:
-        """Waiting jobs (not the reserved one) that fit the profile from now for their duration."""
+        """Waiting jobs (not the reserved one) that fit the profile from now for their duration:
+        at every breakpoint in [now, now + duration), as CQSim's `pre_avail` checks."""
         e = self.e
         q = self.waiting_rows()
         if self.reserved is not None:
@@ -196,27 +243,86 @@ class CqsimLoop:
             self.candidates = []
             return
         times = np.asarray(self._times)
-        lowest = np.minimum.accumulate(np.asarray(self._free))  # fewest free nodes up to each point
-        # segments [times[k], times[k+1]) overlapping [now, now + d) are those with times[k] < now + d
-        k = np.searchsorted(times, e.now + self._dur[q], side="left")
-        fits = lowest[np.maximum(k, 1) - 1] >= e.need[q]
+        free = np.asarray(self._free)
+        if self._overdue:  # breakpoints before now are not looked at
+            free = np.where(times >= e.now, free, np.iinfo(np.int64).max)
+        lowest = np.minimum.accumulate(free)  # fewest free nodes up to each breakpoint
+        # times[1:] is sorted (times[0] is now): the breakpoints before now + d are the first k
+        k = 1 + np.searchsorted(times[1:], e.now + self._dur[q], side="left")
+        fits = lowest[k - 1] >= e.need[q]
         self.candidates = q[fits].tolist()
 
     def _backfill(self, row: int) -> None:
         e = self.e
         self._start_mode(row, BACKFILLED)
         e.queue.remove(row)
-        _reserve(self._times, self._free, 0, e.now + float(self._dur[row]), e.need_list[row])
+        n, d = e.need_list[row], float(self._dur[row])
+        # a candidate's earliest place is now, except where a breakpoint before now is too full
+        i = _earliest_segment(self._times, self._free, n, d) if self._overdue else 0
+        _reserve(self._times, self._free, i, self._times[i] + d, n)
         self._refresh_candidates()
+
+    def _conservative(self) -> None:
+        """CQSim's conservative backfilling: every other waiting job, in queue order, is reserved
+        at its earliest place in the profile; those that fit from now for their whole duration
+        start now, in that order."""
+        e = self.e
+        times, free, now = self._times, self._free, e.now
+        q = self.waiting_rows()
+        q = q[q != self.reserved]
+        # every job is checked at breakpoint 0 (now): once fewer nodes are left there than any
+        # job still to come needs, nothing more starts, and the rest of the plan (rebuilt at the
+        # next pass) changes nothing
+        least_need = np.minimum.accumulate(e.need[q][::-1])[::-1].tolist()
+        starts = []
+        for k, c in enumerate(q.tolist()):
+            if free[0] < least_need[k]:
+                break
+            n, d = e.need_list[c], float(self._dur[c])
+            i = _earliest_segment(times, free, n, d)
+            # without breakpoints before now, "fits now" is "its earliest place is breakpoint 0"
+            if (_fits_from_now(times, free, n, now, now + d) if self._overdue else i == 0):
+                starts.append(c)
+            _reserve(times, free, i, times[i] + d, n)
+        for c in starts:
+            self._start_mode(c, BACKFILLED)
+        if starts:
+            started = set(starts)
+            e.queue = [c for c in e.queue if c not in started]
 
     # -- events ------------------------------------------------------------------------------------
     def _start_mode(self, row: int, mode: int) -> None:
-        self.events.start(row, None, mode)
+        if self.per_event:
+            e = self.e
+            e.start_job(row, None, mode)
+            # completions of one instant are events in the order their jobs started (CQSim
+            # inserts each after those already queued for that time)
+            heapq.heappush(self._ends, (e.now + e.exec_list[row], self._started, row))
+            self._started += 1
+        else:
+            self.events.start(row, None, mode)
         self._waiting[row] = False
 
     def _advance(self) -> bool:
-        """Jump to the next event time and process every event there. False at the end."""
+        """Move to the next event (per-event instances) or the next event time (all its events),
+        and process it. False at the end."""
         e = self.e
+        if self.per_event:
+            ends = self._ends
+            i = e.next_arrival
+            # a completion goes before an arrival at the same time
+            if i < e.n and (not ends or e.submit_list[i] < ends[0][0]):
+                e.now = e.submit_list[i]
+                e.next_arrival = i + 1
+                e.queue.append(i)
+                self._waiting[i] = True
+            elif ends:
+                e.now, _, row = heapq.heappop(ends)
+                e.end_job(row)
+            else:
+                return False
+            e.instances += 1
+            return True
         arrived = self.events.advance_to_next_event()
         if arrived is None:
             return False
@@ -230,6 +336,16 @@ class CqsimLoop:
         res.metrics.update(mode_shares(e.jobs, e.mode, e.executed, e.need))
         res.counts["instances"] = e.instances
         res.modes = e.mode.copy()
+
+
+def _fits_from_now(times: list, free: list, n: int, now: float, end: float) -> bool:
+    """CQSim's `pre_avail`: `n` nodes free at every breakpoint in [now, end)."""
+    for k, t in enumerate(times):
+        if k and t >= end:  # times[1:] is sorted
+            break
+        if t >= now and free[k] < n:
+            return False
+    return True
 
 
 def mode_shares(jobs, mode: np.ndarray, executed: np.ndarray, need: np.ndarray) -> dict[str, float]:

@@ -353,8 +353,8 @@ class Engine:
         if getattr(policy, "decides_backfill", False):
             if not hasattr(self.loop, "agent_backfill"):
                 raise ValueError(f"{getattr(policy, 'name', policy)} decides backfill starts "
-                                 f"(level 2 of the cqsim loop): run it under the cqsim profile, "
-                                 f"not {self.profile.name}")
+                                 f"(level 2 of the cqsim loop): run it under the dras or cqsim "
+                                 f"profile, not {self.profile.name}")
             self.loop.agent_backfill = True
         fast = getattr(self.loop, "run_fast", None) if compiled else None
         if fast is not None and fast(policy):

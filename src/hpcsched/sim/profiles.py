@@ -30,7 +30,8 @@ class Profile:
     utilization: str
     description: str = ""
     #: "pass": the textbook loop (`passes.py`); "cqsim": CQSim's scheduling instances with one
-    #: reservation and a backfill pass that a learned agent may order (`cqsim.py`, DRAS);
+    #: reservation and a backfill pass that a learned agent may order (`cqsim.py`: the cqsim and
+    #: dras profiles);
     #: "discrete": discrete time steps and a pool of several resource types (DeepRM,
     #: `discrete.py`), a trace being mapped into the grid before it is simulated
     loop: str = "pass"
@@ -44,6 +45,15 @@ class Profile:
     #: the duration backfilling plans with for waiting jobs: "estimate" (the request, textbook
     #: EASY) or "actual" (the logged run time, CQSim's oracle quirk)
     backfill_runtime: str = "estimate"
+    #: cqsim loop only: when a scheduling instance runs. "event_time": once per instant, after
+    #: every event of that instant (the DRAS models' training); "event": after every single event,
+    #: as CQSim's code does (completions before arrivals, completions of one instant in the order
+    #: their jobs started, arrivals in row order)
+    instance: str = "event_time"
+    #: the pool of identical nodes a trace header describes when no cluster is given: "header"
+    #: (MaxNodes nodes of MaxProcs / MaxNodes processors, SchedGym's rule) or "procs" (MaxProcs
+    #: single-processor nodes: CQSim's node model, where a job asks for processors only)
+    pool: str = "header"
     #: pass loop: after a backfilling call that started something, the pass goes on (HPCsim's)
     backfill_repeats: bool = False
     #: whose heuristics, allocators and backfilling a name means under this profile: "" (ours) or
@@ -70,6 +80,10 @@ class Profile:
             raise ValueError(f"queue must be bounded or unbounded, not {self.queue!r}")
         if self.loop not in ("pass", "cqsim", "discrete"):
             raise ValueError(f"loop must be pass, cqsim or discrete, not {self.loop!r}")
+        if self.instance not in ("event_time", "event"):
+            raise ValueError(f"instance must be event_time or event, not {self.instance!r}")
+        if self.pool not in ("header", "procs"):
+            raise ValueError(f"pool must be header or procs, not {self.pool!r}")
 
     @property
     def discrete(self) -> bool:
@@ -130,12 +144,28 @@ PROFILES: dict[str, Profile] = {
         name="cqsim",
         cleaning="cqsim",
         commit=False,
+        kill_at_request=False,  # the cleaning has clamped run times to the request, as CQSim's does
+        end="last_finish",
+        utilization="makespan",
+        loop="cqsim",
+        instance="event",
+        backfill_runtime="actual",
+        pool="procs",
+        description="CQSim's code exactly (SPEAR-UIC/CQSim): its SWF filter, MaxProcs "
+        "single-processor nodes, a scheduling pass after every single event, EASY or "
+        "conservative backfilling planned with the waiting jobs' logged run times",
+    ),
+    "dras": Profile(
+        name="dras",
+        cleaning="dras",
+        commit=False,
         kill_at_request=True,
         end="last_finish",
         utilization="makespan",
         loop="cqsim",
-        description="CQSim as DRAS (IPDPS'21) used it: run times clamped to the request, one "
-        "scheduling instance per event time, one reservation, profile-based backfilling",
+        description="CQSim as the shipped DRAS models (IPDPS'21) were trained on it: run times "
+        "clamped to the request, one scheduling instance per event time, one reservation, "
+        "profile-based backfilling planned with requests, the header's nodes",
     ),
     "schedinspector": Profile(
         name="schedinspector",

@@ -5,9 +5,11 @@
 
     prepared = prepare("jobs.tsv", "hpcsim", cluster="spartan-physical", allocator="topology")
 
-Without a cluster, the trace's header sizes a pool of identical nodes (SchedGym's rule); with one (a
-bundled name, a slurm.conf, HPCsim's platform files, or a `Cluster`), jobs are placed on its named
-nodes, and a Slurm-accounting trace keeps only the jobs of the cluster's partition.
+Without a cluster, the trace's header sizes a pool of identical nodes (SchedGym's rule: MaxNodes nodes
+of MaxProcs / MaxNodes processors; under the cqsim profile CQSim's: MaxProcs single-processor nodes,
+`Profile.pool`); with one (a bundled name, a slurm.conf, HPCsim's platform files, or a `Cluster`),
+jobs are placed on its named nodes, and a Slurm-accounting trace keeps only the jobs of the
+cluster's partition.
 """
 
 from __future__ import annotations
@@ -140,7 +142,8 @@ def prepare(
             raise ValueError("--allocator places jobs on a heterogeneous cluster's nodes; name "
                              "the cluster with --cluster (a pool of identical nodes only counts "
                              "them)")
-        cluster_used = NodePool.from_header(jobs.header, nodes, procs_per_node)
+        size = NodePool.processors_as_nodes if prof.pool == "procs" else NodePool.from_header
+        cluster_used = size(jobs.header, nodes, procs_per_node)
         big = cluster_used.oversized(jobs)
         why = lambda r: (f"asks for {int(jobs.procs[r])} processors, more than the cluster's "  # noqa: E731
                          f"{cluster_used.total_procs}")

@@ -31,7 +31,20 @@ section 2):
 3. a requested time that is unknown or not positive (<= 0) becomes the run time;
 4. the jobs are sorted by submit time (a stable sort, so ties keep the file's order).
 
-``"cqsim"``: CQSim's SWF filter, as DRAS (IPDPS'21) ran it (spec dras.md section 2.2):
+``"cqsim"``: CQSim's SWF filter exactly (`Filter_job_SWF.input_check` of SPEAR-UIC/CQSim), which
+reads each field with Python's ``int()``, so every comparison is between whole seconds (values
+truncated toward zero):
+
+1. procs = the requested processors (SWF field 8) only: CQSim never reads the allocated count;
+2. a run time longer than the request, compared in whole seconds, becomes the request;
+3. jobs are dropped when their id is not positive, their submit time is negative, their (clamped)
+   run time is not positive, their requested time is not positive or their requested processors
+   are not positive, in this order, each counted under the first reason that applies;
+4. the jobs are sorted by submit time (a stable sort; CQSim reads them in file order, which is
+   the same order for a trace already in submit order, as the archive's are).
+
+``"dras"``: CQSim's SWF filter as this package first read it for DRAS (IPDPS'21; spec dras.md
+section 2.2), kept for the shipped DRAS models that were trained on it:
 
 1. procs = max(alloc_procs, req_procs);
 2. jobs are dropped when their id is not positive, their submit time is negative, their run time
@@ -63,10 +76,11 @@ import numpy as np
 
 from hpcsched.workload.jobs import PROCS, JobTable
 
-RULES: tuple[str, ...] = ("rlscheduler", "schedinspector", "standard", "cqsim", "hpcsim")
+RULES: tuple[str, ...] = ("rlscheduler", "schedinspector", "standard", "cqsim", "dras", "hpcsim")
 
 # what the report calls each rule
 PROCS_RULE = "procs = max(allocated, requested)"
+REQ_PROCS_RULE = "procs = requested"
 REQ_TIME_RULE = "requested time unknown -> run time"
 PERFECT_RULE = "requested time -> run time (perfect estimates)"
 NEG_RUN_RULE = "run time unknown -> 10 s"
@@ -79,6 +93,7 @@ DROP_ID = "job id not positive"
 DROP_SUBMIT = "submit time negative"
 DROP_RUN_NOT_POSITIVE = "run time not positive"
 DROP_REQ = "requested time not positive"
+DROP_REQ_PROCS = "requested processors not positive"
 CLAMP_RULE = "run time clamped to the request"
 
 
@@ -223,6 +238,28 @@ def _clean_standard(jobs: JobTable, rules: str = "standard") -> tuple[JobTable, 
 
 def _clean_cqsim(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
     log = _Log()
+    whole = np.trunc  # CQSim's int(): toward zero
+    procs = jobs.req_procs
+    over = whole(jobs.run_time) > whole(jobs.req_time)
+    run_time = np.where(over, jobs.req_time, jobs.run_time)
+    dropped = np.zeros(len(jobs), dtype=bool)
+    # input_check's order: the clamp first, then each test; a row counts under its first reason
+    for reason, bad in ((DROP_ID, whole(jobs.job_id) <= 0), (DROP_SUBMIT, whole(jobs.submit) < 0),
+                        (DROP_RUN_NOT_POSITIVE, whole(run_time) <= 0),
+                        (DROP_REQ, whole(jobs.req_time) <= 0),
+                        (DROP_REQ_PROCS, whole(procs) <= 0)):
+        log.drop(reason, bad & ~dropped)
+        dropped |= bad
+    keep = ~dropped
+    log.change(REQ_PROCS_RULE, keep & (procs != jobs.procs))
+    log.change(CLAMP_RULE, keep & over)
+    table = jobs.with_columns(procs=procs, run_time=run_time).take(keep)
+    table = _sort(table, table.submit, SORT_BY_SUBMIT, log)
+    return table, _report("cqsim", jobs, table, log)
+
+
+def _clean_dras(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
+    log = _Log()
     procs = np.maximum(jobs.alloc_procs, jobs.req_procs)
     dropped = np.zeros(len(jobs), dtype=bool)
     # each dropped row is counted once, under the first reason that applies
@@ -238,7 +275,7 @@ def _clean_cqsim(jobs: JobTable) -> tuple[JobTable, CleaningReport]:
     run_time = np.where(over, jobs.req_time, jobs.run_time)
     table = jobs.with_columns(procs=procs, run_time=run_time).take(keep)
     table = _sort(table, table.submit, SORT_BY_SUBMIT, log)
-    return table, _report("cqsim", jobs, table, log)
+    return table, _report("dras", jobs, table, log)
 
 
 def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningReport:
@@ -253,7 +290,7 @@ def _report(rules: str, raw: JobTable, kept: JobTable, log: _Log) -> CleaningRep
 
 
 _CLEANERS = {"rlscheduler": _clean_rlscheduler, "schedinspector": _clean_schedinspector,
-             "standard": _clean_standard,
-             "cqsim": _clean_cqsim, "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
+             "standard": _clean_standard, "cqsim": _clean_cqsim, "dras": _clean_dras,
+             "hpcsim": lambda jobs: _clean_standard(jobs, "hpcsim")}
 
 __all__ = ["CleaningReport", "RULES", "clean", "norm_constants"]

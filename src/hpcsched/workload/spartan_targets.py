@@ -158,9 +158,9 @@ def calibration(jobs: JobTable, model: str | Model, *, high_load_day: bool | Non
         (c_lo, c_hi), (g_lo, g_hi) = TABLE_4_3[m.name]
         cores = float(jobs.cores_per_node.mean())
         mem = float(jobs.mem_per_node.mean()) / 1000
-        add("mean cores per node", f"{c_lo:g}-{c_hi:g}", cores, f"{cores:.2f}",
+        add("mean cores per node", f"{c_lo:g}-{c_hi:g} (+- 5%)", cores, f"{cores:.2f}",
             c_lo * 0.95 <= cores <= c_hi * 1.05, "thesis Table 4.3")
-        add("mean memory per node (GB)", f"{g_lo:g}-{g_hi:g}", mem, f"{mem:.1f}",
+        add("mean memory per node (GB)", f"{g_lo:g}-{g_hi:g} (+- 10%)", mem, f"{mem:.1f}",
             g_lo * 0.9 <= mem <= g_hi * 1.1, "thesis Table 4.3")
     longest = float(jobs.req_time.max())
     add("longest time limit (days)", "at most 30", longest / DAY, f"{longest / DAY:.1f}",

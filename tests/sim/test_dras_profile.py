@@ -1,5 +1,7 @@
-"""The cqsim profile (DRAS's CQSim semantics): schedules and execution modes worked out by hand, the
-options of spec dras.md section 16 items 1-3, its cleaning, and agreement with textbook EASY."""
+"""The dras profile (CQSim as the shipped DRAS models were trained on it, on the cqsim loop):
+schedules and execution modes worked out by hand, the options of spec dras.md section 16 items 1-3,
+its cleaning, and agreement with textbook EASY. CQSim's own code is the cqsim profile
+(`test_cqsim_exact.py`)."""
 
 import dataclasses
 
@@ -24,7 +26,7 @@ def table(rows):
                                  req_time=req, user=[1] * len(rows))
 
 
-def run(rows, policy, profile="cqsim", backfill="easy", nodes=4, **options):
+def run(rows, policy, profile="dras", backfill="easy", nodes=4, **options):
     prof = dataclasses.replace(get_profile(profile), **options) if options else profile
     engine = make_engine(table(rows), NodePool(nodes), prof, backfill)
     res = engine.run(policy)
@@ -105,22 +107,22 @@ def test_no_backfill_means_no_reservation():
     assert res.metrics["ready_jobs_pct"] == 100.0
 
 
-def test_only_easy_or_none():
-    with pytest.raises(ValueError, match="cqsim"):
-        make_engine(table(ABCD), NodePool(4), "cqsim", "conservative")
+def test_schedgym_backfilling_is_refused():
+    with pytest.raises(ValueError, match="'dras' profile backfills with 'easy'"):
+        make_engine(table(ABCD), NodePool(4), "dras", "schedgym")
 
 
 def test_unknown_option_is_refused():
     with pytest.raises(ValueError, match="reserve"):
-        dataclasses.replace(get_profile("cqsim"), reserve="oldest")
+        dataclasses.replace(get_profile("dras"), reserve="oldest")
 
 
-def test_cqsim_cleaning_counts_what_it_does():
+def test_dras_cleaning_counts_what_it_does():
     raw = JobTable.from_columns(
         job_id=[1, 0, 3, 4, 5, 6, 7], submit=[0, 1, -2, 3, 4, 5, 2],
         run_time=[10, 10, 10, 0, 10, 50, 10], req_time=[20, 20, 20, 20, -1, 20, 20],
         req_procs=[1, 1, 1, 1, 1, 1, 0], alloc_procs=[1, 1, 1, 1, 1, 1, 0])
-    jobs, report = clean(raw, "cqsim")
+    jobs, report = clean(raw, "dras")
     assert jobs.job_id.tolist() == [1, 6]
     assert jobs.run_time.tolist() == [10, 20]  # 50 clamped to the request
     assert report.dropped == {"job id not positive": 1, "submit time negative": 1,
@@ -133,14 +135,14 @@ def test_cqsim_cleaning_counts_what_it_does():
 def test_without_backfilling_equals_the_textbook_loop(policy):
     # with no reservation both loops are "start picks while they fit, once per event time"
     jobs = table(RANDOM_ROWS)
-    ours = make_engine(jobs, NodePool(8), "cqsim", "none").run(get_policy(policy))
+    ours = make_engine(jobs, NodePool(8), "dras", "none").run(get_policy(policy))
     textbook = make_engine(jobs, NodePool(8), "standard", "none").run(get_policy(policy))
     np.testing.assert_array_equal(ours.start, textbook.start)
 
 
 def test_easy_never_oversubscribes_and_backfills_more_than_nothing():
     jobs = table(RANDOM_ROWS)
-    engine = make_engine(jobs, NodePool(8), "cqsim", "easy")
+    engine = make_engine(jobs, NodePool(8), "dras", "easy")
     res = engine.run(get_policy("fcfs"))
     start, end = res.start, res.start + res.executed
     assert np.all(start >= jobs.submit)
@@ -150,7 +152,7 @@ def test_easy_never_oversubscribes_and_backfills_more_than_nothing():
     # job starts no later than the shadow time it was given (estimates are upper bounds here)
     for row, shadow in engine.reservations:
         assert start[row] <= shadow
-    none = make_engine(jobs, NodePool(8), "cqsim", "none").run(get_policy("fcfs"))
+    none = make_engine(jobs, NodePool(8), "dras", "none").run(get_policy("fcfs"))
     assert res.metrics["wait"] < none.metrics["wait"]
 
 
