@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import replace
 
 from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
-                                 check_backfills, csv_list, prepare_from_args, resolve,
-                                 resolve_profile)
+                                 check_backfills, csv_list, nonnegative_int, positive_float,
+                                 positive_int, prepare_from_args, resolve, resolve_profile)
 from hpcsched.report.progress import Progress
-from hpcsched.report.table import format_rows
+from hpcsched.report.table import format_json, format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
 
 EPILOG_SIMULATE = """examples:
@@ -51,8 +51,8 @@ def register(sub, fmt) -> None:
     p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
     add_profile_arg(p, from_models=True)
-    p.add_argument("--start", type=int, help="first job of the window (0-based)")
-    p.add_argument("--jobs", type=int, help="jobs in the window (default: to the end)")
+    p.add_argument("--start", type=nonnegative_int, help="first job of the window (0-based)")
+    p.add_argument("--jobs", type=positive_int, help="jobs in the window (default: to the end)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
     p.add_argument("--records", metavar="CSV", help="write one record per job to this CSV file")
     add_cluster_args(p)
@@ -101,23 +101,25 @@ def register(sub, fmt) -> None:
     t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
     t.add_argument("source")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
-    t.add_argument("--first", type=int, help="keep only the first N jobs")
-    t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
+    t.add_argument("--first", type=positive_int, help="keep only the first N jobs")
+    t.add_argument("--start", type=nonnegative_int, default=0,
+                   help="skip the jobs before this position")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
     t = tsub.add_parser("generate", help="write a synthetic trace from a workload model")
     t.add_argument("model", choices=["lublin"],
                    help="lublin: the Lublin-Feitelson (2003) model, its published parameters")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
-    t.add_argument("--jobs", type=int, default=10000)
-    t.add_argument("--nodes", type=int, default=128, help="machine size (default 128, the model's)")
+    t.add_argument("--jobs", type=positive_int, default=10000)
+    t.add_argument("--nodes", type=positive_int, default=128,
+                   help="machine size (default 128, the model's)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--max-run-time", type=float, default=2 * 86400.0,
+    t.add_argument("--max-run-time", type=positive_float, default=2 * 86400.0,
                    help="longest run time in seconds (default 2 days)")
     t.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
                                  "(its first --fit-days days, cqsim cleaning); --nodes is then "
                                  "its own")
-    t.add_argument("--fit-days", type=float, default=28.0)
+    t.add_argument("--fit-days", type=positive_float, default=28.0)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
                        ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
         sub.choices[name].set_defaults(func=func)
@@ -139,7 +141,7 @@ def cmd_simulate(args) -> int:
     if args.records:
         _write_records(result, args.records)
     if args.fmt == "json":
-        print(json.dumps(row, indent=1))
+        print(format_json(row))
     elif args.fmt in ("csv", "markdown"):
         print(format_rows([row], args.fmt))
     else:
@@ -293,11 +295,21 @@ def cmd_trace(args) -> int:
 
         rows = []
         for name in args.trace:
-            prepared = prepare(name, args.profile, drop_oversized=True)
+            # the statistics are of the jobs the profile would simulate: what cleaning dropped
+            # or changed, jobs larger than the cluster included, is reported as `simulate` does
+            prepared = replace(prepare(name, args.profile, drop_oversized=True),
+                               oversized_rule="statistics count only jobs the cluster can run")
             row = {"trace": prepared.name}
             row.update(trace_stats(prepared.jobs, prepared.cluster.total_procs))
+            row["dropped_oversized"] = prepared.dropped_oversized
+            row["cleaning"] = prepared.summary()
             rows.append(row)
-        print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
+        if args.fmt is None:
+            for row in rows:
+                print(row["cleaning"])
+            print(format_rows(rows, "table", columns=[c for c in rows[0] if c != "cleaning"]))
+        else:
+            print(format_rows(rows, args.fmt, columns=list(rows[0])))
         return 0
     if args.trace_command == "convert":
         from hpcsched.workload.swf import write_swf
