@@ -137,7 +137,7 @@ class Plan:
                 self.times.append(t)
                 self.vals.append(self.copy(self.vals[-1]))
             self.vals[-1] = self.plus(self.vals[-1], use, +1)
-        self.changed()
+        self.changed(0)
 
     def place(self, c: int) -> None:
         """Give the waiting job `c` its earliest reservation."""
@@ -182,7 +182,7 @@ class Plan:
             vals.insert(j, self.copy(vals[j - 1]))
         for m in range(i, j):
             vals[m] = self.plus(vals[m], use, -1)
-        self.changed()
+        self.changed(i)
 
     def change(self, t0: float, t1: float, use, sign: int) -> None:
         """Give back (`sign` +1) or take (-1) `use` over [t0, t1), t0 >= the first breakpoint."""
@@ -199,7 +199,7 @@ class Plan:
             vals.insert(j, self.copy(vals[j - 1]))
         for m in range(i, j):
             vals[m] = self.plus(vals[m], use, sign)
-        self.changed()
+        self.changed(i)
 
     def drop_past(self, now: float) -> None:
         """The profile from now on: the segment holding now starts now."""
@@ -209,7 +209,7 @@ class Plan:
             i -= 1
         self.times = [now] + times[i + 1:]
         self.vals = self.vals[i:]
-        self.changed()
+        self.changed(0)
         self.compact()
 
     def compact(self) -> None:
@@ -220,10 +220,11 @@ class Plan:
         if len(keep) != len(times):
             self.times = [times[i] for i in keep]
             self.vals = [vals[i] for i in keep]
-            self.changed()
+            self.changed(0)
 
-    def changed(self) -> None:
-        """Called after every change of the profile."""
+    def changed(self, first: int) -> None:
+        """Called after every change of the profile: segments before `first` are as they were
+        (at the same positions)."""
 
     # -- what a kind of resource says ---------------------------------------------------------------
     def free_now(self):
@@ -273,7 +274,8 @@ class PoolPlan(Plan):
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self.need = engine.need_list
-        self.prefix_max: list[int] | None = None
+        self.prefix_max: list[int] = []  # running maximum of the free counts ...
+        self.max_known = 0  # ... valid for the segments before this one
 
     def free_now(self) -> int:
         return self.e.res.free
@@ -294,8 +296,9 @@ class PoolPlan(Plan):
         limit = bisect_left(times, min(s, freed_until))  # segments starting before that
         if limit == 0:
             return None
-        if self.prefix_max is None:
-            self.prefix_max = _running_max(free)
+        if self.max_known < limit:
+            _extend_max(self.prefix_max, free, self.max_known, limit)
+            self.max_known = limit
         if self.prefix_max[limit - 1] < n:
             return None
         i = _earlier_segment(times, free, n, d, s, limit)
@@ -307,18 +310,20 @@ class PoolPlan(Plan):
         self.start[c] = t
         return t
 
-    def changed(self) -> None:
-        self.prefix_max = None
+    def changed(self, first: int) -> None:
+        if first < self.max_known:
+            self.max_known = first
 
 
-def _running_max(values: list) -> list:
-    out = []
-    m = values[0]
-    for v in values:
+def _extend_max(prefix: list, values: list, start: int, stop: int) -> None:
+    """prefix[q] = max(values[:q + 1]) for q in start .. stop - 1, given it for q < start."""
+    del prefix[start:]
+    m = prefix[start - 1] if start else values[0]
+    for q in range(start, stop):
+        v = values[q]
         if v > m:
             m = v
-        out.append(m)
-    return out
+        prefix.append(m)
 
 
 def _earlier_segment(times: list, free: list, n: int, d: float, s: float, limit: int) -> int:

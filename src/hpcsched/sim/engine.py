@@ -259,7 +259,9 @@ class Engine:
         self._ranked_for: object = None
         self._rank: list = []
         self._reset_policy: object = None
-        #: (row, shadow time) of every EASY reservation made, for checking and explaining schedules
+        #: (row, time) of every reservation made, for checking and explaining schedules: EASY's
+        #: (the shadow time of each head that did not fit) and conservative backfilling's (each
+        #: job's first reservation, where it is later than the pass that gave it)
         self.reservations: list[tuple[int, float]] = []
         self.loop = None  # set by the factory
 

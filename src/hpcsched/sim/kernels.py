@@ -323,8 +323,8 @@ def _schedgym_starts(now, free, shadow, need, row_at, tree, size, out):
 # -- conservative backfilling's plan (`sim.conservative`, `PoolPlan`), kept from pass to pass ------
 #
 # The profile is `times` (increasing) and `free` (nodes free from times[i] to times[i + 1]) in the
-# first k entries, with `pmax` its running maximum where `pmax_ok`; `res_s[row]` is each waiting
-# job's reserved start (NaN before its first). Every function is its `Plan` method, statement for
+# first k entries, with `pmax` its running maximum (right for the entries before `known`);
+# `res_s[row]` is each waiting job's reserved start (NaN before its first). Every function is its `Plan` method, statement for
 # statement, so that the breakpoints, and with them every tie, are the same.
 
 
@@ -416,9 +416,11 @@ def _room(times, free, pmax, k, extra):
     cap = 2 * (k + extra)
     t2 = np.empty(cap, np.float64)
     f2 = np.empty(cap, np.int64)
+    p2 = np.empty(cap, np.int64)
     t2[:k] = times[:k]
     f2[:k] = free[:k]
-    return t2, f2, np.empty(cap, np.int64)
+    p2[:k] = pmax[:k]
+    return t2, f2, p2
 
 
 @njit(cache=True)
@@ -442,8 +444,8 @@ def _conservative_update(now, k, times, free, pmax, free_nodes, need, req, est, 
                 k = _change(times, free, k, now, est[r], need[r])
                 freed_until = max(freed_until, est[r])
         if freed_until > -np.inf:
-            # `Plan.compress` with `PoolPlan.earlier`
-            pmax_ok = False
+            # `Plan.compress` with `PoolPlan.earlier`; pmax is right before `known`
+            known = 0
             moved = True
             while moved:
                 moved = False
@@ -454,13 +456,13 @@ def _conservative_update(now, k, times, free, pmax, free_nodes, need, req, est, 
                     if not np.isnan(s) and s > now and req[c] > 0:
                         limit = _bisect_left(times, k, min(s, freed_until), 0)
                         if limit > 0:
-                            if not pmax_ok:
-                                m = free[0]
-                                for q in range(k):
+                            if known < limit:
+                                m = pmax[known - 1] if known > 0 else free[0]
+                                for q in range(known, limit):
                                     if free[q] > m:
                                         m = free[q]
                                     pmax[q] = m
-                                pmax_ok = True
+                                known = limit
                             if pmax[limit - 1] >= need[c]:
                                 i = _earlier_segment(times, free, k, need[c], req[c], s, limit)
                                 if i >= 0:
@@ -471,10 +473,10 @@ def _conservative_update(now, k, times, free, pmax, free_nodes, need, req, est, 
                                     res_s[c] = t
                                     freed_until = max(freed_until, s + req[c])
                                     moved = True
-                                    pmax_ok = False
+                                    known = min(known, i)
                     pos = _first_waiting(tree, size, pos + 1)
                 k = _compact(times, free, k, 1)
-                pmax_ok = False
+                known = 0
     pos = _first_waiting(tree, size, 0)
     zero = False
     while pos >= 0:
