@@ -218,7 +218,7 @@ def read_machines(path: str | os.PathLike) -> tuple[NodeClass, ...]:
     ram_per_node_KB` (KB = 1024 bytes)."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text()
+        text = Path(where).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise TraceError(f"{where}: cannot read ({exc.strerror or exc})") from None
     out = []
