@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import _LARGEST, TraceError, _read_bytes
 
 #: Columns without which the schedule cannot be known.
 REQUIRED: tuple[str, ...] = (
@@ -364,7 +364,7 @@ def _numbers(texts: list[str], column: str, line_no: np.ndarray, where: str, *,
             if not _NUMBER.match(t) and not (allow_empty and t == ""):
                 raise _bad(where, int(line_no[i]), column, t, "is not a number")
     out = np.array([float(t) if t else np.nan for t in texts], dtype=np.float64)
-    checks = []
+    checks = [(~(np.abs(out) <= _LARGEST), f"is too large (at most {_LARGEST})")]
     if whole:
         checks.append((out != np.trunc(out), "is not a whole number"))
     if nonnegative:
@@ -378,11 +378,14 @@ def _numbers(texts: list[str], column: str, line_no: np.ndarray, where: str, *,
 
 
 def _optional_numbers(values, col, column, line_no, where, n) -> np.ndarray:
-    """A column the schedule does not depend on (UID, GID): -1 where absent, empty or not a number."""
+    """A column the schedule does not depend on (UID, GID): -1 where absent, empty, not a number
+    or too large to be an id (beyond 2^53 - 1)."""
     if column not in col:
         return np.full(n, -1.0)
-    return np.array([float(t) if _NUMBER.match(t := raw.strip()) else -1.0
-                     for raw in values(column)], dtype=np.float64)
+    out = np.array([float(t) if _NUMBER.match(t := raw.strip()) else -1.0
+                    for raw in values(column)], dtype=np.float64)
+    out[~(np.abs(out) <= _LARGEST)] = -1.0
+    return out
 
 
 def _memory(texts: list[str], column: str, line_no: np.ndarray, where: str) -> np.ndarray:
@@ -401,6 +404,8 @@ def _memory(texts: list[str], column: str, line_no: np.ndarray, where: str) -> n
                            "are not read: HPCsim crashes on them)")
             if mb < 0:
                 raise _bad(where, int(line_no[i]), column, raw, "is negative")
+            if mb > _LARGEST:
+                raise _bad(where, int(line_no[i]), column, raw, "is too large")
             cache[raw] = mb
         out[i] = mb
     return out
@@ -411,12 +416,15 @@ def _to_mb(raw: str) -> float | None:
     if not text:
         return None
     unit = text[-1]
-    if unit.isdigit():
-        return float(int(text)) if text.lstrip("+-").isdigit() else None
-    number = text[:-1].strip()
-    if unit not in _MEMORY_UNITS or not _NUMBER.match(number):
-        return None
-    return float(int(float(number) * _MEMORY_UNITS[unit]))
+    try:
+        if unit.isdigit():
+            return float(int(text)) if text.lstrip("+-").isdigit() else None
+        number = text[:-1].strip()
+        if unit not in _MEMORY_UNITS or not _NUMBER.match(number):
+            return None
+        return float(int(float(number) * _MEMORY_UNITS[unit]))
+    except OverflowError:  # beyond float64 (or an infinity): too large, which the caller says
+        return float("inf")
 
 
 def _datetimes(texts: list[str], column: str, line_no: np.ndarray, where: str, *,
