@@ -164,7 +164,8 @@ class UserScores:
 
     def sync(self, start) -> None:
         """Count the jobs started since the last call (`start`: start time per row, NaN for jobs
-        not started)."""
+        not started, as `DecisionView.start_time` gives it; a start may be negative, for a job
+        whose submit time is SWF's unknown -1 under SchedGym's loader)."""
         start = np.asarray(start, dtype=np.float64)
         new = np.flatnonzero(np.isfinite(start) & ~self.seen)
         if new.size == 0:
