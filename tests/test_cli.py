@@ -3,6 +3,8 @@
 import csv
 import io
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -180,3 +182,118 @@ def test_job_without_processor_count_is_dropped_and_counted(capsys, tmp_path):
     row = json.loads(out)
     assert row["jobs"] == 2
     assert "1 job(s) without a processor count dropped" in row["cleaning"]
+
+
+# -- what a reliability pass found -----------------------------------------------------------------
+
+def test_an_unknown_submit_time_is_dropped_and_counted_or_scheduled_and_reported(capsys, tmp_path):
+    """Job 1's submit time is SWF's -1 (unknown). The standard profile drops it and says so;
+    SchedGym's loader keeps it, and it is scheduled from -1 and reported like every other job
+    (it was once counted as kept, then reported as never started)."""
+    p = tmp_path / "unknown.swf"
+    p.write_text(HEADER + job(1, -1, 10, 2) + job(2, 0, 10, 4) + job(3, 5, 10, 2))
+    code, out, _ = run_cli(capsys, "simulate", str(p), "--json")
+    assert code == 0
+    row = json.loads(out)
+    assert row["jobs"] == 2 and "unstarted" not in row
+    assert "dropped, submit time unknown: 1" in row["cleaning"]
+    records = tmp_path / "records.csv"
+    code, out, _ = run_cli(capsys, "simulate", str(p), "--profile", "rlscheduler", "--json",
+                           "--records", str(records))
+    assert code == 0
+    row = json.loads(out)
+    assert row["jobs"] == 3 and "unstarted" not in row
+    rows = list(csv.DictReader(records.open()))
+    assert [(r["job_id"], r["start"]) for r in rows] == [("1", "-1"), ("2", "9"), ("3", "19")]
+
+
+@pytest.mark.parametrize("token, field", [("1e400", "field 4 (run_time)"),
+                                          ("9223372036854775808", "field 5 (alloc_procs)")])
+def test_a_value_too_large_names_the_file_line_and_field(capsys, tmp_path, token, field):
+    p = tmp_path / "huge.swf"
+    text = job(2, 5, 10, 1)
+    if field.startswith("field 4"):
+        text = text.replace(" 10 1 ", f" {token} 1 ", 1)
+    else:
+        text = text.replace(" 10 1 ", f" 10 {token} ", 1)
+    p.write_text(HEADER + job(1, 0, 10, 1) + text)
+    code, out, err = run_cli(capsys, "simulate", str(p), "--json")
+    assert_one_line_error(code, err, "huge.swf", "line 4", field, "too large")
+    assert out == ""
+
+
+def test_a_cluster_without_nodes_is_an_error_naming_where(capsys, tmp_path, small_swf):
+    code, _, err = run_cli(capsys, "simulate", str(small_swf), "--nodes", "0")
+    assert_one_line_error(code, err, "--nodes", "at least 1")
+    p = tmp_path / "zero.swf"
+    p.write_text("; MaxNodes: 0\n; MaxProcs: 4\n" + job(1, 0, 10, 1))
+    code, _, err = run_cli(capsys, "simulate", str(p))
+    assert_one_line_error(code, err, "zero.swf, line 1", "MaxNodes: 0", "--nodes")
+    code, out, _ = run_cli(capsys, "simulate", str(p), "--nodes", "4", "--json")
+    assert code == 0 and json.loads(out)["jobs"] == 1
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["compare", "lublin-1", "--windows", "0"], "--windows"),
+    (["compare", "lublin-1", "--jobs", "-3"], "--jobs"),
+    (["compare", "lublin-1", "--starts", "0,-5"], "--starts"),
+    (["simulate", "lublin-1", "--start", "-1"], "--start"),
+    (["trace", "convert", "lublin-1", "OUT", "--first", "-5"], "--first"),
+    (["train", "rlscheduler", "--epochs", "-1"], "--epochs"),
+    (["train", "deeprm", "--epochs", "0"], "--epochs"),
+    (["train", "inspector", "--trajectories", "0"], "--trajectories"),
+    (["trace", "generate", "lublin", "OUT", "--max-run-time", "inf"], "--max-run-time"),
+])
+def test_a_count_out_of_range_is_refused_naming_the_option(capsys, tmp_path, argv, option):
+    argv = [str(tmp_path / "out.swf") if a == "OUT" else a for a in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, f"argument {option}", "--help")
+    assert out == "" and not (tmp_path / "out.swf").exists()
+
+
+def test_a_deeprm_policy_outside_its_profile_is_a_one_line_error(capsys):
+    code, _, err = run_cli(capsys, "simulate", "lublin-1", "--jobs", "50",
+                           "--policy", "deeprm:pretrained/deeprm-load-110")
+    assert_one_line_error(code, err, "deeprm:pretrained/deeprm-load-110", "--profile deeprm")
+
+
+def test_trace_stats_reports_what_cleaning_dropped(capsys, tmp_path):
+    """Job 2 asks for 8 of the 4 processors: the statistics leave it out, and say so."""
+    p = tmp_path / "over.swf"
+    p.write_text(HEADER + job(1, 0, 10, 2) + job(2, 5, 10, 8) + job(3, 9, 10, 2))
+    code, out, _ = run_cli(capsys, "trace", "stats", str(p), "--json")
+    assert code == 0
+    row = json.loads(out)[0]
+    assert row["jobs"] == 2 and row["dropped_oversized"] == 1
+    assert "1 job(s) larger than the cluster dropped" in row["cleaning"]
+    assert "job 2 asks for 8 processors" in row["cleaning"]
+    code, out, _ = run_cli(capsys, "trace", "stats", str(p))
+    assert code == 0
+    assert out.splitlines()[0].startswith("over: 3 jobs read")
+    assert "job 2 asks for 8 processors" in out.splitlines()[0]
+
+
+def test_json_output_is_strict_json(capsys, tmp_path):
+    """One job spans no time: its inter-arrival time and load are not numbers, printed as null
+    (NaN and Infinity are not JSON)."""
+    p = tmp_path / "one.swf"
+    p.write_text(HEADER + job(1, 0, 10, 2))
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    code, out, _ = run_cli(capsys, "trace", "stats", str(p), "--json")
+    assert code == 0
+    row = json.loads(out, parse_constant=refuse)[0]
+    assert row["offered_load"] is None and row["mean_interarrival_s"] is None
+
+
+def test_written_traces_are_readable_by_the_group(capsys, tmp_path):
+    old = os.umask(0o022)
+    try:
+        dest = tmp_path / "part.swf.gz"
+        code, _, _ = run_cli(capsys, "trace", "convert", "lublin-1", str(dest), "--first", "10")
+    finally:
+        os.umask(old)
+    assert code == 0
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o644

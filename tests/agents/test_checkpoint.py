@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 
 import numpy as np
 import pytest
@@ -39,6 +40,20 @@ def test_save_writes_one_file_and_it_holds_what_it_should(tmp_path):
     for k, v in model.policy.state_dict().items():
         assert torch.equal(ck["policy"][k], v)
     assert {"torch", "numpy", "python"} <= set(ck["rng"])
+
+
+def test_a_model_file_is_readable_by_the_group(tmp_path):
+    """Written through a temporary file (created 0600), the model still gets the permissions of
+    any file the run writes: 0644 under the usual umask."""
+    old = os.umask(0o022)
+    try:
+        path = save_checkpoint(tmp_path / "model.pt", {"config": {}})
+        os.umask(0o027)
+        other = save_checkpoint(tmp_path / "other.pt", {"config": {}})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(other.stat().st_mode) == 0o640
 
 
 def test_a_failed_save_leaves_the_old_file_intact(tmp_path, monkeypatch):

@@ -81,6 +81,19 @@ def test_without_topology(tmp_path):
     assert c.switches == () and (c.leaf == -1).all()
 
 
+def test_a_byte_order_mark_and_old_mac_line_endings_are_read(tmp_path, conf):
+    """The same slurm.conf and topology.conf saved by a Windows editor (a UTF-8 byte-order mark)
+    and with CR alone ending each line: the same cluster."""
+    want = load_cluster(conf)
+    for name in ("slurm.conf", "topology.conf"):
+        text = (conf.parent / name).read_text()
+        (tmp_path / "mac").mkdir(exist_ok=True)
+        (tmp_path / "mac" / name).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r").encode())
+    got = load_cluster(tmp_path / "mac" / "slurm.conf")
+    assert got.names == want.names and got.capacity.tolist() == want.capacity.tolist()
+    assert got.switches == want.switches and got.leaf.tolist() == want.leaf.tolist()
+
+
 def test_select_linear_makes_every_partition_exclusive(tmp_path):
     path = tmp_path / "slurm.conf"
     path.write_text("SelectType=select/linear\nNodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL\n")

@@ -141,9 +141,10 @@ def test_fairness_feature_by_hand():
 def test_user_scores_counts_each_start_once():
     jobs = table(TINY, nodes=4, procs_per_node=2, **EXTRA)
     scores = UserScores(jobs)
-    scores.sync([0.0, -1, -1, -1])
-    scores.sync([0.0, 100.0, -1, -1])
-    scores.sync([0.0, 100.0, -1, -1])
+    nan = np.nan  # not started (as the engine marks it: a start may be negative)
+    scores.sync([0.0, nan, nan, nan])
+    scores.sync([0.0, 100.0, nan, nan])
+    scores.sync([0.0, 100.0, nan, nan])
     np.testing.assert_allclose(scores.counts, [0, 1, 1])  # users -1, 1, 4
     np.testing.assert_allclose(scores.feature(np.array([0, 1, 2])), [1 - 1 / 2.8, 0.0, 1.0])
 

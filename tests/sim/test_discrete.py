@@ -176,7 +176,7 @@ def test_typed_decisions_step_the_grid_and_the_engines_state_follows():
     e.apply(Pick(2))  # fits from step 2 on: reserved, not running yet
     view = e.next_decision()
     assert view.running.tolist() == [0] and 2 not in view.queue.tolist()
-    assert e.mode[0] == READY and e.start[2] == -1
+    assert e.mode[0] == READY and np.isnan(e.start[2])  # not started
     e.apply(Wait())  # void: the step ends
     view = e.next_decision()
     assert view.now == 1

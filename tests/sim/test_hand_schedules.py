@@ -66,6 +66,30 @@ def test_easy_and_schedgym_differ_at_the_shadow_boundary():
     assert starts(ABD6, backfill="schedgym") == [0, 10, 3]
 
 
+# EASY's "ends by the reservation", alone: A runs [0,10) on 2 of 4 nodes; B (all 4 nodes, 10 s)
+# comes at 1: shadow 10, and no node is extra then, so a waiting job may start before B only by
+# ending by 10. E (1 node) comes at 2:
+#  - asking for 8 s it ends at 10, exactly the shadow time: it starts at 2 (on a node B will need
+#    at 10, free again by then);
+#  - asking for 9 s it would end at 11, holding a node B needs: it waits for B's end, 20.
+# The same on named nodes, exclusive (idle nodes counted) and shared, compiled and stepped.
+BOUNDARY = [(0, 10, 2), (1, 10, 4)]
+
+
+@pytest.mark.parametrize("cluster", ["pool", "exclusive", "shared"])
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("e_req, e_start", [(8, 2), (9, 20)])
+def test_easy_starts_a_job_ending_exactly_at_the_shadow_time(cluster, compiled, e_req, e_start):
+    from hpcsched.cluster.nodes import Cluster
+
+    machine = NodePool(4) if cluster == "pool" else \
+        Cluster.identical(4, 1, exclusive=cluster == "exclusive")
+    engine = make_engine(table(BOUNDARY + [(2, e_req, 1)]), machine, "standard", "easy")
+    result = engine.run(get_policy("fcfs"), compiled=compiled)
+    assert result.start.tolist() == [0, 10, e_start]
+    assert engine.reservations[0] == (1, 10.0)
+
+
 # A runs [0,10) on 2 nodes. B (3 nodes) and C (4 nodes) arrive at 1; D (1 node, 30 s) at 2.
 #  - EASY protects only B (shadow 10, one extra node): D takes the extra node at 2 and runs to 32,
 #    so C (all 4 nodes) cannot start until 32. B at 10.
@@ -198,6 +222,23 @@ def test_metrics_by_hand():
     assert m["max_user_bsld"] == pytest.approx(5.25)
     assert m["jain_user_bsld"] == 1.0
     assert math.isclose(m["bsld"], 5.25)
+
+
+def test_jain_index_of_several_users_by_hand():
+    """One node, FCFS. Users 1, 2, 1, 3 submit A (100 s) at 0, B (10 s) at 10, C (20 s) at 20 and
+    D (40 s) at 30; they run one after another: A [0,100), B [100,110), C [110,130), D [130,170).
+    bsld: A 1; B (90 + 10) / 10 = 10; C (90 + 20) / 20 = 5.5; D (100 + 40) / 40 = 3.5.
+    Per user: 1 -> (1 + 5.5) / 2 = 3.25, 2 -> 10, 3 -> 3.5.
+    Jain's index (sum x)^2 / (n sum x^2) = 16.75^2 / (3 (3.25^2 + 10^2 + 3.5^2))
+    = 280.5625 / 368.4375 = 0.7615 (min / max would be 0.325; the mean over the max 0.558)."""
+    jobs = JobTable.from_columns(submit=[0, 10, 20, 30], run_time=[100, 10, 20, 40],
+                                 req_time=[100, 10, 20, 40], req_procs=[1, 1, 1, 1],
+                                 alloc_procs=[1, 1, 1, 1], user=[1, 2, 1, 3])
+    result = make_engine(jobs, NodePool(1), "standard", "none").run(get_policy("fcfs"))
+    assert result.start.tolist() == [0, 100, 110, 130]
+    m = result.metrics
+    assert m["max_user_bsld"] == pytest.approx(10.0)
+    assert m["jain_user_bsld"] == pytest.approx(280.5625 / 368.4375, rel=1e-12)
 
 
 def test_stepped_loop_matches_run():

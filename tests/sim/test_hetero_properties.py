@@ -159,6 +159,20 @@ def test_easy_head_never_starts_after_its_reservation(case, allocator):
     check(cluster, jobs, count, demand, engine, result)
 
 
+@settings(max_examples=100, deadline=None)
+@given(cases(), st.sampled_from(ALLOCATORS), st.sampled_from(POLICIES))
+def test_conservative_keeps_every_reservation(case, allocator, policy):
+    """Conservative backfilling on named nodes, shared (a reservation holds named nodes) or
+    exclusive (idle nodes counted per kind): no job starts after the first reservation it was
+    given (jobs end by their request, so every reservation can be kept)."""
+    cluster, jobs, count, demand = case
+    engine, result = simulate(jobs, cluster, "standard", "conservative",
+                              get_policy(policy, seed=7), allocator=allocator)
+    for row, start_by in engine.reservations:
+        assert result.start[row] <= start_by, (row, start_by, result.start[row])
+    check(cluster, jobs, count, demand, engine, result)
+
+
 @st.composite
 def identical_cases(draw):
     nodes = draw(st.integers(1, 8))

@@ -1,7 +1,7 @@
 """The compiled static-priority loop (`sim/kernels.py`) against the Python pass engine, job for job.
 
-Every comparison is exact: start times bit for bit, the number of decisions, and every EASY
-reservation (row, shadow time) in order. The reference is the engine as a user runs it:
+Every comparison is exact: start times bit for bit, the number of decisions, and every reservation
+in order (EASY's (row, shadow time), conservative backfilling's (row, first reserved start)). The reference is the engine as a user runs it:
 `make_engine(jobs, cluster, "standard", backfill).run(policy, compiled=False)`.
 """
 
@@ -52,7 +52,7 @@ def assert_same(jobs, cluster, name, seed, backfill, what=""):
                               f"{differ[0]}: kernel {k_start[differ[0]]}, engine {start[differ[0]]}")
     assert k_decisions == decisions, f"{case}: decisions {k_decisions} != {decisions}"
     assert list(zip(k_rows.tolist(), k_shadows.tolist())) == \
-        [(int(r), float(s)) for r, s in reservations], f"{case}: EASY reservations differ"
+        [(int(r), float(s)) for r, s in reservations], f"{case}: reservations differ"
 
 
 @lru_cache(maxsize=None)

@@ -201,6 +201,8 @@ def test_gzip_and_detection(hand, tmp_path):
 @pytest.mark.parametrize("bad, message", [
     (lambda l: l.rsplit(" ", 1)[0], r"line 3: expected 21 fields .* found 20"),
     (lambda l: l.replace(" 1010 ", " 10x0 ", 1), r"line 3, field 2 \(submit\): '10x0' is not a number"),
+    (lambda l: l.replace(" 1010 ", " 1e400 ", 1), r"line 3, field 2 \(submit\): '1e400' is too large"),
+    (lambda l: l.replace(" 1010 ", " nan ", 1), r"line 3, field 2 \(submit\): 'nan' is not a number"),
     (lambda l: l.replace("{", "[", 1), r"line 3, field 19 \(node ids\): expected a list in braces"),
     (lambda l: l.replace("2:ppn=8:cl_zegox", "2:ppn=8#nope"),
      r"line 3, field 21 \(node spec\): '2:ppn=8#nope': unknown suffix"),

@@ -112,6 +112,22 @@ def test_requests_shorter_than_the_run_are_kept():
         assert report.changed == {"run time clamped to the request": 1}
 
 
+def test_an_unknown_submit_time_is_dropped_and_counted_or_kept_as_schedgym_does():
+    """SWF's -1 (unknown) submit time: the standard and hpcsim rules drop the job and count it
+    (after the other reasons: row 2 has no run time either); CQSim's filter drops any negative
+    submit; SchedGym's loader keeps it, and the engine then schedules it (test_cli)."""
+    table = JobTable.from_columns(submit=[0, -1, -1, 5], run_time=[5, -1, 5, 5],
+                                  req_time=[9, 9, 9, 9], req_procs=[1, 1, 1, 1])
+    for rules in ("standard", "hpcsim"):
+        jobs, report = clean(table, rules)
+        assert jobs.submit.tolist() == [0, 5]
+        assert report.dropped == {"run time unknown": 1, "submit time unknown": 1}
+    jobs, report = clean(table, "cqsim")
+    assert jobs.submit.tolist() == [0, 5] and report.dropped == {"submit time negative": 2}
+    jobs, report = clean(table, "rlscheduler")
+    assert jobs.submit.tolist() == [0, -1, -1, 5] and not report.dropped
+
+
 def test_input_table_is_left_alone(six):
     before = {k: v.copy() for k, v in six.columns.items()}
     clean(six, "standard")

@@ -139,6 +139,16 @@ def test_bad_memory_names_line_column_value(tmp_path, bad):
         read_hpcsim(path)
 
 
+@pytest.mark.parametrize("column, value", [("Allmem", "1e400G"), ("Allmem", "9" * 400),
+                                           ("AllocCPUS", "1e400"),
+                                           ("ElapsedRaw", "9223372036854775808")])
+def test_values_too_large_name_line_column_value(tmp_path, column, value):
+    """Overflowing values (infinity in float64, 2^63) are refused, not read as a wrong count."""
+    path = write(tmp_path, [job(1), job(2, **{column: value})])
+    with pytest.raises(TraceError, match=rf"t.tsv, line 3, column {column}: '{value}' is too large"):
+        read_hpcsim(path)
+
+
 def test_bad_requested_memory_is_an_error_too(tmp_path):
     # HPCsim converts ReqMem as well, before Alloc replaces it
     path = write(tmp_path, [job(1, ReqMem="4000Mc")])

@@ -116,6 +116,43 @@ def test_blank_lines_comments_between_jobs_and_crlf(tmp_path):
     assert jobs.header.comments == ("; MaxNodes: 4", "  ; a comment between jobs")
 
 
+def test_byte_order_mark_and_old_mac_line_endings(tmp_path):
+    """A UTF-8 byte-order mark (before a header or a job line) is skipped; CR alone ends a line,
+    as CR LF does, and line numbers count such lines."""
+    for first in ("; MaxNodes: 4\n", ""):
+        text = "\ufeff" + first + job_line(1) + job_line(2)
+        jobs = read_swf(write(tmp_path, text))
+        assert jobs.job_id.tolist() == [1, 2]
+        assert jobs.header.max_nodes == (4 if first else None)
+    mac = ("; MaxNodes: 4\n" + job_line(1) + "\n" + job_line(2)).replace("\n", "\r")
+    jobs = read_swf(write(tmp_path, mac))
+    assert jobs.job_id.tolist() == [1, 2]
+    assert jobs.line.tolist() == [2, 4]
+    assert jobs.header.max_nodes == 4
+    with pytest.raises(TraceError, match=r"line 3, field 4 \(run_time\)"):
+        read_swf(write(tmp_path, mac.replace("\r\r", "\r1 2 3 x\r", 1).replace(
+            "1 2 3 x", job_line(3, run_time="x").strip())))
+
+
+@pytest.mark.parametrize("token, field", [
+    ("1e400", "run_time"),                  # infinity in float64
+    ("-1e400", "run_time"),
+    ("9223372036854775808", "req_procs"),   # 2^63: no int64 holds it
+    ("9007199254740992", "req_procs"),      # 2^53: 2^53 + 1 reads as the same float64
+])
+def test_values_beyond_exact_whole_numbers_are_refused(tmp_path, token, field):
+    text = job_line(1) + job_line(2, **{field: token})
+    with pytest.raises(TraceError, match=rf"line 2, field \d+ \({field}\): '{token}' is too large"):
+        read_swf(write(tmp_path, text))
+    jobs = read_swf(write(tmp_path, job_line(1) + job_line(2, req_procs=2**53 - 1)))
+    assert jobs.req_procs[1] == 2**53 - 1  # the largest accepted, exactly
+
+
+def test_header_size_too_large_names_the_line(tmp_path):
+    with pytest.raises(TraceError, match=r"line 2: header MaxProcs: '99999999999999999999' is too"):
+        read_swf(write(tmp_path, "; MaxNodes: 4\n; MaxProcs: 99999999999999999999\n" + job_line(1)))
+
+
 def test_last_line_without_newline(tmp_path):
     jobs = read_swf(write(tmp_path, job_line(1) + job_line(2).rstrip("\n")))
     assert jobs.job_id.tolist() == [1, 2]
@@ -271,8 +308,9 @@ def test_write_refuses_non_finite(tmp_path):
 number = st.one_of(
     st.integers(-(10**14), 10**14).map(str),
     st.decimals(min_value=-(10**6), max_value=10**6, places=4, allow_nan=False).map(str),
+    # 16 digits take the careful path; values from 2^53 on are refused (tested above)
     st.sampled_from(["-1", "0", "007", "-0", "5.", ".25", "-.5", "0.000", "123456789012345",
-                     "12345678901234567", "-123456789012345.5", "0.30000000000000004"]),
+                     "1234567890123456", "-123456789012345.5", "0.30000000000000004"]),
 )
 
 

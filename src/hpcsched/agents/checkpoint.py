@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 import hpcsched
+from hpcsched._files import make_readable
 from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
 
 FORMAT = "hpcsched.ppo/1"
@@ -61,6 +62,7 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
+        make_readable(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -20,8 +20,20 @@ from hpcsched.cluster.pool import ClusterError
 FAMILIES = ("rlscheduler", "inspector", "deeprm", "dras", "herasched")
 
 
+class UsageError(Exception):
+    """A command line argparse refused; the message names the option."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (`main` prints them as every other error)
+    instead of the usage block."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hpcsched",
         description="HPC batch-job scheduling: simulate classic heuristics and learned schedulers "
                     "on real traces.",
@@ -57,7 +69,11 @@ def _needs(parser: argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"hpcsched: error: {exc}", file=sys.stderr)
+        return 2
     if args.command is None:
         parser.print_help()
         return 2

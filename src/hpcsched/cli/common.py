@@ -34,6 +34,56 @@ def int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def start_list(text: str) -> list[int]:
+    """Comma-separated window starts (0-based positions: none negative)."""
+    values = int_list(text)
+    if min(values) < 0:
+        raise argparse.ArgumentTypeError(f"positions start at 0, got {min(values)}")
+    return values
+
+
+def at_least(low: int):
+    """An argparse type: an integer no smaller than `low` (a count or a position)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        return value
+    parse.__name__ = "count" if low > 0 else "position"
+    return parse
+
+
+#: argparse types of integer options: counts and sizes (at least 1), positions and counts where
+#: 0 means none or off (at least 0)
+positive_int = at_least(1)
+nonnegative_int = at_least(0)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number greater than 0 (a time, a rate, a load)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number greater than 0, not {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse type: a finite number, 0 or more (0 meaning off, where the help says so)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more, not {text}")
+    return value
+
+
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster (default: identical nodes sized by the trace's header)")
     g.add_argument("--cluster", metavar="NAME|FILE",
@@ -49,8 +99,9 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--allocator", choices=[a for a in ALLOCATORS if not a.startswith("hpcsim-")],
                    help="which nodes a job gets on --cluster (default: best-fit); under --profile "
                         "hpcsim these are HPCsim's own")
-    g.add_argument("--nodes", type=int, help="number of nodes (default: the trace header's MaxNodes)")
-    g.add_argument("--procs-per-node", type=int,
+    g.add_argument("--nodes", type=positive_int,
+                   help="number of nodes (default: the trace header's MaxNodes)")
+    g.add_argument("--procs-per-node", type=positive_int,
                    help="processors per node (default: MaxProcs / MaxNodes from the header)")
     g.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted, the first named "
@@ -98,19 +149,19 @@ def resolve_profile(args, specs: list[str]) -> str:
 
 def add_validation_args(g, *, windows: int, jobs: int) -> None:
     """A PPO trainer's greedy validation options (RLScheduler, SchedInspector) on group `g`."""
-    g.add_argument("--validate-every", type=int, default=5,
+    g.add_argument("--validate-every", type=nonnegative_int, default=5,
                    help="greedy validation every K epochs, keeping best.pt (0: off)")
-    g.add_argument("--validate-windows", type=int, default=windows)
-    g.add_argument("--validate-jobs", type=int, default=jobs)
+    g.add_argument("--validate-windows", type=positive_int, default=windows)
+    g.add_argument("--validate-jobs", type=positive_int, default=jobs)
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("windows (0-based positions in the trace as loaded under the profile)")
-    g.add_argument("--start", type=int, help="first job of the window")
-    g.add_argument("--jobs", type=int, help="jobs per window")
-    g.add_argument("--starts", type=int_list, help="several window starts, comma-separated")
-    g.add_argument("--windows", type=int, help="draw this many windows at random")
-    g.add_argument("--first", type=int,
+    g.add_argument("--start", type=nonnegative_int, help="first job of the window")
+    g.add_argument("--jobs", type=positive_int, help="jobs per window")
+    g.add_argument("--starts", type=start_list, help="several window starts, comma-separated")
+    g.add_argument("--windows", type=positive_int, help="draw this many windows at random")
+    g.add_argument("--first", type=positive_int,
                    help="draw windows from the first N jobs (rlscheduler profile: 10000)")
     g.add_argument("--seed", type=int,
                    help="seed of the draw (rlscheduler profile without a seed: the paper's windows)")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
-                                 check_backfills, csv_list, prepare_from_args, resolve,
-                                 resolve_profile)
+                                 check_backfills, csv_list, nonnegative_int, positive_float,
+                                 positive_int, prepare_from_args, resolve, resolve_profile)
 from hpcsched.report.progress import Progress
-from hpcsched.report.table import format_rows
+from hpcsched.report.table import format_json, format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
 
 EPILOG_SIMULATE = """examples:
@@ -55,8 +56,8 @@ def register(sub, fmt) -> None:
     p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
     add_profile_arg(p, from_models=True)
-    p.add_argument("--start", type=int, help="first job of the window (0-based)")
-    p.add_argument("--jobs", type=int, help="jobs in the window (default: to the end)")
+    p.add_argument("--start", type=nonnegative_int, help="first job of the window (0-based)")
+    p.add_argument("--jobs", type=positive_int, help="jobs in the window (default: to the end)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
     p.add_argument("--records", metavar="CSV", help="write one record per job to this CSV file")
     add_cluster_args(p)
@@ -130,8 +131,9 @@ def register(sub, fmt) -> None:
     t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
     t.add_argument("source")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
-    t.add_argument("--first", type=int, help="keep only the first N jobs")
-    t.add_argument("--start", type=int, default=0, help="skip the jobs before this position")
+    t.add_argument("--first", type=positive_int, help="keep only the first N jobs")
+    t.add_argument("--start", type=nonnegative_int, default=0,
+                   help="skip the jobs before this position")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
     from hpcsched.cli.generate import add_parser as add_generate_parser
@@ -158,7 +160,7 @@ def cmd_simulate(args) -> int:
     if args.records:
         _write_records(result, args.records)
     if args.fmt == "json":
-        print(json.dumps(row, indent=1))
+        print(format_json(row))
     elif args.fmt in ("csv", "markdown"):
         print(format_rows([row], args.fmt))
     else:
@@ -340,16 +342,21 @@ def cmd_trace(args) -> int:
             if raw is not None:  # a Spartan partition's: its calibration table after the summary
                 cal.append(calibration_rows(name, raw, args.against))
             if args.cluster or args.nodes or not slurm:
-                prepared = prepare(name, args.profile, drop_oversized=True,
-                                   partition=args.partition, cluster=args.cluster,
-                                   nodes=args.nodes, procs_per_node=args.procs_per_node)
-                label, jobs, cleaning = prepared.name, prepared.jobs, prepared.report
+                # the statistics are of the jobs the profile would simulate: what cleaning
+                # dropped or changed, jobs larger than the cluster included, is reported as
+                # `simulate` does
+                prepared = replace(prepare(name, args.profile, drop_oversized=True,
+                                           partition=args.partition, cluster=args.cluster,
+                                           nodes=args.nodes, procs_per_node=args.procs_per_node),
+                                   oversized_rule="statistics count only jobs the cluster can run")
+                label, jobs, cleaning = prepared.name, prepared.jobs, prepared
+                dropped = prepared.dropped_oversized
                 cluster = prepared.cluster
                 procs = (cluster.total_procs if hasattr(cluster, "total_procs")
                          else int(cluster.total[cluster.resource_index("cores")]))
             else:  # a Slurm-accounting file names no cluster size: no offered load
                 jobs, cleaning = clean(raw, PROFILES[args.profile].cleaning)
-                label, procs = raw.header.name, None
+                label, procs, dropped = raw.header.name, None, 0
             row = {"trace": label}
             read = getattr(jobs.header, "report", None)
             if read is not None:  # a Slurm-accounting file: what reading dropped, and why
@@ -357,12 +364,15 @@ def cmd_trace(args) -> int:
                     row["read"] = read.summary()
                 else:
                     print("\n".join(read.lines()))
-            row["cleaning"] = cleaning.summary()
+            # a prepared run's summary names the trace and counts the oversized jobs it dropped
+            row["cleaning"] = (cleaning.summary() if hasattr(cleaning, "oversized_rule")
+                               else f"{label}: cleaning ({args.profile}): {cleaning.summary()}")
             row.update(trace_stats(jobs, procs))
+            row["dropped_oversized"] = dropped
             rows.append(row)
         if not args.fmt:
             for row in rows:
-                print(f"{row['trace']}: cleaning ({args.profile}): {row.pop('cleaning')}")
+                print(row.pop("cleaning"))
         print(format_rows(rows, args.fmt or "table", columns=list(rows[0])))
         for c in cal:
             if c and not args.fmt:  # --json/--csv keep one flat table: --calibration gives this

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from hpcsched.cli.common import nonnegative_float, nonnegative_int, positive_float, positive_int
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -42,22 +43,23 @@ def register(train, experiment, fmt) -> None:
                                         "multi-resource packing", epilog=EPILOG_TRAIN,
                          formatter_class=RAW)
     p.add_argument("--out", required=True, help="the run's folder")
-    p.add_argument("--load", type=float, default=0.7,
+    p.add_argument("--load", type=positive_float, default=0.7,
                    help="offered load of the training jobsets (0.7 = 70%%; at most 1.845)")
-    p.add_argument("--epochs", type=int, default=100, help="train until this many epochs in all")
+    p.add_argument("--epochs", type=positive_int, default=100,
+                   help="train until this many epochs in all")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("the paper's settings (defaults: the paper's)")
-    g.add_argument("--jobsets", type=int, default=100, help="training jobsets")
-    g.add_argument("--rollouts", type=int, default=20, help="rollouts per jobset (N)")
-    g.add_argument("--jobsets-per-update", type=int, default=10)
-    g.add_argument("--steps", type=int, default=50, help="arrival steps per jobset")
-    g.add_argument("--lr", type=float, default=1e-3, help="RMSProp learning rate")
+    g.add_argument("--jobsets", type=positive_int, default=100, help="training jobsets")
+    g.add_argument("--rollouts", type=positive_int, default=20, help="rollouts per jobset (N)")
+    g.add_argument("--jobsets-per-update", type=positive_int, default=10)
+    g.add_argument("--steps", type=positive_int, default=50, help="arrival steps per jobset")
+    g.add_argument("--lr", type=positive_float, default=1e-3, help="RMSProp learning rate")
     g.add_argument("--reward", default="slowdown", choices=["slowdown", "completion"])
-    g.add_argument("--slots", type=int, default=10, help="M, job slots shown")
-    g.add_argument("--horizon", type=int, default=20, help="T, steps shown ahead")
-    g.add_argument("--units", type=int, default=10, help="units of each resource")
-    g.add_argument("--backlog", type=int, default=60,
+    g.add_argument("--slots", type=positive_int, default=10, help="M, job slots shown")
+    g.add_argument("--horizon", type=positive_int, default=20, help="T, steps shown ahead")
+    g.add_argument("--units", type=positive_int, default=10, help="units of each resource")
+    g.add_argument("--backlog", type=positive_int, default=60,
                    help="backlog places (shown as cells of the image)")
     g.add_argument("--queue", default="bounded", choices=["bounded", "unbounded"],
                    help="bounded (DeepRM's: an arrival that finds the slots and backlog full is "
@@ -68,8 +70,8 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--init", default="none",
                    help="none (random weights: the paper) or a heuristic to imitate first (sjf, "
                         "tetris, ...: the authors' code's supervised warm start, pg_su)")
-    g.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    g.add_argument("--validate-jobsets", type=int, default=50,
+    g.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
+    g.add_argument("--validate-jobsets", type=nonnegative_int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
     p.set_defaults(func=cmd_train)
 
@@ -88,10 +90,10 @@ def register(train, experiment, fmt) -> None:
     which.add_argument("--loads", help="comma-separated loads (default: 0.1,0.3,...,1.7,1.845)")
     which.add_argument("--rates", help="comma-separated arrival probabilities instead of loads "
                                        "(DeepRM's new_job_rate, e.g. 0.1,0.2,...,1.0)")
-    p.add_argument("--jobsets", type=int, default=100, help="unseen jobsets per load")
+    p.add_argument("--jobsets", type=positive_int, default=100, help="unseen jobsets per load")
     p.add_argument("--seed", type=int, default=314159,
                    help="the jobsets' seed (default: DeepRM's unseen draw, 314159)")
-    p.add_argument("--simu-len", type=int, default=50,
+    p.add_argument("--simu-len", type=positive_int, default=50,
                    help="steps per jobset (DeepRM's simu_len; the paper's 50)")
     p.add_argument("--queue", default="bounded", choices=["bounded", "unbounded"],
                    help="bounded (default, DeepRM's: 10 slots + 60 backlog, later arrivals are "
@@ -102,7 +104,7 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--sample", action="store_true", help="sample DeepRM's actions (the "
                                                          "authors' test) instead of greedy")
     p.add_argument("--plot", default="deeprm-load-sweep.png", help="PNG file of the curves")
-    p.add_argument("--analysis-load", type=float, default=1.1,
+    p.add_argument("--analysis-load", type=nonnegative_float, default=1.1,
                    help="load of the Fig. 7 analysis (0: skip)")
     p.set_defaults(func=cmd_sweep)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -46,27 +47,28 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--reward", default=d.reward, choices=REWARDS)
     p.add_argument("--curriculum", default=d.curriculum,
                    help=f"phases and episodes, in order (default {d.curriculum})")
-    p.add_argument("--jobset-jobs", type=int, default=d.jobset_jobs, help="jobs per jobset")
-    p.add_argument("--train-days", type=float, default=d.train_days)
-    p.add_argument("--validate-days", type=float, default=d.validate_days)
-    p.add_argument("--validate-first-days", type=float, default=d.validate_first_days,
+    p.add_argument("--jobset-jobs", type=positive_int, default=d.jobset_jobs,
+                   help="jobs per jobset")
+    p.add_argument("--train-days", type=positive_float, default=d.train_days)
+    p.add_argument("--validate-days", type=positive_float, default=d.validate_days)
+    p.add_argument("--validate-first-days", type=positive_float, default=d.validate_first_days,
                    help="days of the validation period scored after each episode")
-    p.add_argument("--validate-every", type=int, default=d.validate_every,
+    p.add_argument("--validate-every", type=positive_int, default=d.validate_every,
                    help="validate after every k-th episode (and the last)")
     p.add_argument("--select", default=d.select, choices=["reward", "wait"],
                    help="best.pt: the validation with the lowest average wait (default) or "
                         "the highest reward")
     p.add_argument("--keep-validated", action="store_true",
                    help="also keep every validated episode's checkpoint (validated/epNNN.pt)")
-    p.add_argument("--test-days", type=float, default=d.test_days)
+    p.add_argument("--test-days", type=positive_float, default=d.test_days)
     p.add_argument("--reserve", default=d.reserve, choices=["agent_pick", "fcfs_head"],
                    help="who gets the reservation (paper: the agent's pick; code: FCFS head)")
     p.add_argument("--persist", action="store_true",
                    help="keep the reservation across instances (the released code)")
     p.add_argument("--backfill-runtime", default=d.backfill_runtime,
                    choices=["estimate", "actual"])
-    p.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
-    p.add_argument("--gamma", type=float, help="discount (default: 0.6 for pg and decima, "
+    p.add_argument("--lr", type=positive_float, help="learning rate (default 1e-3)")
+    p.add_argument("--gamma", type=positive_float, help="discount (default: 0.6 for pg and decima, "
                                                   "0.9 for dql)")
     p.add_argument("--net", choices=["paper", "per_job"],
                    help="PG network: paper (positional outputs, Table III; default) or per_job "
@@ -74,16 +76,19 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--hidden", help="FC1,FC2 sizes (default: scaled to the cluster as Theta's "
                                     "4000,1000 are to its 4460 input rows)")
     dql = p.add_argument_group("DRAS-DQL only")
-    dql.add_argument("--epsilon-decay", type=float,
+    dql.add_argument("--epsilon-decay", type=positive_float,
                      help="epsilon's factor per update (default 0.995, the paper's)")
-    dql.add_argument("--epsilon-min", type=float, help="epsilon's floor (default 0.01)")
-    dql.add_argument("--target-every", type=int,
+    dql.add_argument("--epsilon-min", type=nonnegative_float, help="epsilon's floor (default 0.01)")
+    dql.add_argument("--target-every", type=positive_int,
                      help="updates between target-network copies (default 20)")
-    dql.add_argument("--replay", type=int, help="replay memory, transitions (default 5000)")
-    dql.add_argument("--batch", type=int, help="transitions per gradient step (default 32)")
-    dql.add_argument("--gradient-steps", type=int, help="gradient steps per update (default 1)")
+    dql.add_argument("--replay", type=positive_int,
+                     help="replay memory, transitions (default 5000)")
+    dql.add_argument("--batch", type=positive_int,
+                     help="transitions per gradient step (default 32)")
+    dql.add_argument("--gradient-steps", type=positive_int,
+                     help="gradient steps per update (default 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
     p.set_defaults(func=cmd_train)
 
     p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
@@ -99,7 +104,7 @@ def register(train, experiment, fmt) -> None:
                                     "NAME/best.pt, NAME like dras-pg-ricc) instead of the shipped")
     p.add_argument("--online", action="store_true",
                    help="learned agents keep updating during the test (the paper)")
-    p.add_argument("--test-days", type=float, default=21.0)
+    p.add_argument("--test-days", type=positive_float, default=21.0)
     p.add_argument("--plots", help="folder for kiviat.png, wait_by_size.png, wait_by_mode.png, "
                                     "wait_by_week.png")
     p.add_argument("--seed", type=int, default=0)

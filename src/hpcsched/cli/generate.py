@@ -7,6 +7,8 @@ import argparse
 import datetime as dt
 import sys
 
+from hpcsched.cli.common import positive_float, positive_int
+
 SPARTAN = ("spartan-physical", "spartan-deeplearn", "spartan-sapphire")
 
 DESCRIPTION = """Write a synthetic trace.
@@ -76,13 +78,14 @@ def add_parser(tsub) -> None:
     g.add_argument("--format", choices=["sacct", "hpcsim"], default="sacct",
                    help="sacct -X -P output (default) or HPCsim's tab-separated columns")
     g = t.add_argument_group("lublin")
-    g.add_argument("--nodes", type=int, default=128, help="machine size (default 128, the model's)")
-    g.add_argument("--max-run-time", type=float, default=2 * 86400.0,
+    g.add_argument("--nodes", type=positive_int, default=128,
+                   help="machine size (default 128, the model's)")
+    g.add_argument("--max-run-time", type=positive_float, default=2 * 86400.0,
                    help="longest run time in seconds (default 2 days)")
     g.add_argument("--fit", help="fit sizes, arrival rate, run-time cap and estimates to this trace "
                                  "(its first --fit-days days, dras cleaning); --nodes is then "
                                  "its own")
-    g.add_argument("--fit-days", type=float, default=28.0)
+    g.add_argument("--fit-days", type=positive_float, default=28.0)
 
 
 def cmd_generate(args) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import add_validation_args
+from hpcsched.cli.common import add_validation_args, positive_float, positive_int
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS
@@ -65,7 +65,8 @@ def register(train, experiment, fmt) -> None:
                                            "reject a base heuristic's pick",
                          epilog=EPILOG_TRAIN, formatter_class=RAW)
     p.add_argument("--out", required=True, help="the run's folder")
-    p.add_argument("--epochs", type=int, default=60, help="train until this many epochs in all")
+    p.add_argument("--epochs", type=positive_int, default=60,
+                   help="train until this many epochs in all")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--trace", default="lublin-1", help="bundled trace name or SWF file")
     p.add_argument("--base", default="sjf", help="the base heuristic (any `hpcsched` heuristic)")
@@ -73,7 +74,7 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("environment")
-    g.add_argument("--episode-jobs", type=int, default=128, help="jobs per trajectory")
+    g.add_argument("--episode-jobs", type=positive_int, default=128, help="jobs per trajectory")
     g.add_argument("--features", default="code", choices=["code", "paper"],
                    help="code: the authors' 7 features; paper: 8, with the metric-aware queue "
                         "delay and the backfilling contribution")
@@ -87,22 +88,22 @@ def register(train, experiment, fmt) -> None:
                         "(schedinspector always uses them)")
     g.add_argument("--reward", default="paper", choices=["paper", "code"],
                    help="paper: (base - insp) / base; code: / max(base, insp, 1)")
-    g.add_argument("--train-fraction", type=float, default=0.2,
+    g.add_argument("--train-fraction", type=positive_float, default=0.2,
                    help="training windows come from this first part of the trace")
     g = p.add_argument_group("PPO (defaults: the paper; the code's policy rate is 3e-4)")
-    g.add_argument("--trajectories", type=int, default=100, help="trajectories per epoch")
-    g.add_argument("--pi-lr", type=float, default=1e-3)
-    g.add_argument("--vf-lr", type=float, default=1e-3)
-    g.add_argument("--pi-iters", type=int, default=80)
-    g.add_argument("--v-iters", type=int, default=80)
-    g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--trajectories", type=positive_int, default=100, help="trajectories per epoch")
+    g.add_argument("--pi-lr", type=positive_float, default=1e-3)
+    g.add_argument("--vf-lr", type=positive_float, default=1e-3)
+    g.add_argument("--pi-iters", type=positive_int, default=80)
+    g.add_argument("--v-iters", type=positive_int, default=80)
+    g.add_argument("--target-kl", type=positive_float, default=0.01)
     g.add_argument("--init-accept", type=float, metavar="P",
                    help="start the policy accepting with probability P (e.g. 0.95), so that it "
                         "begins as the base heuristic (default: PyTorch's initialisation, ~50%%)")
     g.add_argument("--init-rule", choices=["reject-unfit"],
                    help="before PPO, fit the policy to this fixed rule's decisions (reject-unfit: "
                         "reject exactly the proposals that do not fit now)")
-    g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     add_validation_args(g, windows=10, jobs=256)
     p.set_defaults(func=cmd_train)
@@ -117,8 +118,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
     p.add_argument("--windows", type=window_draw, default="code", metavar="{code,ours}",
                    help="the protocol, named by its window draw (see below; default: code)")
-    p.add_argument("--count", type=int, default=50, help="how many windows (default 50)")
-    p.add_argument("--jobs", type=int, default=256)
+    p.add_argument("--count", type=positive_int, default=50, help="how many windows (default 50)")
+    p.add_argument("--jobs", type=positive_int, default=256)
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the windows' draw (default: the protocol's, code 1, ours 0)")
     p.add_argument("--models", help="take the models from this folder (NAME.pt or NAME/best.pt, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import add_validation_args
+from hpcsched.cli.common import add_validation_args, nonnegative_int, positive_float, positive_int
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -45,7 +45,8 @@ def register(train, experiment, fmt) -> None:
                                              "the next job", epilog=EPILOG_TRAIN,
                          formatter_class=RAW)
     p.add_argument("--out", required=True, help="the run's folder")
-    p.add_argument("--epochs", type=int, default=100, help="train until this many epochs in all")
+    p.add_argument("--epochs", type=positive_int, default=100,
+                   help="train until this many epochs in all")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--trace", default="lublin-1", help="bundled trace name or SWF file")
     p.add_argument("--metric", default="bsld",
@@ -54,24 +55,24 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--profile", default="rlscheduler", choices=list(PROFILES))
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("episodes and networks")
-    g.add_argument("--episode-jobs", type=int, default=256, help="jobs per trajectory")
-    g.add_argument("--trajectories", type=int, default=100, help="trajectories per epoch")
-    g.add_argument("--first", type=int, default=10000,
+    g.add_argument("--episode-jobs", type=positive_int, default=256, help="jobs per trajectory")
+    g.add_argument("--trajectories", type=positive_int, default=100, help="trajectories per epoch")
+    g.add_argument("--first", type=nonnegative_int, default=10000,
                    help="train on windows from the first N jobs (0: the whole trace)")
-    g.add_argument("--slots", type=int, default=128)
+    g.add_argument("--slots", type=positive_int, default=128)
     g.add_argument("--cutoff", default="fcfs", choices=["fcfs", "interleave"])
     g.add_argument("--policy-net", default="kernel",
                    choices=["kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet"])
     g.add_argument("--value-net", default="kernel", choices=["kernel", "flat"])
     g = p.add_argument_group("PPO (defaults: the RLScheduler code)")
-    g.add_argument("--pi-lr", type=float, default=3e-4)
-    g.add_argument("--vf-lr", type=float, default=1e-3)
-    g.add_argument("--pi-iters", type=int, default=80)
-    g.add_argument("--v-iters", type=int, default=80)
-    g.add_argument("--target-kl", type=float, default=0.01)
+    g.add_argument("--pi-lr", type=positive_float, default=3e-4)
+    g.add_argument("--vf-lr", type=positive_float, default=1e-3)
+    g.add_argument("--pi-iters", type=positive_int, default=80)
+    g.add_argument("--v-iters", type=positive_int, default=80)
+    g.add_argument("--target-kl", type=positive_float, default=0.01)
     g.add_argument("--filter", default="none", choices=["none", "paper", "fixed"],
                    help="trajectory filtering: paper = SJF band (median, 2 x mean); fixed = (10, 150)")
-    g.add_argument("--filter-epochs", type=int,
+    g.add_argument("--filter-epochs", type=nonnegative_int,
                    help="epochs of stage 1 (filtered windows) before training on all windows")
     g.add_argument("--reward-baseline", default="none",
                    help="none (the paper's reward, -metric) or a heuristic: reward the episode's "
@@ -80,7 +81,7 @@ def register(train, experiment, fmt) -> None:
                    help="none (random weights, the paper), a heuristic to imitate before PPO "
                         "(fcfs, sjf, f1, ...: a fixed score per job), or model:PATH to start "
                         "from a trained model's networks")
-    g.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
     add_validation_args(g, windows=5, jobs=1024)
     p.set_defaults(func=cmd_train)

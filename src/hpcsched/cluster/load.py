@@ -180,7 +180,7 @@ def load_cluster(spec: str | Path, partition: str | None = None) -> Cluster:
 def _is_topology(path: Path) -> bool:
     """Whether a file is a topology file: its first statement is SwitchName=..."""
     try:
-        with open(path, errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
             for line in f:
                 line = line.split("#", 1)[0].strip()
                 if line:

@@ -39,7 +39,7 @@ def _read_node_rows(path: Path) -> tuple[dict[str, tuple[int, dict[str, str]]],
     than once (an error only when the topology uses that host)."""
     rows: dict[str, tuple[int, dict[str, str]]] = {}
     duplicates: dict[str, list[int]] = {}
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         missing = [c for c in NODE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

@@ -43,6 +43,16 @@ class NodePool:
     ) -> "NodePool":
         """Size the pool as SchedGym does: MaxNodes nodes of MaxProcs/MaxNodes processors (MaxProcs
         defaults to MaxNodes). Explicit arguments win over the header."""
+        if nodes is not None and nodes <= 0:
+            raise ClusterError(f"a cluster needs at least one node (got nodes={nodes})")
+        for key, value in (("MaxNodes", header.max_nodes if nodes is None else None),
+                           ("MaxProcs", header.max_procs if procs_per_node is None else None)):
+            if value is not None and value <= 0:
+                line = header.key_lines.get(key)
+                where = header.path or header.name or "the trace"
+                raise ClusterError(
+                    f"{where}{f', line {line}' if line else ''}: header {key}: {value} is not a "
+                    f"size; give the cluster size (--nodes N [--procs-per-node P])")
         max_nodes = nodes if nodes is not None else header.max_nodes
         max_procs = header.max_procs
         if max_nodes is None:

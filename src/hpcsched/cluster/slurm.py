@@ -66,7 +66,7 @@ def conf_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     continuation lines (ending in a backslash) joined, blank lines skipped. The number is that of
     the line the logical line starts on."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is skipped
     except UnicodeDecodeError as exc:
         raise ClusterFileError(path, None, f"not a text file ({exc})") from None
     start, pending = 0, ""

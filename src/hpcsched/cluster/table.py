@@ -66,7 +66,7 @@ def looks_like_table(path: str | Path) -> bool:
     """Whether the first line that is neither blank, a comment nor `KEY: VALUE` names the columns
     `kind`, `nodes` and `cores`."""
     try:
-        with open(path, errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
             for raw in f:
                 line = raw.split("#", 1)[0].strip()
                 if not line or _KEY_LINE.match(line):
@@ -82,7 +82,7 @@ def read_cluster_table(path: str | Path, name: str | None = None) -> Cluster:
     """The cluster a cluster table describes (see the module docstring)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is skipped
     except UnicodeDecodeError as exc:
         raise ClusterFileError(path, None, f"not a text file ({exc})") from None
     except OSError as exc:

@@ -163,10 +163,11 @@ class UserScores:
         self.seen = np.zeros(len(jobs), dtype=bool)
 
     def sync(self, start) -> None:
-        """Count the jobs started since the last call (`start`: start time per row, negative or NaN
-        for jobs not started)."""
+        """Count the jobs started since the last call (`start`: start time per row, NaN for jobs
+        not started, as `DecisionView.start_time` gives it; a start may be negative, for a job
+        whose submit time is SWF's unknown -1 under SchedGym's loader)."""
         start = np.asarray(start, dtype=np.float64)
-        new = np.flatnonzero((start >= 0) & ~self.seen)
+        new = np.flatnonzero(np.isfinite(start) & ~self.seen)
         if new.size == 0:
             return
         self.seen[new] = True

@@ -70,7 +70,19 @@ def format_csv(rows: Sequence[dict]) -> str:
 
 
 def format_json(rows) -> str:
-    return json.dumps(rows, indent=1)
+    """JSON, strictly: a value that is not a finite number (a load over no time, say) is null,
+    not NaN or Infinity, which JSON does not have."""
+    return json.dumps(_finite(rows), indent=1, allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def format_rows(rows: Sequence[dict], fmt: str, columns: Sequence[str] | None = None) -> str:

@@ -9,7 +9,10 @@ engine's backfilling and resources: the functions below count identical whole no
   either ends (by its request) no later than the reservation's shadow time, or uses only nodes the
   reserved job will not need at that time (the "extra" nodes).
 - `conservative`: a reservation for every waiting job in queue order; a job starts now when its
-  earliest reservation is now.
+  earliest reservation is now. Here the plan is made anew at every call, which is what SchedGym's
+  commit loop gets (jobs there may outrun their request, so no reservation could be kept); the
+  pass loop keeps one plan from pass to pass instead, and every reservation with it
+  (`sim.conservative`).
 - `schedgym`: RLScheduler's variant: the shadow time is found by adding up processors of running
   jobs ordered by their estimated end; a job may start only if it fits and ends strictly before the
   shadow time; there is no extra-node rule; candidates are scanned in FCFS (submit) order.

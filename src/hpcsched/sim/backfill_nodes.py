@@ -12,7 +12,9 @@ back what they took on each of their nodes.
   take without spoiling the head's (those the head cannot use, or has room to spare on then). Every job
   started so is taken out of that projection, so the head's reservation holds whatever starts.
   On identical whole nodes this is the counting rule of `backfill.easy_candidates` exactly.
-- Conservative: a reservation for every waiting job in queue order: the earliest time from which
+- Conservative (made anew at every call: SchedGym's commit loop; the pass loop keeps its plan and
+  every reservation, `sim.conservative_nodes`): a reservation for every waiting job in queue
+  order: the earliest time from which
   `count` nodes each keep the request free for the job's whole requested time, given the running
   jobs and the reservations made before it; a job whose reservation is now starts. On an exclusive
   cluster a job takes whole idle nodes, and idle nodes of one kind are interchangeable, so the plan

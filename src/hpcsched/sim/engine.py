@@ -35,6 +35,7 @@ from hpcsched.workload.jobs import JobTable
 #: when picked and fitting, after holding a reservation, or backfilled around a reservation
 NOT_STARTED, READY, RESERVED, BACKFILLED = 0, 1, 2, 3
 MODE_NAMES = {READY: "ready", RESERVED: "reserved", BACKFILLED: "backfilled"}
+NAN = float("nan")
 
 
 @runtime_checkable
@@ -214,7 +215,7 @@ class Engine:
 
     State (read by loops and backfilling; policies and envs see it through `DecisionView`):
     `now`, `queue` (waiting rows, in queue order), `running` (rows, insertion-ordered dict),
-    `start` (per row, -1 until started), `est` (estimated end = start + request), `res` (what is
+    `start` (per row, NaN until started), `est` (estimated end = start + request), `res` (what is
     free: a `PoolState` or `NodeState`), `mode` (per row), `need` (nodes per row), `executed`.
     """
 
@@ -237,7 +238,7 @@ class Engine:
         self.req_list: list[float] = jobs.req_time.tolist()
         self.exec_list: list[float] = executed.tolist()
         self.need_list: list[int] = need.tolist()
-        self.start: list[float] = [-1.0] * self.n
+        self.start: list[float] = [NAN] * self.n  # NaN until started (a start may be negative)
         self.est: list[float] = [0.0] * self.n
         # the same start times as an array (NaN = not started), for vectorised readers
         self._start_array = np.full(self.n, np.nan)
@@ -258,7 +259,9 @@ class Engine:
         self._ranked_for: object = None
         self._rank: list = []
         self._reset_policy: object = None
-        #: (row, shadow time) of every EASY reservation made, for checking and explaining schedules
+        #: (row, time) of every reservation made, for checking and explaining schedules: EASY's
+        #: (the shadow time of each head that did not fit) and conservative backfilling's (each
+        #: job's first reservation, where it is later than the pass that gave it)
         self.reservations: list[tuple[int, float]] = []
         self.loop = None  # set by the factory
 
@@ -431,13 +434,12 @@ class Engine:
         self.done = True
 
     def check_waiting(self, row: int) -> None:
-        if row < 0 or row >= self.next_arrival or self.start[row] >= 0:
+        if row < 0 or row >= self.next_arrival or self.start[row] == self.start[row]:
             raise ValueError(f"row {row} is not waiting in the queue")
 
     # -- results -----------------------------------------------------------------------------------
     def result(self, policy: str = "") -> Result:
         start = np.asarray(self.start, dtype=np.float64)
-        start = np.where(start < 0, np.nan, start)
         end = start + self.executed
         m = metrics_mod.schedule_metrics(
             self.jobs,

@@ -11,7 +11,8 @@ a whole job table in one compiled call and gives the same schedule, job for job:
 - the running jobs are an array kept sorted by (estimated end, row), so a reservation walks them in
   order without sorting; their real ends sit on a binary heap.
 
-The rules are `passes.PassEngine` + `backfill.py`, ported statement by statement where the order of
+The rules are `passes.PassEngine` + `backfill.py` (and, for conservative backfilling, the plan kept
+from pass to pass of `conservative.py`), ported statement by statement where the order of
 floating-point operations decides a tie (shadow times, conservative profiles): read those modules for
 the semantics; the comments here say only where the compiled version takes a shortcut and why the
 shortcut gives the same answer.
@@ -319,45 +320,212 @@ def _schedgym_starts(now, free, shadow, need, row_at, tree, size, out):
         count += 1
 
 
-@njit(cache=True)
-def _conservative_starts(head_pos, now, free_nodes, need, req, row_at, tree, size,
-                         run_est, run_need, n_run, times, free, out):
-    """`backfill.conservative_starts` for the queue from the head on, in priority order.
+# -- conservative backfilling's plan (`sim.conservative`, `PoolPlan`), kept from pass to pass ------
+#
+# The profile is `times` (increasing) and `free` (nodes free from times[i] to times[i + 1]) in the
+# first k entries, with `pmax` its running maximum (right for the entries before `known`);
+# `res_s[row]` is each waiting job's reserved start (NaN before its first). Every function is its `Plan` method, statement for
+# statement, so that the breakpoints, and with them every tie, are the same.
 
-    One shortcut: the scan stops once no job left in it fits in the nodes still free now. A job
-    starts now only if its earliest breakpoint is the first (every later breakpoint is later than
-    now: the running jobs' are, and a reservation's end is later than its start or equal to an
-    existing breakpoint), which needs its nodes free at `free[0]`; and only a job that starts now
-    lowers `free[0]`. So once nothing behind the scan fits in `free[0]`, nothing more starts now,
-    whatever the reservations not made would have been."""
-    # the profile: times[i] .. times[i+1] has free[i] nodes; built from the running jobs as
-    # `conservative_starts` does (same order, same +1 s rule), since ties here decide breakpoints
+
+@njit(cache=True)
+def _bisect_left(times, k, t, lo):
+    hi = k
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if times[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _insert(times, free, k, j, t):
+    """A breakpoint at `t` before position j, splitting segment j - 1."""
+    for m in range(k, j, -1):
+        times[m] = times[m - 1]
+        free[m] = free[m - 1]
+    times[j] = t
+    free[j] = free[j - 1]
+    return k + 1
+
+
+@njit(cache=True)
+def _change(times, free, k, t0, t1, delta):
+    """`Plan.change`: add `delta` nodes over [t0, t1); returns the new k."""
+    if t1 <= t0:
+        return k
+    i = _bisect_left(times, k, t0, 0)
+    if i == k or times[i] != t0:
+        k = _insert(times, free, k, i, t0)
+    j = _bisect_left(times, k, t1, i)
+    if j == k or times[j] != t1:
+        k = _insert(times, free, k, j, t1)
+    for m in range(i, j):
+        free[m] += delta
+    return k
+
+
+@njit(cache=True)
+def _compact(times, free, k, first):
+    """`Plan.compact` of the entries from `first` on (entry 0 is kept); returns the new k."""
+    out = 1
+    for m in range(first, k):
+        if free[m] != free[out - 1]:
+            times[out] = times[m]
+            free[out] = free[m]
+            out += 1
+    return out
+
+
+@njit(cache=True)
+def _drop_past(times, free, k, now):
+    """`Plan.drop_past`: the segment holding now starts now; then `compact`."""
+    i = _bisect_left(times, k, now, 0)
+    if i == k or times[i] != now:
+        i -= 1
     times[0] = now
-    free[0] = free_nodes
-    k = 1
-    for i in range(n_run):
-        t = run_est[i] if run_est[i] > now else now + 1.0
-        if t != times[k - 1]:
-            times[k] = t
-            free[k] = free[k - 1]
-            k += 1
-        free[k - 1] += run_need[i]
-    count = 0
-    pos = head_pos
-    # the next job behind `pos` that could still start now
-    hope = _first_from(tree, size, head_pos + 1, now, free[0], np.inf, -1, False)
-    while hope >= 0:
+    free[0] = free[i]
+    return _compact(times, free, k, i + 1)
+
+
+@njit(cache=True)
+def _earlier_segment(times, free, k, n, d, s, limit):
+    """`conservative._earlier_segment`."""
+    i = 0
+    while i < limit:
+        if free[i] < n:
+            i += 1
+            continue
+        end = min(times[i] + d, s)
+        j = i + 1
+        while j < k and times[j] < end and free[j] >= n:
+            j += 1
+        if j == k or times[j] >= end:
+            return i
+        i = j + 1
+    return -1
+
+
+@njit(cache=True)
+def _room(times, free, pmax, k, extra):
+    """The profile's arrays, grown if `extra` more breakpoints would not fit."""
+    if k + extra <= times.shape[0]:
+        return times, free, pmax
+    cap = 2 * (k + extra)
+    t2 = np.empty(cap, np.float64)
+    f2 = np.empty(cap, np.int64)
+    p2 = np.empty(cap, np.int64)
+    t2[:k] = times[:k]
+    f2[:k] = free[:k]
+    p2[:k] = pmax[:k]
+    return t2, f2, p2
+
+
+@njit(cache=True)
+def _conservative_update(now, k, times, free, pmax, free_nodes, need, req, est, res_s, ended,
+                         n_ended, row_at, tree, size, res_rows, res_shadows, n_res):
+    """`Plan.update` at the first decision of a pass: drop the past, give back the nodes of the
+    jobs that ended early (`ended`: every job ended since the last update), compress until no
+    job moves, place the jobs without a reservation (logged in `res_rows`/`res_shadows` when
+    later than now). Returns the changed state."""
+    if k == 0:
+        times[0] = now
+        free[0] = free_nodes
+        k = 1
+    else:
+        k = _drop_past(times, free, k, now)
+        freed_until = -np.inf
+        for m in range(n_ended):
+            r = ended[m]
+            if est[r] > now:
+                times, free, pmax = _room(times, free, pmax, k, 2)
+                k = _change(times, free, k, now, est[r], need[r])
+                freed_until = max(freed_until, est[r])
+        if freed_until > -np.inf:
+            # `Plan.compress` with `PoolPlan.earlier`; pmax is right before `known`
+            known = 0
+            moved = True
+            while moved:
+                moved = False
+                pos = _first_waiting(tree, size, 0)
+                while pos >= 0:
+                    c = row_at[pos]
+                    s = res_s[c]
+                    if not np.isnan(s) and s > now and req[c] > 0:
+                        limit = _bisect_left(times, k, min(s, freed_until), 0)
+                        if limit > 0:
+                            if known < limit:
+                                m = pmax[known - 1] if known > 0 else free[0]
+                                for q in range(known, limit):
+                                    if free[q] > m:
+                                        m = free[q]
+                                    pmax[q] = m
+                                known = limit
+                            if pmax[limit - 1] >= need[c]:
+                                i = _earlier_segment(times, free, k, need[c], req[c], s, limit)
+                                if i >= 0:
+                                    t = times[i]
+                                    times, free, pmax = _room(times, free, pmax, k, 3)
+                                    k = _change(times, free, k, s, s + req[c], need[c])
+                                    k = _reserve(times, free, k, i, t + req[c], need[c])
+                                    res_s[c] = t
+                                    freed_until = max(freed_until, s + req[c])
+                                    moved = True
+                                    known = min(known, i)
+                    pos = _first_waiting(tree, size, pos + 1)
+                k = _compact(times, free, k, 1)
+                known = 0
+    pos = _first_waiting(tree, size, 0)
+    zero = False
+    while pos >= 0:
         c = row_at[pos]
-        i = _earliest_segment(times, free, k, need[c], req[c])
-        if i < 0:
-            raise ValueError("a job larger than the cluster reached conservative backfilling")
-        s = times[i]
-        if s == now:
+        if req[c] == 0:
+            zero = True
+        elif np.isnan(res_s[c]):
+            i = _earliest_segment(times, free, k, need[c], req[c])
+            if i < 0:
+                raise ValueError("a job larger than the cluster reached conservative backfilling")
+            s = times[i]
+            times, free, pmax = _room(times, free, pmax, k, 1)
+            k = _reserve(times, free, k, i, s + req[c], need[c])
+            res_s[c] = s
+            if s > now:
+                if n_res == res_rows.shape[0]:
+                    res_rows = np.concatenate((res_rows, np.empty_like(res_rows)))
+                    res_shadows = np.concatenate((res_shadows, np.empty_like(res_shadows)))
+                res_rows[n_res] = c
+                res_shadows[n_res] = s
+                n_res += 1
+        pos = _first_waiting(tree, size, pos + 1)
+    if zero:
+        # jobs that ask for no time hold no reservation: each starts now if it fits beside every
+        # job planned to run now
+        left = free[0]
+        pos = _first_waiting(tree, size, 0)
+        while pos >= 0:
+            c = row_at[pos]
+            if req[c] == 0:
+                if need[c] <= left:
+                    res_s[c] = now
+                    left -= need[c]
+                else:
+                    res_s[c] = np.inf
+            pos = _first_waiting(tree, size, pos + 1)
+    return k, times, free, pmax, res_rows, res_shadows, n_res
+
+
+@njit(cache=True)
+def _conservative_due(head_pos, now, res_s, row_at, tree, size, out):
+    """`Plan.due` behind the head (whose reservation is later than now)."""
+    count = 0
+    pos = _first_waiting(tree, size, head_pos + 1)
+    while pos >= 0:
+        c = row_at[pos]
+        if res_s[c] == now:
             out[count] = c
             count += 1
-        k = _reserve(times, free, k, i, s + req[c], need[c])
-        if pos == hope:
-            hope = _first_from(tree, size, pos + 1, now, free[0], np.inf, -1, False)
         pos = _first_waiting(tree, size, pos + 1)
     return count
 
@@ -416,10 +584,17 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
     heap_end = np.empty(cap, np.float64)
     heap_row = np.empty(cap, np.int64)
     n_heap = 0
-    # conservative backfilling's profile: a breakpoint per running job, at most one per reservation
-    prof_cap = cap + n + 1 if mode == _CONSERVATIVE else 1
+    # conservative backfilling's plan: the profile (grown when full), every waiting job's
+    # reserved start, and the jobs ended since the plan was last brought up to date
+    conservative = mode == _CONSERVATIVE
+    prof_cap = 2 * cap + 16 if conservative else 1
     prof_times = np.empty(prof_cap, np.float64)
     prof_free = np.empty(prof_cap, np.int64)
+    prof_max = np.empty(prof_cap, np.int64)
+    k = 0
+    res_s = np.full(n if conservative else 1, np.nan)
+    ended = np.empty(n if conservative else 1, np.int64)
+    n_ended = 0
     starts = np.empty(n, np.int64)  # the rows a backfilling rule starts in one pass
 
     free = total_nodes
@@ -440,6 +615,9 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
             n_heap = _heap_pop(heap_end, heap_row, n_heap)
             n_run = _running_remove(run_est, run_row, run_need, n_run, est[r], r)
             free += need[r]
+            if conservative:
+                ended[n_ended] = r
+                n_ended += 1
         while nxt < n and submit[nxt] <= now:
             _tree_set(tree, size, rank[nxt], need[nxt], req[nxt])
             head = min(head, rank[nxt])
@@ -447,11 +625,23 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
                 _tree_set(scan_tree, scan_size, scan_pos[nxt], need[nxt], req[nxt])
             nxt += 1
 
+        planned = False
         while head < size:
             p = head
             h = row_at[p]
             decisions += 1
-            head_fits = need[h] <= free
+            if conservative:
+                # a job starts when its reservation is now (`PassLoop.apply_planned`)
+                if not planned:
+                    k, prof_times, prof_free, prof_max, res_rows, res_shadows, n_res = \
+                        _conservative_update(now, k, prof_times, prof_free, prof_max, free, need,
+                                             req, est, res_s, ended, n_ended, row_at, tree, size,
+                                             res_rows, res_shadows, n_res)
+                    n_ended = 0
+                    planned = True
+                head_fits = res_s[h] == now
+            else:
+                head_fits = need[h] <= free
             if head_fits:
                 starts[0] = h
                 count = 1
@@ -468,9 +658,7 @@ def _schedule(submit, req, executed, need, rank, scan_pos, procs, ppn, total_nod
                     count = _easy_starts(p, now, free, shadow, extra, need, req, row_at,
                                          tree, size, starts)
                 elif mode == _CONSERVATIVE:
-                    count = _conservative_starts(p, now, free, need, req, row_at, tree, size,
-                                                 run_est, run_need, n_run,
-                                                 prof_times, prof_free, starts)
+                    count = _conservative_due(p, now, res_s, row_at, tree, size, starts)
                 elif mode == _SCHEDGYM:
                     shadow = _schedgym_shadow(now, procs[h], free, ppn, run_est, run_need, n_run)
                     count = _schedgym_starts(now, free, shadow, need, scan_row_at, scan_tree,
@@ -525,8 +713,10 @@ def schedule_static(
     Returns `(start, reservation_rows, reservation_shadows, decisions)`:
 
     - `start` (float64, n): every job's start time.
-    - `reservation_rows` (int64) and `reservation_shadows` (float64): each EASY reservation made,
-      in order, as `Engine.reservations` lists them as (row, shadow time); empty for other rules.
+    - `reservation_rows` (int64) and `reservation_shadows` (float64): each reservation made, in
+      order, as `Engine.reservations` lists them as (row, time): EASY's (the shadow time of each
+      head that did not fit) and conservative backfilling's (each job's first reservation, where
+      it is later than the pass that gave it); empty for the other rules.
     - `decisions`: how many decisions the pass engine asks its policy for (`Engine.decisions`,
       `result.metrics["decisions"]`): one per head started, one per head that did not fit.
 
@@ -557,6 +747,10 @@ def schedule_static(
     for name, col in (("submit", submit), ("req", req), ("executed", executed)):
         if not np.all(np.isfinite(col)) or (name != "submit" and np.any(col < 0)):
             raise ValueError(f"{name} must be finite{'' if name == 'submit' else ' and >= 0'}")
+    if backfill == "conservative" and np.any(executed > req):
+        r = int(np.flatnonzero(executed > req)[0])
+        raise ValueError(f"executed must not exceed req under conservative backfilling (row {r}): "
+                         f"its reservations hold only where every job ends by its request")
     if need.min() < 1 or need.max() > total_nodes:
         raise ValueError(f"need must lie in 1 .. total_nodes ({total_nodes}); got "
                          f"{int(need.min())} .. {int(need.max())}")

@@ -15,6 +15,12 @@ backfilling call starts nothing (`Profile.backfill_repeats`); its backfilling ru
 Decisions: `Pick(row)` starts the job if it fits, else reserves for it; `Reserve(row)` reserves for
 it (it starts if it fits); `Start(row, nodes)` starts it where told (it must fit); `Wait(until)` ends
 the pass, and with `until` the engine wakes then even if nothing happens.
+
+Conservative backfilling keeps one plan across passes (`sim.conservative`): every waiting job holds
+a reservation, and a job starts only when its reservation is now, so that starting the picked job
+cannot break a reservation given to another. `Pick(row)` and `Reserve(row)` start the job if its
+reservation is now; otherwise every job whose reservation is now starts (backfilled) and the pass
+ends. `Start` is refused: the plan, not the caller, places jobs.
 """
 
 from __future__ import annotations
@@ -46,6 +52,11 @@ class PassLoop:
         self.wakeups: list[float] = []  # heap of times a Wait(until) asked to be woken at
         self.in_pass = False
         self.repeats = profile.backfill_repeats
+        self.plan = None
+        if engine.backfill == "conservative":
+            from hpcsched.sim.conservative import make_plan
+
+            self.plan = make_plan(engine)
 
     # -- stepped API -------------------------------------------------------------------------------
     def next_decision(self) -> DecisionView | None:
@@ -62,6 +73,9 @@ class PassLoop:
             raise RuntimeError("apply() without a pending decision (call next_decision() first)")
         e = self.e
         e.decisions += 1
+        if self.plan is not None and type(d) is not Wait:
+            self.apply_planned(d)
+            return
         if type(d) is Pick:
             row = d.row
             e.check_waiting(row)
@@ -88,6 +102,30 @@ class PassLoop:
             if d.until is not None and d.until > e.now:
                 heapq.heappush(self.wakeups, float(d.until))
 
+    def apply_planned(self, d) -> None:
+        """Pick(row) or Reserve(row) under conservative backfilling (see the module docstring)."""
+        e = self.e
+        if type(d) is Start:
+            raise ValueError(f"Start({d.row}): under conservative backfilling jobs start when "
+                             f"their reservation is now; decide Pick({d.row})")
+        row = d.row
+        e.check_waiting(row)
+        plan = self.plan
+        if plan.pass_id != e.instances:
+            plan.update()
+            plan.pass_id = e.instances
+        if plan.start_now(row):
+            self.start(row, plan.take(row), READY if type(d) is Pick else RESERVED)
+            e.queue.remove(row)
+            return
+        self.in_pass = False
+        due = plan.due()
+        if due:
+            for c in due:
+                self.start(c, plan.take(c), BACKFILLED)
+            started = set(due)
+            e.queue = [c for c in e.queue if c not in started]
+
     def queue_reordered(self) -> None:
         pass
 
@@ -106,7 +144,8 @@ class PassLoop:
             return run_compiled(e, policy)
         if (e.started or self.in_pass or e.profile.dialect or self.repeats
                 or not isinstance(e.res, PoolState) or not hasattr(policy, "static_keys")
-                or hasattr(policy, "decide") or hasattr(policy, "reset")):
+                or hasattr(policy, "decide") or hasattr(policy, "reset")
+                or (e.backfill == "conservative" and not e.profile.kill_at_request)):
             return False
         from hpcsched.sim import kernels
 

@@ -33,7 +33,7 @@ def warm_up() -> float:
     for allocator in ("first-available", "best-fit", "topology"):
         for profile, policies in (("standard", ("fcfs",)), ("hpcsim", ("fcfs", "wfp3"))):
             dialect = "hpcsim" if profile == "hpcsim" else ""
-            for backfill in ("none", "easy"):
+            for backfill in ("none", "easy", "conservative")[:2 if dialect else 3]:
                 for name in policies:
                     for compiled in (True, False):
                         make_engine(jobs, cluster, profile, backfill, allocator=allocator).run(

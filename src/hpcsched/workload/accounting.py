@@ -37,7 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from hpcsched.workload.formats import NAMES, describe, first_line, sniff
 from hpcsched.workload.jobs import TraceHeader
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import _LARGEST, TraceError, _read_bytes
 
 MEMORY_UNITS = {"K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 ** 2, "P": 1024.0 ** 3}
 NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -483,7 +483,14 @@ def numbers(col: Column, *, empty: bool = False, otherwise: float | None = None,
         if otherwise is not None:
             return otherwise
         raise bad(col.fields.where, int(col.line[i]), col.name, text, why)
-    return naturals_or(col, slow)
+    out = naturals_or(col, slow)
+    huge = ~(np.abs(out) <= _LARGEST) & ~np.isnan(out)  # infinities and beyond 2^53: not exact
+    if huge.any():
+        if otherwise is not None:
+            out[huge] = otherwise
+        else:
+            check_rows(col, huge, f"is too large (at most {_LARGEST})")
+    return out
 
 
 def check_rows(col: Column, wrong: np.ndarray, why: str) -> None:

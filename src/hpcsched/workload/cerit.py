@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
-from hpcsched.workload.swf import TraceError, _read_bytes
+from hpcsched.workload.swf import _LARGEST, TraceError, _read_bytes
 
 #: the fields of a line after the 18 of SWF
 EXTRA_FIELDS: tuple[str, ...] = ("node ids", "queue", "node spec")
@@ -218,7 +218,7 @@ def read_machines(path: str | os.PathLike) -> tuple[NodeClass, ...]:
     ram_per_node_KB` (KB = 1024 bytes)."""
     where = os.fspath(path)
     try:
-        text = Path(where).read_text()
+        text = Path(where).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise TraceError(f"{where}: cannot read ({exc.strerror or exc})") from None
     out = []
@@ -345,10 +345,14 @@ def read_cerit_with_report(path: str | os.PathLike, *, machines: str | os.PathLi
         row = []
         for k, tok in enumerate(tokens[:18]):
             try:
-                row.append(float(tok))
+                value = float(tok)
             except ValueError:
                 raise TraceError(f"{where}, line {number}, field {k + 1} ({SWF_FIELDS[k]}): "
                                  f"{tok!r} is not a number") from None
+            if not abs(value) <= _LARGEST:  # infinity, NaN, or beyond exact whole numbers
+                raise TraceError(f"{where}, line {number}, field {k + 1} ({SWF_FIELDS[k]}): "
+                                 f"{tok!r} is {'not a number' if value != value else 'too large'}")
+            row.append(value)
         ids = tokens[18]
         if not (ids.startswith("{") and ids.endswith("}")):
             raise TraceError(f"{where}, line {number}, field 19 (node ids): expected a list in "

@@ -5,7 +5,8 @@ dealt with them in its own way. Each profile names its way here, and `clean` ret
 table, a `CleaningReport` that counts every row dropped and every value changed, so that nothing
 changes without a trace in the run's summary.
 
-``"rlscheduler"``: SchedGym's loader, exactly (RLScheduler, SC'20; spec section 2.2):
+``"rlscheduler"``: SchedGym's loader, exactly (RLScheduler, SC'20; spec section 2.2), which keeps
+an unknown submit time (-1): such a job is scheduled from that time and reported like any other:
 
 1. procs = max(alloc_procs, req_procs);
 2. a requested time of -1 becomes the job's raw run time (before step 3, so a job whose run time
@@ -27,7 +28,8 @@ section 2):
 
 1. procs = max(alloc_procs, req_procs);
 2. jobs are dropped when their processor count is unknown (procs <= 0), when their run time is
-   unknown (< 0) or when it is 0, counted under the first of these reasons that applies;
+   unknown (< 0) or when it is 0, or when their submit time is unknown (SWF's -1, or any negative
+   time), counted under the first of these reasons that applies;
 3. a requested time that is unknown or not positive (<= 0) becomes the run time;
 4. the jobs are sorted by submit time (a stable sort, so ties keep the file's order).
 
@@ -89,6 +91,7 @@ SORT_BY_SUBMIT = "reordered by submit time"
 DROP_PROCS = "processors unknown"
 DROP_RUN_UNKNOWN = "run time unknown"
 DROP_RUN_ZERO = "run time 0"
+DROP_SUBMIT_UNKNOWN = "submit time unknown"
 DROP_ID = "job id not positive"
 DROP_SUBMIT = "submit time negative"
 DROP_RUN_NOT_POSITIVE = "run time not positive"
@@ -221,10 +224,12 @@ def _clean_standard(jobs: JobTable, rules: str = "standard") -> tuple[JobTable, 
     no_procs = procs <= 0
     no_run = ~no_procs & (run_time < 0)
     zero_run = ~no_procs & (run_time == 0) & (rules != "hpcsim")
+    no_submit = ~(no_procs | no_run | zero_run) & (jobs.submit < 0)
     log.drop(DROP_PROCS, no_procs)
     log.drop(DROP_RUN_UNKNOWN, no_run)
     log.drop(DROP_RUN_ZERO, zero_run)
-    keep = ~(no_procs | no_run | zero_run)
+    log.drop(DROP_SUBMIT_UNKNOWN, no_submit)
+    keep = ~(no_procs | no_run | zero_run | no_submit)
 
     log.change(PROCS_RULE, keep & (procs != jobs.procs))
     unknown_req = jobs.req_time <= 0

@@ -66,6 +66,8 @@ class TraceHeader:
     # names of the partitions the `partition` column indexes, where the trace names them (Slurm
     # accounting); empty for SWF, whose partition field is a number already
     partitions: tuple[str, ...] = ()
+    #: the line of the file each "; Key: value" was read from (its first), for messages
+    key_lines: Mapping[str, int] = field(default_factory=dict)
 
 
 def _unknown(n: int) -> np.ndarray:

@@ -72,7 +72,7 @@ from hpcsched.workload.accounting import (
 )
 from hpcsched.workload.formats import HPCSIM_SIGNATURE, sniff_file
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable
-from hpcsched.workload.swf import TraceError
+from hpcsched.workload.swf import _LARGEST, TraceError
 
 #: Columns without which the schedule cannot be known.
 REQUIRED: tuple[str, ...] = (
@@ -311,6 +311,9 @@ def _memory(c: Column) -> np.ndarray:
                       "is not a memory size (a number with one of the units K, M, G, T, or none "
                       "for a whole number of MB; Slurm's per-CPU/per-node suffixes such as 4000Mc "
                       "or 4000Mn are not read: HPCsim crashes on them)")
+        if not abs(got[0]) <= _LARGEST:
+            raise bad(c.fields.where, int(c.line[i]), c.name, text,
+                      f"is too large (at most {_LARGEST} MB)")
         return float(int(got[0]))
 
     out = np.empty(len(c))

@@ -3,7 +3,8 @@
 An SWF file is a header of comment lines starting with ";" (the "; Key: value" ones describe the
 machine and the log) followed by one line per job of 18 whitespace-separated numbers, -1 meaning
 "unknown". Files may be gzip-compressed; compression is recognised by its magic bytes, so a gzipped
-file without a ".gz" extension reads too.
+file without a ".gz" extension reads too, and so does a file that starts with a UTF-8 byte-order mark
+or ends its lines Windows's way (CR LF) or old Mac OS's (CR alone).
 
     jobs = read_swf("HPC2N-2002-2.2-cln.swf.gz")
     write_swf(jobs.window(0, 1024), "first-1024.swf")
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcsched._files import make_readable
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
 
 N_FIELDS = len(SWF_FIELDS)  # 18
@@ -41,6 +43,10 @@ _LEADING_INT = re.compile(r"^\s*([+-]?\d+)(?:\s|$)")
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 
 _MAX_DIGITS = 15  # a mantissa of at most 15 digits is exact in float64
+#: the largest magnitude a field may have: every whole number up to it is exact in float64, and
+#: no larger one is told apart from its neighbours (2^53 + 1 reads as 2^53); a larger value, or one
+#: that overflows to infinity, would reach the simulator as a wrong count
+_LARGEST = 2**53 - 1
 
 
 class TraceError(ValueError):
@@ -94,6 +100,7 @@ def _check_not_slurm(data: bytes, where: str) -> None:
 
 
 def _read_bytes(where: str) -> bytes:
+    """The file's bytes, gunzipped, without a byte-order mark, lines ended by LF alone."""
     try:
         with open(where, "rb") as f:
             data = f.read()
@@ -108,6 +115,10 @@ def _read_bytes(where: str) -> bytes:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise TraceError(f"{where}: damaged gzip file ({exc})") from None
+    if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark, as some Windows editors write
+        data = data[3:]
+    if b"\r" in data:  # Windows (CR LF) and old Mac (CR alone) line endings: one line each
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return data
 
 
@@ -243,7 +254,13 @@ def _slow_values(data: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
                 raise TraceError(
                     f"{where}, line {i}, field {k + 1} ({SWF_FIELDS[k]}): {tok!r} is not a number"
                 )
-            row.append(float(tok))
+            value = float(tok)
+            if not abs(value) <= _LARGEST:
+                raise TraceError(
+                    f"{where}, line {i}, field {k + 1} ({SWF_FIELDS[k]}): {tok!r} is too large "
+                    f"(at most {_LARGEST} in magnitude)"
+                )
+            row.append(value)
         rows.append(row)
         line_no.append(i)
     values = np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS)
@@ -253,11 +270,13 @@ def _slow_values(data: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
 def _parse_header(lines: list[tuple[int, str]], where: str, name: str | None) -> TraceHeader:
     fields: dict[str, str] = {}
     ints: dict[str, int] = {}
+    key_lines: dict[str, int] = {}
     for no, text in lines:
         m = _KEY_LINE.match(text)
         if not m:
             continue
         key, value = m.group(1), (m.group(2) or "").strip()
+        key_lines.setdefault(key, no)
         # a key given twice (Queue:, Information:, Note:) keeps every value, one per line
         fields[key] = f"{fields[key]}\n{value}" if key in fields else value
         if key in _INT_KEYS and _INT_KEYS[key] not in ints:
@@ -265,6 +284,9 @@ def _parse_header(lines: list[tuple[int, str]], where: str, name: str | None) ->
             if num is None:
                 raise TraceError(f"{where}, line {no}: header {key}: {value!r} is not a number")
             ints[_INT_KEYS[key]] = int(num.group(1))
+            if abs(ints[_INT_KEYS[key]]) > _LARGEST:
+                raise TraceError(f"{where}, line {no}: header {key}: {value!r} is too large "
+                                 f"(at most {_LARGEST})")
     if name is None:
         name = os.path.basename(where)
         for ext in (".gz", ".swf"):
@@ -274,6 +296,7 @@ def _parse_header(lines: list[tuple[int, str]], where: str, name: str | None) ->
         path=where,
         fields=fields,
         comments=tuple(text for _, text in lines),
+        key_lines=key_lines,
         **ints,
     )
 
@@ -304,6 +327,7 @@ def write_swf(jobs: JobTable, path: str | os.PathLike) -> str | os.PathLike:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        make_readable(tmp)
         os.replace(tmp, where)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
