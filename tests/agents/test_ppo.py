@@ -240,3 +240,23 @@ def test_config_round_trips_and_refuses_unknown_settings():
         PPOConfig.from_dict({"learning_rate": 1e-3})
     assert PPOConfig().features == 8
     assert PPOConfig(metric="fairness").features == 9
+
+
+@pytest.mark.parametrize("target_kl, kls, iters", [
+    (0.01, [0.0, 0.01, 0.015, 0.0151, 0.0], 3),   # 0.015 is not past 1.5 x 0.01; 0.0151 is
+    (0.01, [0.0, 0.02, 0.0], 1),
+    (0.1, [0.0, 0.02, 0.1, 0.149, 0.0, 0.0], 6),  # never past 0.15: every iteration steps
+])
+def test_kl_stop_happens_exactly_past_one_and_a_half_target(monkeypatch, target_kl, kls, iters):
+    """The policy iterations stop at the first pass whose approximate KL is strictly above
+    1.5 x target_kl, before that pass's step (SpinningUp's rule). Scripted KLs put the threshold
+    between values a factor of 100 apart, so a threshold off by that factor (or >= for >) fails."""
+    model = PPO(config(target_kl=target_kl, train_pi_iters=len(kls)), env=fake())
+    script = iter(kls)
+    steps = []
+    monkeypatch.setattr(model, "_policy_pass", lambda b, first: {
+        "loss_pi": 0.0, "entropy": 0.0, "clip_fraction": 0.0, "kl": next(script)})
+    monkeypatch.setattr(model.pi_optimizer, "step", lambda: steps.append(1))
+    stats = model._update_policy(None)
+    assert stats["pi_iters"] == iters == len(steps)
+    assert stats["kl"] == kls[min(iters, len(kls) - 1)]
