@@ -20,6 +20,8 @@ engine's backfilling and resources: the functions below count identical whole no
 
 from __future__ import annotations
 
+import math
+
 from typing import Sequence
 
 
@@ -180,20 +182,29 @@ def conservative_starts(
 
 def _earliest_segment(times: list, free: list, n: int, d: float) -> int:
     """Index of the first breakpoint from which `n` nodes stay free for `d` seconds."""
+    i = _earlier_segment(times, free, n, d, math.inf, len(times))
+    if i < 0:
+        raise AssertionError("a job larger than the cluster reached conservative backfilling")
+    return i
+
+
+def _earlier_segment(times: list, free: list, n: int, d: float, s: float, limit: int) -> int:
+    """The first breakpoint i < limit from which `n` nodes stay free on [times[i], min(times[i] +
+    d, s)), or -1."""
     k = len(times)
     i = 0
-    while i < k:
+    while i < limit:
         if free[i] < n:
             i += 1
             continue
-        end = times[i] + d
+        end = min(times[i] + d, s)
         j = i + 1
         while j < k and times[j] < end and free[j] >= n:
             j += 1
         if j == k or times[j] >= end:
             return i
         i = j + 1  # segment j is too full: no start before it can work
-    raise AssertionError("a job larger than the cluster reached conservative backfilling")
+    return -1
 
 
 def _reserve(times: list, free: list, i: int, end: float, n: int) -> None:

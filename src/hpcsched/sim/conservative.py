@@ -301,7 +301,7 @@ class PoolPlan(Plan):
             self.max_known = limit
         if self.prefix_max[limit - 1] < n:
             return None
-        i = _earlier_segment(times, free, n, d, s, limit)
+        i = bf._earlier_segment(times, free, n, d, s, limit)
         if i < 0:
             return None
         t = times[i]
@@ -324,25 +324,6 @@ def _extend_max(prefix: list, values: list, start: int, stop: int) -> None:
         if v > m:
             m = v
         prefix.append(m)
-
-
-def _earlier_segment(times: list, free: list, n: int, d: float, s: float, limit: int) -> int:
-    """The first breakpoint i < limit from which `n` nodes stay free on [times[i], min(times[i] +
-    d, s)), or -1."""
-    k = len(times)
-    i = 0
-    while i < limit:
-        if free[i] < n:
-            i += 1
-            continue
-        end = min(times[i] + d, s)
-        j = i + 1
-        while j < k and times[j] < end and free[j] >= n:
-            j += 1
-        if j == k or times[j] >= end:
-            return i
-        i = j + 1
-    return -1
 
 
 def make_plan(engine) -> Plan:

@@ -242,19 +242,7 @@ def _schedgym_shadow(now, procs, free, ppn, run_est, run_need, count):
 @njit(cache=True)
 def _earliest_segment(times, free, k, n, d):
     """`backfill._earliest_segment` on the first k breakpoints."""
-    i = 0
-    while i < k:
-        if free[i] < n:
-            i += 1
-            continue
-        end = times[i] + d
-        j = i + 1
-        while j < k and times[j] < end and free[j] >= n:
-            j += 1
-        if j == k or times[j] >= end:
-            return i
-        i = j + 1
-    return -1
+    return _earlier_segment(times, free, k, n, d, np.inf, k)
 
 
 @njit(cache=True)
@@ -392,7 +380,7 @@ def _drop_past(times, free, k, now):
 
 @njit(cache=True)
 def _earlier_segment(times, free, k, n, d, s, limit):
-    """`conservative._earlier_segment`."""
+    """`backfill._earlier_segment` on the first k breakpoints."""
     i = 0
     while i < limit:
         if free[i] < n:
