@@ -243,21 +243,7 @@ def _conservative_by_kind(engine, order: list[int]) -> list[tuple[int, np.ndarra
             holds[k_c] = np.all(cluster.kind_capacity >= res.demand[c], axis=1)
         ok = holds[k_c]
         k = len(times)
-        i = 0
-        while i < k:
-            if counts[i][ok].sum() < want:
-                i += 1
-                continue
-            end = times[i] + dur
-            j = i + 1
-            while j < k and times[j] < end:
-                j += 1
-            window = np.minimum.reduce(counts[i:j]) if j - i > 1 else counts[i]
-            if window[ok].sum() >= want:
-                break
-            i += 1
-        else:  # never reached: the last segment has every running job's nodes back
-            raise AssertionError("a job that can never fit reached conservative backfilling")
+        i, j, end, window = kind_segment(times, counts, ok, want, dur)
         take = np.zeros(n_kinds, dtype=np.int64)
         left = int(want)
         for kk in preference.tolist():
@@ -278,6 +264,25 @@ def _conservative_by_kind(engine, order: list[int]) -> list[tuple[int, np.ndarra
         for m in range(i, j):
             counts[m] -= take
     return out
+
+
+def kind_segment(times: list, counts: list, ok: np.ndarray, want: int, dur: float):
+    """Per-kind profile search: the first breakpoint i from which `want` nodes of the kinds `ok`
+    stay free for `dur` seconds. Returns (i, j, end, window): j the first breakpoint at or after
+    `end` = times[i] + dur, window the free counts per kind over [times[i], end)."""
+    k = len(times)
+    for i in range(k):
+        if counts[i][ok].sum() < want:
+            continue
+        end = times[i] + dur
+        j = i + 1
+        while j < k and times[j] < end:
+            j += 1
+        window = np.minimum.reduce(counts[i:j]) if j - i > 1 else counts[i]
+        if window[ok].sum() >= want:
+            return i, j, end, window
+    # never reached: the last segment has every running job's nodes back
+    raise AssertionError("a job that can never fit reached conservative backfilling")
 
 
 # -- HPCsim's rule ------------------------------------------------------------------------------

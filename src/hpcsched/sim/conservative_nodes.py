@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcsched.cluster.allocate import fitting_nodes
+from hpcsched.sim.backfill_nodes import kind_segment
 from hpcsched.sim.conservative import Plan
 
 
@@ -90,20 +91,7 @@ class KindPlan(_NodesPlan):
         res = self.e.res
         want, dur = res.count_list[c], self.e.req_list[c]
         ok = self.kinds_for(c)
-        times, counts = self.times, self.vals
-        k = len(times)
-        for i in range(k):
-            if counts[i][ok].sum() < want:
-                continue
-            end = times[i] + dur
-            j = i + 1
-            while j < k and times[j] < end:
-                j += 1
-            window = np.minimum.reduce(counts[i:j]) if j - i > 1 else counts[i]
-            if window[ok].sum() >= want:
-                break
-        else:  # never reached: the last segment has every running job's nodes back
-            raise AssertionError("a job that can never fit reached conservative backfilling")
+        i, _, _, window = kind_segment(self.times, self.vals, ok, want, dur)
         return i, self.take_from(window, ok, want)
 
     def nodes_for(self, row: int, take):
