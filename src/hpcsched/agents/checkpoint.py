@@ -26,6 +26,7 @@ import torch
 
 import hpcsched
 from hpcsched._files import make_readable
+from hpcsched.agents.greedy import decision_scores, greedy, torch_float64
 from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
 
 FORMAT = "hpcsched.ppo/1"
@@ -93,7 +94,8 @@ def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, 
 class RLPolicy:
     """A trained policy network as an engine `Policy`: it observes the view as the training
     environment did (`hpcsched.envs.pick_job.observe` with the trace's normalisation constants) and
-    picks the most probable job, or samples one with `sample=True`."""
+    picks the most probable job by the greedy rule of `hpcsched.agents.greedy` (float64 scores
+    rounded to float32, the earliest slot on a tie), or samples one with `sample=True`."""
 
     def __init__(self, net: torch.nn.Module, norm: dict[str, float], *, slots: int = 128,
                  cutoff: str = "fcfs", fairness: bool = False, sample: bool = False, seed: int = 0,
@@ -110,14 +112,18 @@ class RLPolicy:
         if observe is None:
             from hpcsched.envs.pick_job import observe
         self._observe = observe
-        # a kernel policy decides in plain numpy: far cheaper than a torch call for one decision
-        self._weights = net.numpy_weights() if isinstance(net, KernelPolicy) else None
+        # decisions are scored in float64 (`hpcsched.agents.greedy`); a kernel policy in plain
+        # numpy, far cheaper than a torch call for one decision
+        self._weights = net.numpy_weights(np.float64) if isinstance(net, KernelPolicy) else None
+        self._net64 = None if self._weights is not None else torch_float64(net)
 
     def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The masked logits of one observation, in float64."""
         if self._weights is not None:
             return kernel_logits(self._weights, obs, mask)
         with torch.no_grad():
-            return self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
+            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
+            return self._net64(obs64, torch.from_numpy(mask)[None])[0].numpy()
 
     def _user_scores(self, view):
         """The fairness feature's per-user state of the run `view` belongs to (one per job table:
@@ -134,8 +140,9 @@ class RLPolicy:
                                         **kwargs)
         logits = self.logits(obs, mask)
         if self.sample:  # Gumbel-max: a draw from softmax(logits); masked slots never win
-            logits = logits + self.rng.gumbel(size=logits.shape).astype(np.float32)
-        return int(rows[int(np.argmax(logits))])
+            noisy = decision_scores(logits) + self.rng.gumbel(size=logits.shape).astype(np.float32)
+            return int(rows[int(np.argmax(noisy))])
+        return int(rows[greedy(logits, mask)])
 
 
 def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,

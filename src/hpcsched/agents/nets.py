@@ -170,10 +170,12 @@ class KernelPolicy(nn.Module):
         return gather(torch.cat([scores, padding]), slot_index)
 
     # -- plain numpy, for one decision at a time ---------------------------------------------------
-    def numpy_weights(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(W^T, b) per layer as float32 numpy arrays (copies: later training does not change them)."""
+    def numpy_weights(self, dtype=np.float32) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(W^T, b) per layer as numpy arrays of `dtype` (copies: later training does not change
+        them). float64 is the greedy decisions' precision (`hpcsched.agents.greedy`)."""
         linears = [m for m in self.kernel if isinstance(m, nn.Linear)]
-        return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
+        return [(m.weight.detach().numpy().T.astype(dtype), m.bias.detach().numpy().astype(dtype))
+                for m in linears]
 
     def numpy_forward(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Masked logits as `forward` computes them, in numpy (float32). For many calls with the same
@@ -184,19 +186,21 @@ class KernelPolicy(nn.Module):
 def kernel_logits(
     weights: Sequence[tuple[np.ndarray, np.ndarray]], obs: np.ndarray, mask: np.ndarray
 ) -> np.ndarray:
-    """KernelPolicy's masked logits in numpy: ``obs (..., slots, F)``, ``mask (..., slots)``.
+    """KernelPolicy's masked logits in numpy: ``obs (..., slots, F)``, ``mask (..., slots)``,
+    computed in the weights' dtype (float32 or float64).
 
     Only the real rows go through the MLP (a masked logit is ``-1e6`` plus whatever its score would
     be; the score of a padding row does not matter, so it is taken as 0)."""
     mask = np.asarray(mask, dtype=bool)
-    x = np.asarray(obs, dtype=np.float32)[mask]
+    dtype = weights[0][0].dtype
+    x = np.asarray(obs, dtype=dtype)[mask]
     last = len(weights) - 1
     for i, (w, b) in enumerate(weights):
         x = x @ w
         x += b
         if i < last:
             np.maximum(x, 0.0, out=x)
-    logits = np.full(mask.shape, -MASK_PENALTY, dtype=np.float32)
+    logits = np.full(mask.shape, -MASK_PENALTY, dtype=dtype)
     logits[mask] = x[:, 0]
     return logits
 
