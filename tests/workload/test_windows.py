@@ -47,3 +47,71 @@ def test_train_test_split():
             train_test_split(100, bad)
     with pytest.raises(ValueError, match="one part would be empty"):
         train_test_split(3, 0.1)
+
+
+# -- validation windows clear of the test windows -----------------------------------------------------
+
+def test_covered_merges_overlapping_and_touching_windows():
+    from hpcsched.workload.windows import covered
+
+    assert covered([10, 0, 30], 10) == [(0, 20), (30, 40)]  # 0-9 and 10-19 touch: one range
+    assert covered([5, 0], 10) == [(0, 15)]
+    assert covered([], 10) == []
+
+
+def test_paper_test_jobs_are_the_union_of_the_paper_windows():
+    from hpcsched.workload.windows import paper_test_jobs, paper_windows
+
+    jobs = set()
+    for s in paper_windows():
+        jobs.update(range(s, s + 1024))
+    ranges = paper_test_jobs(202871)
+    assert set().union(*(range(lo, hi) for lo, hi in ranges)) == jobs
+    assert ranges == paper_test_jobs(10000)  # the same draw on every trace of 10,000+ jobs
+
+
+def test_disjoint_windows_share_no_job_with_the_avoided_ranges():
+    from hpcsched.workload.windows import disjoint_windows
+
+    avoid = [(100, 200), (450, 451)]
+    starts = disjoint_windows(1000, 40, 50, avoid=avoid, seed=3)
+    assert len(set(starts)) == 40
+    for s in starts:
+        assert 0 <= s <= 950
+        for lo, hi in avoid:
+            assert s + 50 <= lo or s >= hi, (s, lo, hi)
+    # the boundaries themselves are allowed: a window may end just before 100 or start at 200
+    all_starts = disjoint_windows(1000, 1000 - 50 + 1 - 150 - 50, 50, avoid=avoid, seed=0)
+    assert 50 in all_starts and 200 in all_starts and 51 not in all_starts and 199 not in all_starts
+    assert 400 in all_starts and 451 in all_starts and 401 not in all_starts and 450 not in all_starts
+
+
+def test_disjoint_windows_refuse_when_too_few_fit():
+    from hpcsched.workload.windows import disjoint_windows
+
+    with pytest.raises(ValueError, match="only 2 windows of 50 jobs"):
+        disjoint_windows(200, 3, 50, avoid=[(51, 200)], seed=0)  # starts 0 and 1 only
+    with pytest.raises(ValueError, match="first 150 jobs"):
+        disjoint_windows(200, 200, 50, first=150, seed=0)
+
+
+@pytest.mark.parametrize("trace", ["lublin-1", "lublin-2", "hpc2n", "ctc-sp2"])
+def test_rlscheduler_validation_windows_miss_every_table_window_job(trace):
+    """Validation (which chooses best.pt) never sees a job of the windows the tables score."""
+    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.experiments.training import Validation
+    from hpcsched.workload.windows import paper_windows
+
+    v = Validation(PPOConfig(trace=trace), 20, 256)
+    test = set()
+    for s in paper_windows():
+        test.update(range(s, s + 1024))
+    seen = set()
+    for s in v.starts:
+        seen.update(range(s, s + v.jobs))
+    assert len(v.starts) == 20 and v.jobs == 256
+    assert seen and not (seen & test)
+    assert max(seen) < 10000  # from the training range
+    # the old draw (no avoidance) did overlap: the check above is not vacuous
+    old = Validation(PPOConfig(trace=trace), 20, 256, avoid="none")
+    assert any(s + 256 > lo and s < hi for s in old.starts for lo, hi in v.avoided)

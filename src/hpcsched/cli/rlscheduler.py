@@ -83,7 +83,10 @@ def register(train, experiment, fmt) -> None:
                         "from a trained model's networks")
     g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
-    add_validation_args(g, windows=5, jobs=1024)
+    add_validation_args(g, windows=20, jobs=256)
+    g.add_argument("--validate-avoid", choices=["paper", "none"], default="paper",
+                   help="validation windows share no job with the paper's test windows (paper), "
+                        "or are drawn from the whole training range (none)")
     p.set_defaults(func=cmd_train)
 
     for name, caption in EXPERIMENT_CAPTIONS.items():
@@ -154,7 +157,7 @@ def cmd_train(args) -> int:
     )
     model = train(config, args.out, args.epochs, resume=args.resume,
                   validate_every=args.validate_every, validate_windows=args.validate_windows,
-                  validate_jobs=args.validate_jobs)
+                  validate_jobs=args.validate_jobs, validate_avoid=args.validate_avoid)
     last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
           f"curve: {args.out}/curve.png")

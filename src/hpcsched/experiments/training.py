@@ -11,8 +11,9 @@ The run's folder holds
     tb/          TensorBoard events, when the tensorboard package is installed
 
 Validation (every `validate_every` epochs) runs the greedy policy on fixed windows drawn from the
-training range with their own seed, so that `best.pt` is chosen on the same windows each time; the
-training metric itself is measured with sampled actions on ever-changing windows and is noisy.
+training range with their own seed, so that `best.pt` is chosen on the same windows each time, and
+clear of the test windows' jobs; the training metric itself is measured with sampled actions on
+ever-changing windows and is noisy.
 """
 
 from __future__ import annotations
@@ -41,19 +42,32 @@ def _metric_key(metric: str) -> str:
     return METRICS[check_metric(metric)][0]
 
 
+#: what validation windows keep clear of: "paper" = the jobs of RLScheduler's test windows (the
+#: ten 1024-job windows of `experiment rlscheduler-table5/7/8`), "none" = nothing
+VALIDATION_AVOID = ("paper", "none")
+
+
 class Validation:
-    """Greedy runs of the current policy on fixed windows; `score` is the mean metric."""
+    """Greedy runs of the current policy on fixed windows; `score` is the mean metric.
 
-    def __init__(self, config, windows: int, jobs: int):
+    The windows are drawn (seed `VALIDATION_SEED`) from the training range, among the windows that
+    share no job with the test windows (`avoid="paper"`, the default): `best.pt` is never chosen
+    on a job the tables are scored on."""
+
+    def __init__(self, config, windows: int, jobs: int, avoid: str = "paper"):
         from hpcsched.envs.pick_job import as_prepared
-        from hpcsched.workload.windows import sample_windows
+        from hpcsched.workload.windows import disjoint_windows, paper_test_jobs
 
+        if avoid not in VALIDATION_AVOID:
+            raise ValueError(f"validation avoid {avoid!r}: choose {' or '.join(VALIDATION_AVOID)}")
         self.config = config
         self.prepared = as_prepared(config.trace, config.profile)
         n = len(self.prepared.jobs)
         first = min(config.first or n, n)
         jobs = min(jobs, first)
-        self.starts = sample_windows(n, windows, jobs, first=first, seed=VALIDATION_SEED)
+        self.avoided = paper_test_jobs(n) if avoid == "paper" else []
+        self.starts = disjoint_windows(n, windows, jobs, first=first, avoid=self.avoided,
+                                       seed=VALIDATION_SEED)
         self.jobs = jobs
         self.key = _metric_key(config.metric)
 
@@ -132,8 +146,8 @@ def open_run(out: Path, config, *, resume: bool, load, create, say):
 
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False,
-          validate_every: int = 5, validate_windows: int = 5, validate_jobs: int = 1024,
-          plot_every: int = 10, progress: bool | None = None, log=None):
+          validate_every: int = 5, validate_windows: int = 20, validate_jobs: int = 256,
+          validate_avoid: str = "paper", plot_every: int = 10, progress: bool | None = None, log=None):
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
     all. Returns the PPO model. `validate_every=0` turns validation (and best.pt) off. `log(text)`
     receives a line per event worth telling (default: stderr)."""
@@ -149,11 +163,13 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     config = model.config
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(
-        {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")
+        {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config),
+         "validation": {"every": validate_every, "windows": validate_windows, "jobs": validate_jobs,
+                        "avoid": validate_avoid}}, indent=1) + "\n")
 
     metric = config.metric
     key = _metric_key(metric)
-    validation = (Validation(config, validate_windows, validate_jobs)
+    validation = (Validation(config, validate_windows, validate_jobs, validate_avoid)
                   if validate_every and validate_windows else None)
     best = None
     for h in model.history:  # a resumed run keeps its best so far

@@ -7,6 +7,7 @@ that every policy compared sees the same jobs (`JobTable.window(start, length)`)
 from __future__ import annotations
 
 import hashlib
+from typing import Sequence
 
 import numpy as np
 
@@ -77,6 +78,51 @@ def sample_windows(
     return rng.integers(0, limit - length, size=count, endpoint=True).tolist()
 
 
+def covered(starts: Sequence[int], length: int) -> list[tuple[int, int]]:
+    """The job positions windows of `length` starting at `starts` cover, as sorted, merged
+    half-open ranges ``[lo, hi)``."""
+    spans = sorted((int(s), int(s) + length) for s in starts)
+    merged: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def disjoint_windows(n_jobs: int, count: int, length: int, *, first: int | None = None,
+                     avoid: Sequence[tuple[int, int]] = (), seed: int = 0) -> list[int]:
+    """`count` distinct window starts drawn uniformly from the starts in [0, limit - length]
+    (limit = min(first, n_jobs)) whose window shares no job with any range ``[lo, hi)`` of
+    `avoid`: validation windows that never see a test window's jobs. Sorted by the draw, not by
+    position. A clear error when fewer than `count` such starts exist."""
+    if count < 0 or length <= 0:
+        raise ValueError(
+            f"disjoint_windows: count must be >= 0 and length > 0, got {count}, {length}")
+    limit = n_jobs if first is None else min(first, n_jobs)
+    ok = np.ones(max(limit - length + 1, 0), dtype=bool)
+    for lo, hi in avoid:  # a window [s, s + length) meets [lo, hi) when lo - length < s < hi
+        ok[max(lo - length + 1, 0):max(min(hi, len(ok)), 0)] = False
+    candidates = np.flatnonzero(ok)
+    if len(candidates) < count:
+        ranges = ", ".join(f"{lo}-{hi - 1}" for lo, hi in avoid) or "none"
+        raise ValueError(
+            f"disjoint_windows: only {len(candidates)} windows of {length} jobs in the first "
+            f"{limit} jobs avoid the test jobs ({ranges}); asked for {count}: ask for fewer or "
+            f"shorter windows")
+    rng = np.random.default_rng(seed)
+    return candidates[rng.choice(len(candidates), size=count, replace=False)].tolist()
+
+
+def paper_test_jobs(n_jobs: int, first: int = 10000, count: int = 10,
+                    length: int = 1024) -> list[tuple[int, int]]:
+    """The jobs of RLScheduler's test windows (`paper_windows`, as `experiment rlscheduler-table5/7/8`
+    draw them on a trace of `n_jobs` jobs), as merged ranges ``[lo, hi)``. With the defaults on any
+    trace of 10,000 jobs or more: [(1981, 6252), (7085, 8786), (8850, 9874)]."""
+    return covered(paper_windows(first=min(first, n_jobs), count=count, length=length), length)
+
+
 def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     """Index ranges (train, test): the first part of the trace for training, the last
     round(n_jobs * test_fraction) jobs for testing (SchedInspector trains on the first 20 % and
@@ -93,5 +139,5 @@ def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     return range(0, cut), range(cut, n_jobs)
 
 
-__all__ = ["PAPER_SEED", "gym_legacy_state", "paper_windows", "sample_windows",
-           "schedinspector_windows", "train_test_split"]
+__all__ = ["PAPER_SEED", "covered", "disjoint_windows", "gym_legacy_state", "paper_test_jobs",
+           "paper_windows", "sample_windows", "schedinspector_windows", "train_test_split"]
