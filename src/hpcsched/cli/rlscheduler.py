@@ -21,6 +21,11 @@ EXPERIMENT_CAPTIONS = {
     "rlscheduler-table8":
         "largest per-user mean bsld on HPC2N (paper Table VIII), 10 x 1024-job windows, "
         "rlscheduler profile; RL = the model trained for fairness",
+    "rlscheduler-seeds":
+        "every shipped RLScheduler recipe over training seeds 0, 1, 2: each seed's best.pt "
+        "(chosen on validation windows that share no job with these) on the paper's 10 x 1024-job "
+        "windows, rlscheduler profile; bsld (fairness: largest per-user mean bsld); mean, sample "
+        "sd, how many seeds beat the best heuristic, and the seed shipped",
 }
 
 EPILOG_TRAIN = """examples:
@@ -105,6 +110,8 @@ def cmd_experiment(args) -> int:
     from hpcsched.experiments import rlscheduler as rls
 
     name = args.name
+    if name == "rlscheduler-seeds":
+        return _cmd_seeds(args)
     with_models = not args.heuristics_only
     total = rls.simulations(name, with_models=with_models)
     with Progress(total, name) as bar:
@@ -138,6 +145,23 @@ def cmd_experiment(args) -> int:
                                                     "best_heuristic", "best", "ratio_to_best",
                                                     "beats_best", "worst_heuristic", "worst",
                                                     "worse_than_worst"]))
+    return 0
+
+
+def _cmd_seeds(args) -> int:
+    from hpcsched.experiments import rlscheduler_seeds as seeds
+
+    with Progress(seeds.simulations(), args.name) as bar:
+        rows = seeds.seed_study(models=args.models, progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if args.fmt is None:
+        print(EXPERIMENT_CAPTIONS[args.name] + "\n")
+    cols = ["trace", "backfilling", "metric", "best_heuristic", "best",
+            *(f"s{s}" for s in seeds.SEEDS), "mean", "sd", "beats", "mean_ratio",
+            "chosen_seed" if args.models else "shipped_seed"]
+    print(format_rows(rows, args.fmt or "table", columns=cols))
     return 0
 
 
