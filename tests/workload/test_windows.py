@@ -115,3 +115,23 @@ def test_rlscheduler_validation_windows_miss_every_table_window_job(trace):
     # the old draw (no avoidance) did overlap: the check above is not vacuous
     old = Validation(PPOConfig(trace=trace), 20, 256, avoid="none")
     assert any(s + 256 > lo and s < hi for s in old.starts for lo, hi in v.avoided)
+
+
+@pytest.mark.parametrize("trace", ["lublin-1", "hpc2n", "ctc-sp2"])
+def test_inspector_validation_windows_miss_every_table4_window_job(trace):
+    """SchedInspector's validation (which chooses best.pt) shares no job with either protocol's
+    test windows of `experiment schedinspector-table4` (the authors' draw and ours)."""
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.experiments.inspector_training import InspectorValidation
+    from hpcsched.experiments.schedinspector import protocol_windows
+
+    for profile in ("schedinspector", "schedinspector-paper"):
+        v = InspectorValidation(InspectorConfig(trace=trace, profile=profile), windows=10)
+        seen = set()
+        for s in v.starts:
+            seen.update(range(s, s + v.jobs))
+        test = set()
+        for draw in ("code", "ours"):
+            for s in protocol_windows(v.prepared, draw, 50, 256):
+                test.update(range(s, s + 256))
+        assert len(v.starts) == 10 and seen and not (seen & test), (trace, profile)
