@@ -135,3 +135,19 @@ def test_inspector_validation_windows_miss_every_table4_window_job(trace):
             for s in protocol_windows(v.prepared, draw, 50, 256):
                 test.update(range(s, s + 256))
         assert len(v.starts) == 10 and seen and not (seen & test), (trace, profile)
+
+
+@pytest.mark.parametrize("trace", ["ricc", "hpc2n"])
+def test_dras_validation_week_comes_before_the_test_period(trace):
+    """DRAS validates on the week after its 28 training days and tests on the days after that:
+    no job in both, and every validation job submitted before the first test job."""
+    from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, prepared_for,
+                                                    split)
+
+    config = DrasRunConfig(trace=trace)
+    _, validate, test = split(prepared_for(config), config.train_days, config.validate_days,
+                              config.test_days)
+    validate = first_days(validate, config.validate_first_days)
+    assert len(validate) and len(test)
+    assert not set(validate.job_id.tolist()) & set(test.job_id.tolist())
+    assert validate.submit.max() < test.submit.min()
