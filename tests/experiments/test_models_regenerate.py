@@ -1,0 +1,62 @@
+"""MODELS.md's training commands regenerate the shipped RLScheduler files at HEAD, bit for bit.
+
+The check trains the cheapest shipped model's documented command (its seed's run) up to the epoch
+its best.pt was saved at, and compares every policy weight with the shipped file. A run stopped
+at epoch E is the same run as the full one up to E (nothing in PPO depends on the total), so this
+checks the command without paying for its last epochs. Slow: a few minutes on one core.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+import torch
+
+from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.experiments.policyspec import PRETRAINED
+
+#: the cheapest shipped recipe (HPC2N with backfilling: short queues, 3-4 s epochs)
+NAME = "hpc2n-bsld-backfill"
+
+
+def _command(name: str) -> list[str]:
+    """The training command MODELS.md gives for `name`'s shipped seed, as argv after `hpcsched`."""
+    text = (PRETRAINED / "MODELS.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+    cmd = re.search(r"`hpcsched (train rlscheduler [^`]*)`", row)
+    assert cmd, f"MODELS.md's row for {name} has no training command"
+    return shlex.split(cmd.group(1))
+
+
+@pytest.mark.slow
+def test_the_documented_command_regenerates_the_shipped_file(tmp_path):
+    from hpcsched.cli import main
+
+    shipped = load_checkpoint(PRETRAINED / f"{NAME}.pt")
+    argv = _command(NAME)
+    assert f"--seed {shipped['config']['seed']}" in " ".join(argv), "the row names another seed"
+    i = argv.index("--epochs")
+    argv[i + 1] = str(shipped["epoch"])
+    j = argv.index("--out")
+    argv[j + 1] = str(tmp_path / "run")
+    assert main(argv) == 0
+    again = load_checkpoint(tmp_path / "run" / "best.pt")
+    assert again["epoch"] == shipped["epoch"]
+    assert again["policy"].keys() == shipped["policy"].keys()
+    for k, w in shipped["policy"].items():
+        assert torch.equal(again["policy"][k], w), k
+
+
+def test_the_documented_command_is_the_shipped_config():
+    """Cheap half of the check (default suite): the command's options are the shipped file's
+    config, so the slow test above runs the recipe that was shipped."""
+    from hpcsched.cli import build_parser
+
+    shipped = load_checkpoint(PRETRAINED / f"{NAME}.pt")["config"]
+    args = build_parser().parse_args(_command(NAME))
+    assert args.trace == shipped["trace"] and args.metric == shipped["metric"]
+    assert args.backfill == shipped["backfill"] and args.seed == shipped["seed"]
+    assert args.pi_lr == shipped["pi_lr"] and args.init == shipped["init"]
+    assert args.reward_baseline == shipped["reward_baseline"]
