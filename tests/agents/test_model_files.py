@@ -79,9 +79,9 @@ DAMAGES = {  # name -> (make the file, what the one line must say)
         first_weight_nan(ck), _nan_to_inf(ck))), "holds NaN or infinite values"),
     "truncated": (lambda src, dest: dest.write_bytes(src.read_bytes()[:src.stat().st_size * 6
                                                                         // 10]) and dest,
-                  "is not a readable hpcsched model checkpoint"),
+                  "is not an hpcsched model checkpoint (unreadable"),
     "not a model": (lambda src, dest: dest.write_text("hello, I am a text file\n") and dest,
-                    "is not a readable hpcsched model checkpoint"),
+                    "is not an hpcsched model checkpoint (unreadable"),
 }
 
 

@@ -549,7 +549,7 @@ def test_cli_resume_refuses_a_damaged_model_in_one_line(tmp_path, capsys, monkey
     (out / "model.pt").write_bytes(data[:len(data) // 2])  # the disk filled up, say
     epochs = ["--epochs", 2] if kind != "dras" else []
     code, _, err = run_cli(capsys, "train", kind, "--out", out, "--resume", *epochs)
-    one_line_error(code, err, str(out / "model.pt"), "is not a readable hpcsched model")
+    one_line_error(code, err, str(out / "model.pt"), "is not an hpcsched model checkpoint (unreadable")
 
 
 @pytest.mark.parametrize("kind, change", [

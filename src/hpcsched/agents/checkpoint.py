@@ -135,8 +135,9 @@ def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, 
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # not a torch file, a truncated one, or one holding more than values
-        raise ModelFileError(f"{path} is not a readable hpcsched model checkpoint (damaged, "
-                             f"truncated or not one: {type(e).__name__}: {one_line(e)})") from None
+        raise ModelFileError(f"{path} is not an hpcsched model checkpoint (unreadable: damaged, "
+                             f"truncated or another kind of file; {type(e).__name__}: "
+                             f"{one_line(e)})") from None
     if not isinstance(ck, dict) or ck.get("format") != fmt:
         raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
                              f"format {fmt!r}, found "
