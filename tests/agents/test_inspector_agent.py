@@ -211,3 +211,47 @@ def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():
     assert 0 < rule.sum() < len(rule) and np.mean(traj.actions == rule) > 0.98
     with pytest.raises(ValueError, match="unknown rule"):
         InspectorPPO(InspectorConfig(**TINY, init_rule="nope")).imitate_rule()
+
+
+class ScriptedPolicy(torch.nn.Module):
+    """A stand-in policy network whose i-th call gives, for every row, the log-probability
+    -(128 + kls[i]) to accept and 0 to reject: exp(-128) is 0 in float32, so log_softmax gives these
+    values exactly, and against a rollout log-probability of -128 the approximate KL of pass i is
+    exactly kls[i] (dyadic values, exact in float32)."""
+
+    def __init__(self, kls):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))  # the loss has a gradient to step on
+        self.kls = iter(kls)
+
+    def forward(self, obs, mask=None):
+        accept = -(128.0 + next(self.kls))
+        logits = torch.tensor([accept, 0.0]).expand(len(obs), 2)
+        return logits + 0.0 * self.w
+
+
+@pytest.mark.parametrize("target_kl, kls, iters", [
+    # threshold 1.5 x 1/128 = 12/1024: 12/1024 is not past it, 13/1024 is
+    (1 / 128, [0.0, 8 / 1024, 12 / 1024, 13 / 1024, 0.0], 3),
+    (1 / 128, [0.0, 0.5, 0.0], 1),
+    # threshold 3/32: never passed, every pass steps (a threshold 100x smaller would stop at 1/32)
+    (1 / 16, [0.0, 1 / 32, 3 / 32, 3 / 32, 0.0, 0.0], 6),
+])
+def test_inspector_kl_stop_happens_exactly_past_one_and_a_half_target(monkeypatch, target_kl,
+                                                                      kls, iters):
+    """SchedInspector's own PPO update stops its policy passes at the first one whose approximate
+    KL is strictly above 1.5 x target_kl, before that pass's step (SpinningUp's rule, as PPO's,
+    `test_kl_stop_happens_exactly_past_one_and_a_half_target`). The scripted KLs sit on both sides
+    of the threshold and of thresholds 100x away, so a threshold off by 100x, >= for >, or no stop
+    at all give another count."""
+    model = InspectorPPO(InspectorConfig(**{**TINY, "target_kl": target_kl,
+                                            "train_pi_iters": len(kls), "train_v_iters": 1}))
+    model.policy = ScriptedPolicy(kls)
+    steps = []
+    monkeypatch.setattr(model.pi_optimizer, "step", lambda: steps.append(1))
+    n = 4  # a power of two: the mean of n equal KLs is exact
+    stats = model._update(torch.zeros(n, 7), torch.ones(n, 2, dtype=torch.bool),
+                          torch.zeros(n, dtype=torch.long), torch.full((n,), -128.0),
+                          torch.ones(n), torch.zeros(n))
+    assert stats["pi_iters"] == iters == len(steps)
+    assert stats["kl"] == kls[min(iters, len(kls) - 1)]

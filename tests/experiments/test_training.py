@@ -56,7 +56,10 @@ def test_crash_loses_only_the_epoch_in_progress_and_resume_matches(tmp_path, mon
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
     assert all(float(r["mean_reward"]) == -float(r["bsld"]) for r in rows)
     assert (crashed / "curve.png").stat().st_size > 1000
-    assert (crashed / "best.pt").exists()
+    # and the same best.pt, chosen on the real validation scores
+    best, best_straight = load_checkpoint(crashed / "best.pt"), load_checkpoint(straight / "best.pt")
+    assert best["epoch"] == best_straight["epoch"] >= 1
+    assert same(best["policy"], best_straight["policy"])
 
 
 def test_best_checkpoint_holds_the_best_validation_score(tmp_path):

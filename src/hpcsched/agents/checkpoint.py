@@ -9,7 +9,12 @@ crash never leaves a half-written model behind.
     engine.run(load_policy("runs/lublin-1-bsld.pt", sample=True, seed=1))
 
 A checkpoint is read with ``torch.load(weights_only=True)``: it holds only tensors and plain Python
-values, so loading a model file never runs code from it.
+values, so loading a model file never runs code from it. A damaged file is refused in one line
+(`ModelFileError`, a ValueError) before anything is built from it: a truncated file or one that is
+not a torch file, a member whose zip checksum fails (torch itself does not check them: a flipped
+byte in a weight would load), a NaN or infinite value in any of its tensors. The loaders then
+refuse, also in one line, a config they cannot build or weights that do not fit it
+(`restore_state`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import random
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -72,23 +78,97 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
     return path
 
 
+class ModelFileError(ValueError):
+    """A model file that cannot be used: damaged, of another kind, or inconsistent."""
+
+
+class OtherKindError(ModelFileError):
+    """A sound checkpoint of another kind (format) than the one asked for."""
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line (torch's are often several), cut at `limit` chars."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _check_zip(path: Path) -> None:
+    """Every member's CRC-32 (torch.load reads a checkpoint's zip without checking them)."""
+    if not zipfile.is_zipfile(path):
+        return  # not a zip (truncated, or the legacy format): torch.load tells
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as e:
+        raise ModelFileError(f"{path} is damaged (its zip archive cannot be read: "
+                             f"{one_line(e)})") from None
+    if bad is not None:
+        raise ModelFileError(f"{path} is damaged: {bad} fails its zip checksum")
+
+
+def _non_finite(value: Any, where: str = "") -> str | None:
+    """The place of the first floating tensor holding a NaN or an infinity, if any."""
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return where or "a tensor"
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _non_finite(v, f"{where}.{k}" if where else str(k))
+        if found:
+            return found
+    return None
+
+
 def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, Any]:
     """The checkpoint at `path` as a dict (keys: format, version, config, epoch, policy, value,
-    pi_optimizer, v_optimizer, norm, history, filter, rng)."""
+    pi_optimizer, v_optimizer, norm, history, filter, rng). A damaged file, one of another kind or
+    one with a NaN or infinite value in a tensor is refused (`ModelFileError`, one line)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
+    _check_zip(path)
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # not a torch file, or one holding more than plain values
-        raise ValueError(f"{path} is not an hpcsched model checkpoint ({e})") from e
+    except Exception as e:  # not a torch file, a truncated one, or one holding more than values
+        raise ModelFileError(f"{path} is not an hpcsched model checkpoint (unreadable: damaged, "
+                             f"truncated or another kind of file; {type(e).__name__}: "
+                             f"{one_line(e)})") from None
     if not isinstance(ck, dict) or ck.get("format") != fmt:
-        raise ValueError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
-                         f"format {fmt!r}, found {ck.get('format') if isinstance(ck, dict) else None!r})")
+        raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
+                             f"format {fmt!r}, found "
+                             f"{ck.get('format') if isinstance(ck, dict) else None!r})")
+    bad = _non_finite(ck)
+    if bad is not None:
+        raise ModelFileError(f"{path} is damaged: {bad} holds NaN or infinite values")
     if ck.get("version") != hpcsched.__version__:
         warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
                       f"{hpcsched.__version__}", stacklevel=2)
     return ck
+
+
+def restore_state(path: str | os.PathLike, target: Any, ck: dict[str, Any], key: str) -> None:
+    """`target.load_state_dict(ck[key])` (a network or an optimiser) for the checkpoint at
+    `path`: a part missing or not fitting the target its config built is refused in one line."""
+    try:
+        target.load_state_dict(ck[key])
+    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise ModelFileError(f"{path}: its weights do not match its config ({key}: "
+                             f"{one_line(e)})") from None
+
+
+def config_of(path: str | os.PathLike, make: Callable[[], Any]) -> Any:
+    """`make()` (a config, or a network from it) for the checkpoint at `path`, a config that
+    cannot be built refused in one line."""
+    try:
+        return make()
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ModelFileError(f"{path}: its config is not valid ({one_line(e)})") from None
 
 
 class RLPolicy:
@@ -156,13 +236,13 @@ def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
     from hpcsched.agents.ppo import PPOConfig
 
     ck = load_checkpoint(path)
-    cfg = PPOConfig.from_dict(ck["config"])
-    net = make_policy(cfg.policy, cfg.features, cfg.slots)
-    net.load_state_dict(ck["policy"])
+    cfg = config_of(path, lambda: PPOConfig.from_dict(ck["config"]))
+    net = config_of(path, lambda: make_policy(cfg.policy, cfg.features, cfg.slots))
+    restore_state(path, net, ck, "policy")
     return RLPolicy(net, norm if norm is not None else ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
                     fairness=cfg.features == 9, sample=sample, seed=seed,
                     name=name or f"rl:{path}", observe=observe)
 
 
-__all__ = ["FORMAT", "RLPolicy", "load_checkpoint", "load_policy", "restore_rng_states",
-           "rng_states", "save_checkpoint"]
+__all__ = ["FORMAT", "ModelFileError", "OtherKindError", "RLPolicy", "config_of", "load_checkpoint", "load_policy",
+           "one_line", "restore_rng_states", "restore_state", "rng_states", "save_checkpoint"]

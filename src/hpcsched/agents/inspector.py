@@ -166,6 +166,7 @@ class InspectorPPO:
         self.v_optimizer = torch.optim.Adam(self.value.parameters(), lr=config.vf_lr)
         self.epoch = 0
         self.history: list[dict[str, Any]] = []
+        self.run_options: dict[str, Any] = {}  # the training run's validation options (kept)
         self._env = env
 
     def env(self) -> VecInspect:
@@ -289,6 +290,7 @@ class InspectorPPO:
             "v_optimizer": self.v_optimizer.state_dict(),
             "norm": dict(self.env().norm),
             "history": self.history,
+            "run_options": dict(self.run_options),
         }
 
     def save(self, path) -> None:
@@ -298,16 +300,17 @@ class InspectorPPO:
 
     @classmethod
     def load(cls, path, restore_rng: bool = True) -> "InspectorPPO":
-        from hpcsched.agents.checkpoint import restore_rng_states
+        from hpcsched.agents.checkpoint import config_of, restore_rng_states, restore_state
 
         ck = load_inspector_checkpoint(path)
-        model = cls(InspectorConfig.from_dict(ck["config"]))
-        model.policy.load_state_dict(ck["policy"])
-        model.value.load_state_dict(ck["value"])
-        model.pi_optimizer.load_state_dict(ck["pi_optimizer"])
-        model.v_optimizer.load_state_dict(ck["v_optimizer"])
+        model = config_of(path, lambda: cls(InspectorConfig.from_dict(ck["config"])))
+        for key, part in (("policy", model.policy), ("value", model.value),
+                          ("pi_optimizer", model.pi_optimizer),
+                          ("v_optimizer", model.v_optimizer)):
+            restore_state(path, part, ck, key)
         model.epoch = int(ck["epoch"])
         model.history = list(ck.get("history", []))
+        model.run_options = dict(ck.get("run_options") or {})
         if restore_rng:
             restore_rng_states(ck.get("rng"))
         return model
@@ -410,12 +413,13 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
     `norm`: the normalisation constants of the trace it schedules (default: the training trace's);
     `profile`: the profile it runs under, which says what the base's name means (default: the
     one it was trained under)."""
+    from hpcsched.agents.checkpoint import config_of, restore_state
     from hpcsched.policies.priority import get_policy
 
     ck = load_inspector_checkpoint(path)
-    cfg = InspectorConfig.from_dict(ck["config"])
-    net = InspectorPolicyNet(cfg.n_features)
-    net.load_state_dict(ck["policy"])
+    cfg = config_of(path, lambda: InspectorConfig.from_dict(ck["config"]))
+    net = config_of(path, lambda: InspectorPolicyNet(cfg.n_features))
+    restore_state(path, net, ck, "policy")
     base_policy = get_policy(base or cfg.base, profile=profile or cfg.profile)
     return InspectedPolicy(net, base_policy, norm if norm is not None else ck["norm"],
                            features=cfg.features, metric=cfg.metric,

@@ -256,6 +256,9 @@ class PPO:
         self._env = env
         self._env_filtered = False
         self.warm: dict[str, Any] | None = None  # what warm_start did, if it ran
+        # the options of the training run that shape it besides the config (validation): set by
+        # `experiments.training.train`, kept in the checkpoint
+        self.run_options: dict[str, Any] = {}
         self._baseline_scores: dict[tuple[int, int], float] = {}  # heuristic metric per window
         self.norm = norm if norm is not None else getattr(env, "norm", None)
 
@@ -456,16 +459,17 @@ class PPO:
 
         c = self.config
         if c.init.startswith("model:"):
-            from hpcsched.agents.checkpoint import load_checkpoint
+            from hpcsched.agents.checkpoint import config_of, load_checkpoint, restore_state
 
-            ck = load_checkpoint(c.init[len("model:"):])
-            theirs = PPOConfig.from_dict(ck["config"])
+            path = c.init[len("model:"):]
+            ck = load_checkpoint(path)
+            theirs = config_of(path, lambda: PPOConfig.from_dict(ck["config"]))
             if (theirs.policy, theirs.value, theirs.features, theirs.slots) != (
                     c.policy, c.value, c.features, c.slots):
                 raise ValueError(f"--init {c.init}: its networks ({theirs.policy}/{theirs.value}, "
                                  f"{theirs.slots}x{theirs.features}) differ from this run's")
-            self.policy.load_state_dict(ck["policy"])
-            self.value.load_state_dict(ck["value"])
+            restore_state(path, self.policy, ck, "policy")
+            restore_state(path, self.value, ck, "value")
             self.warm = {"from_epoch": int(ck["epoch"])}
             return self.warm
         obs, mask, target = collect_demonstrations(self.env(), c.init, c.init_episodes,
@@ -557,6 +561,7 @@ class PPO:
             "history": self.history,
             "filter": self.filter_info,
             "warm": self.warm,
+            "run_options": dict(self.run_options),
         }
 
     def save(self, path) -> None:
@@ -570,18 +575,21 @@ class PPO:
     @classmethod
     def load(cls, path, env=None, restore_rng: bool = True) -> "PPO":
         """A model from a checkpoint, ready to `predict` or to `learn` on from the next epoch."""
-        from hpcsched.agents.checkpoint import load_checkpoint, restore_rng_states
+        from hpcsched.agents.checkpoint import (config_of, load_checkpoint, restore_rng_states,
+                                                restore_state)
 
         ck = load_checkpoint(path)
-        model = cls(PPOConfig.from_dict(ck["config"]), env=env, norm=ck.get("norm") or None)
-        model.policy.load_state_dict(ck["policy"])
-        model.value.load_state_dict(ck["value"])
-        model.pi_optimizer.load_state_dict(ck["pi_optimizer"])
-        model.v_optimizer.load_state_dict(ck["v_optimizer"])
+        model = config_of(path, lambda: cls(PPOConfig.from_dict(ck["config"]), env=env,
+                                            norm=ck.get("norm") or None))
+        for key, part in (("policy", model.policy), ("value", model.value),
+                          ("pi_optimizer", model.pi_optimizer),
+                          ("v_optimizer", model.v_optimizer)):
+            restore_state(path, part, ck, key)
         model.epoch = int(ck["epoch"])
         model.history = list(ck.get("history", []))
         model.filter_info = ck.get("filter")
         model.warm = ck.get("warm")
+        model.run_options = dict(ck.get("run_options") or {})
         if restore_rng:
             restore_rng_states(ck.get("rng"))
         return model

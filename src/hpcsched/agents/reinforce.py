@@ -346,15 +346,19 @@ class DeepRM:
 
     @classmethod
     def load(cls, path) -> "DeepRM":
-        from hpcsched.agents.checkpoint import load_checkpoint, restore_rng_states
+        from hpcsched.agents.checkpoint import (ModelFileError, config_of, load_checkpoint,
+                                                restore_rng_states, restore_state)
 
         ck = load_checkpoint(path, fmt=FORMAT)
-        model = cls(ReinforceConfig(**ck["config"]))
-        model.net.load_state_dict(ck["policy"])
-        model.optimizer.load_state_dict(ck["optimizer"])
+        model = config_of(path, lambda: cls(ReinforceConfig(**ck["config"])))
+        restore_state(path, model.net, ck, "policy")
+        restore_state(path, model.optimizer, ck, "optimizer")
         model.epoch = int(ck["epoch"])
         model.history = list(ck["history"])
-        model.rng.bit_generator.state = ck["np_rng"]
+        try:
+            model.rng.bit_generator.state = ck["np_rng"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelFileError(f"{path}: its random state is not valid ({e})") from None
         restore_rng_states(ck.get("rng"))
         return model
 

@@ -155,6 +155,26 @@ def add_validation_args(g, *, windows: int, jobs: int) -> None:
     g.add_argument("--validate-jobs", type=positive_int, default=jobs)
 
 
+def defer_defaults(p: argparse.ArgumentParser, *, keep=("out", "resume", "epochs")) -> None:
+    """Let a `train` command tell an option left out from one given its default value (a resumed
+    run takes the left-out ones from its folder, and refuses given ones that differ): every option
+    of `p` but `keep` defaults to None, its real default kept for `option_values`."""
+    defaults = {}
+    for action in p._actions:
+        if action.option_strings and action.dest not in keep and action.dest != "help":
+            defaults[action.dest] = action.default
+            action.default = None
+    p.set_defaults(option_defaults=defaults)
+
+
+def option_values(args, *, given_only: bool) -> dict:
+    """The values of a `defer_defaults` command's options: those given on the command line
+    (`given_only`), or every one, the defaults filling in the rest."""
+    defaults = args.option_defaults
+    given = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
+    return given if given_only else {**defaults, **given}
+
+
 def add_window_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("windows (0-based positions in the trace as loaded under the profile)")
     g.add_argument("--start", type=nonnegative_int, help="first job of the window")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import nonnegative_float, nonnegative_int, positive_float, positive_int
+from hpcsched.cli.common import (defer_defaults, nonnegative_float, nonnegative_int,
+                                 option_values, positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -17,7 +18,9 @@ EPILOG_TRAIN = """examples:
 
 An epoch is one pass over the training jobsets (100, drawn with the authors' seed 42), in updates
 of 10 jobsets x 20 rollouts each. The run folder gets model.pt (every epoch), best.pt (best greedy
-slowdown on 50 validation jobsets), log.csv, curve.png and config.json.
+slowdown on 50 validation jobsets), log.csv, curve.png and config.json. --resume continues with
+the run's own settings: leave them out, or repeat them (a different value is refused); --threads
+may change.
 """
 
 EPILOG_SWEEP = """examples:
@@ -73,6 +76,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
     g.add_argument("--validate-jobsets", type=nonnegative_int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
+    defer_defaults(p)
     p.set_defaults(func=cmd_train)
 
     p = experiment.add_parser("deeprm-load-sweep", parents=[fmt],
@@ -114,21 +118,20 @@ def cmd_train(args) -> int:
     from hpcsched.experiments.deeprm import train
     from hpcsched.workload.deeprm import rate_for_load
 
-    rate_for_load(args.load)  # a clear error for an impossible load, before anything is written
-    if args.init != "none":
+    # a resumed run: the options given (the others are the run's own); a new one: all
+    values = option_values(args, given_only=args.resume)
+    if "load" in values:
+        rate_for_load(values["load"])  # a clear error for an impossible load, before any write
+    if values.get("init", "none") != "none":
         from hpcsched.policies.deeprm import get_grid_policy
 
         try:
-            get_grid_policy(args.init)
+            get_grid_policy(values["init"])
         except ValueError as e:
             raise ValueError(f"--init: {e}") from None
-    config = ReinforceConfig(
-        load=args.load, steps=args.steps, jobsets=args.jobsets, rollouts=args.rollouts,
-        jobsets_per_update=args.jobsets_per_update, lr=args.lr, reward=args.reward,
-        slots=args.slots, horizon=args.horizon, units=args.units, backlog=args.backlog,
-        queue=args.queue,
-        mask_invalid=not args.no_mask, validate_jobsets=args.validate_jobsets, seed=args.seed,
-        threads=args.threads, init=args.init)
+    settings = {("mask_invalid" if k == "no_mask" else k): (not v if k == "no_mask" else v)
+                for k, v in values.items()}
+    config = settings if args.resume else ReinforceConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume)
     last = model.history[-1] if model.history else None
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; best: {args.out}/best.pt; "

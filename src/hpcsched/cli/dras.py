@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
+from hpcsched.cli.common import (defer_defaults, nonnegative_float, option_values,
+                                 positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -19,7 +20,8 @@ One episode per jobset of the curriculum (sampled, then real, then synthetic), e
 machine; updates every 10 scheduling instances; after every second episode the greedy agent is
 scored on the validation week. The run folder gets model.pt (every episode), best.pt (the lowest
 validation wait, or with --select reward the highest validation reward),
-log.csv, curve.png and config.json.
+log.csv, curve.png and config.json. --resume continues with the run's own settings: leave them
+out, or repeat them (a different value is refused); --threads may change.
 """
 
 EPILOG_EXPERIMENT = """examples:
@@ -89,6 +91,7 @@ def register(train, experiment, fmt) -> None:
                      help="gradient steps per update (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
+    defer_defaults(p)
     p.set_defaults(func=cmd_train)
 
     p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
@@ -124,33 +127,39 @@ def register(train, experiment, fmt) -> None:
     p.set_defaults(func=cmd_curriculum)
 
 
+#: the options that override the agent's settings (PGConfig, DQLConfig), besides --hidden
+AGENT_OPTIONS = ("lr", "gamma", "net")
+DQL_OPTIONS = ("epsilon_decay", "epsilon_min", "target_every", "replay", "batch",
+               "gradient_steps")
+
+
 def cmd_train(args) -> int:
     from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
 
-    parse_curriculum(args.curriculum)
-    agent = {k: v for k, v in (("lr", args.lr), ("gamma", args.gamma), ("net", args.net))
-             if v is not None}
-    if args.hidden:
+    # a resumed run: the options given (the others are the run's own); a new one: all
+    values = option_values(args, given_only=args.resume)
+    if "curriculum" in values:
+        parse_curriculum(values["curriculum"])
+    algo = values.get("algo")  # None: a resumed run's own
+    agent = {k: values.pop(k) for k in AGENT_OPTIONS if values.get(k) is not None}
+    hidden = values.pop("hidden", None)
+    if hidden:
         try:
-            agent["fc1"], agent["fc2"] = (int(x) for x in args.hidden.split(","))
+            agent["fc1"], agent["fc2"] = (int(x) for x in hidden.split(","))
         except ValueError:
-            raise ValueError(f"--hidden {args.hidden!r}: give two sizes, FC1,FC2") from None
-    if args.net and args.algo == "dql":
+            raise ValueError(f"--hidden {hidden!r}: give two sizes, FC1,FC2") from None
+    if agent.get("net") and algo == "dql":
         raise ValueError("--net is for the PG agents (pg, decima); DQL scores each job already")
-    dql = {k: getattr(args, k) for k in ("epsilon_decay", "epsilon_min", "target_every",
-                                         "replay", "batch", "gradient_steps")
-           if getattr(args, k) is not None}
-    if dql and args.algo != "dql":
+    dql = {k: values.pop(k) for k in DQL_OPTIONS if values.get(k) is not None}
+    if dql and algo not in ("dql", None):
         raise ValueError(f"--{next(iter(dql)).replace('_', '-')} is an option of DRAS-DQL "
-                         f"(--algo dql), not of --algo {args.algo}")
+                         f"(--algo dql), not of --algo {algo}")
     agent.update(dql)
-    config = DrasRunConfig(
-        algo=args.algo, trace=args.trace, reward=args.reward, curriculum=args.curriculum,
-        jobset_jobs=args.jobset_jobs, train_days=args.train_days, validate_days=args.validate_days,
-        validate_first_days=args.validate_first_days, validate_every=args.validate_every,
-        select=args.select, keep_validated=args.keep_validated, test_days=args.test_days,
-        reserve=args.reserve, persist=args.persist, backfill_runtime=args.backfill_runtime,
-        seed=args.seed, threads=args.threads, agent=agent)
+    settings = {k: v for k, v in values.items()
+                if k not in AGENT_OPTIONS + DQL_OPTIONS + ("hidden",)}
+    if agent or not args.resume:
+        settings["agent"] = agent
+    config = settings if args.resume else DrasRunConfig(**settings)
     history = train(config, args.out, resume=args.resume)
     last = next((h for h in reversed(history) if "val_wait" in h), {})
     print(f"{len(history)} episodes; model: {args.out}/model.pt (best: {args.out}/best.pt); "

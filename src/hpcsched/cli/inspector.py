@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import add_validation_args, positive_float, positive_int
+from hpcsched.cli.common import (add_validation_args, defer_defaults, option_values,
+                                 positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS
@@ -16,6 +17,8 @@ EPILOG_TRAIN = """examples:
 
 Training windows (128 jobs) come from the first 20% of the trace; the run folder gets model.pt
 (every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json.
+--resume continues with the run's own settings (validation included): leave them out, or repeat
+them (a different value is refused); --threads may change.
 """
 
 EPILOG_EXPERIMENT = """examples:
@@ -106,6 +109,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     add_validation_args(g, windows=10, jobs=256)
+    defer_defaults(p)
     p.set_defaults(func=cmd_train)
 
     p = experiment.add_parser("schedinspector-table4", parents=[fmt],
@@ -133,25 +137,26 @@ def register(train, experiment, fmt) -> None:
     p.set_defaults(func=cmd_experiment)
 
 
+#: command-line options -> InspectorConfig settings, where the names differ
+CONFIG_NAMES = {"trajectories": ("trajectories_per_epoch", "n_envs"),
+                "pi_iters": ("train_pi_iters",), "v_iters": ("train_v_iters",)}
+RUN_OPTIONS = ("validate_every", "validate_windows", "validate_jobs")
+
+
 def cmd_train(args) -> int:
     from hpcsched.agents.inspector import InspectorConfig
     from hpcsched.experiments.inspector_training import train
     from hpcsched.policies.priority import get_policy
 
-    get_policy(args.base)  # an unknown name fails now, not after loading the trace
-    config = InspectorConfig(
-        trace=args.trace, base=args.base, metric=args.metric, backfill=args.backfill,
-        profile=args.profile,
-        episode_jobs=args.episode_jobs, features=args.features, estimate=args.estimate,
-        reward=args.reward, train_fraction=args.train_fraction,
-        trajectories_per_epoch=args.trajectories, n_envs=args.trajectories, pi_lr=args.pi_lr,
-        vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
-        target_kl=args.target_kl, seed=args.seed, threads=args.threads,
-        init_accept=args.init_accept, init_rule=args.init_rule,
-    )
+    # a resumed run: the options given (the others are the run's own); a new one: all
+    values = option_values(args, given_only=args.resume)
+    if "base" in values:
+        get_policy(values["base"])  # an unknown name fails now, not after loading the trace
+    settings = {name: v for dest, v in values.items() if dest not in RUN_OPTIONS
+                for name in CONFIG_NAMES.get(dest, (dest,))}
+    config = settings if args.resume else InspectorConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume,
-                  validate_every=args.validate_every, validate_windows=args.validate_windows,
-                  validate_jobs=args.validate_jobs)
+                  **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
           f"curve: {args.out}/curve.png")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import add_validation_args, nonnegative_int, positive_float, positive_int
+from hpcsched.cli.common import (add_validation_args, defer_defaults, nonnegative_int,
+                                 option_values, positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -34,7 +35,9 @@ EPILOG_TRAIN = """examples:
   hpcsched train rlscheduler --trace hpc2n --metric fairness --episode-jobs 128 --out runs/h-fair
 
 The run folder gets model.pt (every epoch), best.pt (best greedy validation score), log.csv,
-curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed.
+curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed. --resume
+continues with the run's own settings (validation included): leave them out, or repeat them
+(a different value is refused); --threads may change.
 """
 
 EPILOG_EXPERIMENT = """examples:
@@ -92,6 +95,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--validate-avoid", choices=["paper", "none"], default="paper",
                    help="validation windows share no job with the paper's test windows (paper), "
                         "or are drawn from the whole training range (none)")
+    defer_defaults(p)
     p.set_defaults(func=cmd_train)
 
     for name, caption in EXPERIMENT_CAPTIONS.items():
@@ -148,6 +152,26 @@ def cmd_experiment(args) -> int:
     return 0
 
 
+#: command-line options -> PPOConfig settings, where the names differ
+CONFIG_NAMES = {"trajectories": ("trajectories_per_epoch", "n_envs"), "policy_net": ("policy",),
+                "value_net": ("value",), "pi_iters": ("train_pi_iters",),
+                "v_iters": ("train_v_iters",)}
+RUN_OPTIONS = ("validate_every", "validate_windows", "validate_jobs", "validate_avoid")
+
+
+def config_settings(values: dict) -> dict:
+    """PPOConfig settings of the command-line options in `values` (run options left out)."""
+    out = {}
+    for dest, v in values.items():
+        if dest in RUN_OPTIONS:
+            continue
+        if dest == "first":
+            v = v or None  # 0: the whole trace
+        for name in CONFIG_NAMES.get(dest, (dest,)):
+            out[name] = v
+    return out
+
+
 def _cmd_seeds(args) -> int:
     from hpcsched.experiments import rlscheduler_seeds as seeds
 
@@ -169,19 +193,12 @@ def cmd_train(args) -> int:
     from hpcsched.agents.ppo import PPOConfig
     from hpcsched.experiments.training import train
 
-    config = PPOConfig(
-        trace=args.trace, profile=args.profile, backfill=args.backfill, metric=args.metric,
-        episode_jobs=args.episode_jobs, slots=args.slots, cutoff=args.cutoff,
-        first=args.first or None, n_envs=args.trajectories, policy=args.policy_net,
-        value=args.value_net, trajectories_per_epoch=args.trajectories, pi_lr=args.pi_lr,
-        vf_lr=args.vf_lr, train_pi_iters=args.pi_iters, train_v_iters=args.v_iters,
-        target_kl=args.target_kl, filter=args.filter, filter_epochs=args.filter_epochs,
-        seed=args.seed, threads=args.threads, reward_baseline=args.reward_baseline,
-        init=args.init,
-    )
+    # a resumed run: the options given (the others are the run's own); a new one: all
+    values = option_values(args, given_only=args.resume)
+    settings = config_settings(values)
+    config = settings if args.resume else PPOConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume,
-                  validate_every=args.validate_every, validate_windows=args.validate_windows,
-                  validate_jobs=args.validate_jobs, validate_avoid=args.validate_avoid)
+                  **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     last = next((h for h in reversed(model.history) if "mean_reward" in h), None)
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; log: {args.out}/log.csv; "
           f"curve: {args.out}/curve.png")

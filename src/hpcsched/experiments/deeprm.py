@@ -4,8 +4,9 @@
     rows = load_sweep()                      # slowdown vs load: SJF, Packer, Tetris*, Random, DeepRM
     rows = what_it_learned("pretrained/deeprm-load-110", load=1.1)   # Fig. 7
 
-A run folder holds model.pt (rewritten atomically every epoch; `resume=True` continues it),
-best.pt (the best greedy slowdown on the validation jobsets), log.csv, curve.png, config.json.
+A run folder holds model.pt (rewritten atomically every epoch; `resume=True` continues it with
+its stored config, see `experiments.training.open_run`), best.pt (the best greedy slowdown on the
+validation jobsets), log.csv, curve.png, config.json.
 Evaluation jobsets are the authors' "unseen" draw (seed 314159), 100 per load, pooled over jobs.
 """
 
@@ -57,20 +58,37 @@ def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
             for name in ("sjf", "packer", "tetris", f"tetris:{TUNED_KNOB:g}")}
 
 
-def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool = False,
-          progress: bool | None = None, log: Callable[[str], None] | None = None) -> DeepRM:
-    """Train (or continue) the run in `out` until `epochs` epochs are done in all."""
-    from hpcsched.experiments.training import open_run
+def train(config: ReinforceConfig | dict | None, out: str | Path, epochs: int, *,
+          resume: bool = False, progress: bool | None = None,
+          log: Callable[[str], None] | None = None) -> DeepRM:
+    """Train (or continue) the run in `out` until `epochs` epochs are done in all. With `resume`,
+    `config` may be None (the stored one), a config or a dict of the settings given: a given one
+    must repeat the stored value (threads excepted). Another training holding `out` is refused."""
+    from hpcsched.experiments.training import run_lock
+
+    if not resume and not isinstance(config, ReinforceConfig):
+        config = ReinforceConfig(**(config or {}))
+    with run_lock(Path(out), resume=resume):
+        return _train(config, Path(out), epochs, resume=resume, progress=progress, log=log)
+
+
+def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | None,
+           log: Callable[[str], None] | None) -> DeepRM:
+    import torch
+
+    from hpcsched.experiments.training import best_so_far, open_run
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    out = Path(out)
     model_path = out / "model.pt"
     model = open_run(out, config, resume=resume, load=DeepRM.load, create=lambda: DeepRM(config),
                      say=say)
     config = model.config
-    out.mkdir(parents=True, exist_ok=True)
+    if resume:
+        if config.threads and config.threads != torch.get_num_threads():
+            torch.set_num_threads(config.threads)  # the threads given now (they shape nothing)
+        say(f"resumed {model_path} at epoch {model.epoch}")
     (out / "config.json").write_text(json.dumps(
         {"algorithm": "deeprm-reinforce", "epochs": epochs, "rate": config.rate,
          **asdict(config)}, indent=1) + "\n")
@@ -79,7 +97,12 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
         say("heuristics on the validation jobsets: " +
             ", ".join(f"{k} {v:.3f}" for k, v in levels.items()))
     key = f"val_{config.reward}"  # best.pt: the best greedy validation score of the reward
-    best = min((h[key] for h in model.history if key in h), default=None)
+
+    def improves(v: float, best: float | None) -> bool:
+        return best is None or v < best
+
+    # a resumed run keeps its best so far: the epoch-0 row (a warm start's) is a candidate
+    best = best_so_far(model.history, key, improves, True)
 
     def curve() -> None:
         rows = [h for h in model.history if "slowdown" in h or "val_slowdown" in h]
@@ -106,7 +129,7 @@ def train(config: ReinforceConfig, out: str | Path, epochs: int, *, resume: bool
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best
             v = stats.get(key)
-            if v is not None and (best is None or v < best):
+            if v is not None and improves(v, best):
                 best = v
                 model.save(out / "best.pt")
             model.save(model_path)
@@ -160,15 +183,18 @@ def shipped_models() -> list[str]:
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
     """Training load -> model file of the models trained for `reward`, from a folder of
     deeprm-load-NN*.pt (or run folders) or the shipped ones."""
-    import torch
+    from hpcsched.agents.checkpoint import OtherKindError, load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}
     candidates = sorted(folder.glob("deeprm-*.pt")) + sorted(folder.glob("*/best.pt"))
     for path in candidates:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
-        if (isinstance(ck, dict) and ck.get("format") == "hpcsched.deeprm/1"
-                and ck["config"].get("reward", "slowdown") == reward):
+        try:  # a damaged file is refused; another learner's model is passed over
+            ck = load_checkpoint(path, fmt=FORMAT)
+        except OtherKindError:
+            continue
+        if ck["config"].get("reward", "slowdown") == reward:
             found.setdefault(float(ck["config"]["load"]), path)
     return found
 

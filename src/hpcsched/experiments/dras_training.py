@@ -12,7 +12,11 @@
   scheduling instances (10). After every `validate_every`-th episode the greedy agent is scored on
   the validation period (its total reward, and its metrics), and the run folder gets model.pt
   (atomic, every episode; `resume` continues from it), best.pt (the best validation by `select`:
-  lowest average wait, or highest reward), log.csv, curve.png and config.json.
+  lowest average wait, or highest reward), log.csv, curve.png and config.json. A resumed run
+  continues with its stored settings (a different one given is refused, threads excepted) and
+  its random states; a DRAS-DQL model.pt also holds the replay memory (its `replay` transitions:
+  tens of MB on RICC), so that a run stopped and resumed writes what one that never stopped does.
+  Another training holding the folder is refused (`experiments.training.run_lock`).
 
 `run_episode` is the one loop every DRAS-family agent (DRAS-PG, DRAS-DQL, Decima-PG) plays, in
 training, validation and test (with `learn=True` at test, the paper's online updates).
@@ -219,11 +223,55 @@ def run_episode(agent, env, jobs: JobTable, *, learn: bool, explore: bool | None
 
 
 # -- checkpoints -----------------------------------------------------------------------------------
-def save(path: Path, agent, config: DrasRunConfig, episode: int, history: list, norm: dict) -> None:
+def save(path: Path, agent, config: DrasRunConfig, episode: int, history: list, norm: dict, *,
+         resumable: bool = False) -> None:
+    """Write a checkpoint; `resumable` adds what only continuing the training needs (the agent's
+    random state, DQL's replay memory), for model.pt."""
     from hpcsched.agents.checkpoint import save_checkpoint
 
-    save_checkpoint(path, {"agent": agent.state(), "config": asdict(config), "episode": episode,
-                           "history": history, "norm": norm}, fmt=FORMAT)
+    state = {"agent": agent.state(), "config": asdict(config), "episode": episode,
+             "history": history, "norm": norm}
+    if resumable:
+        state["training"] = training_state(agent)
+    save_checkpoint(path, state, fmt=FORMAT)
+
+
+_REPLAY = ("obs", "next_obs", "mask", "next_mask", "action", "reward", "done")
+
+
+def training_state(agent) -> dict:
+    """What an agent carries from one episode to the next besides its weights: its random
+    generator's state and, for DRAS-DQL, the replay memory (the filled part)."""
+    import torch
+
+    out: dict = {"rng": agent.rng.bit_generator.state}
+    replay = getattr(agent, "replay", None)
+    if replay is not None:
+        n = replay.size
+        out["replay"] = {"size": n, "at": replay.at,
+                         **{k: torch.from_numpy(getattr(replay, k)[:n].copy()) for k in _REPLAY}}
+    return out
+
+
+def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
+    """Put `training_state`'s values back into a freshly built agent."""
+    if not state:
+        say(f"{path} does not hold the agent's random state (an older run): the resumed run "
+            f"draws differently from one that never stopped")
+        return
+    try:
+        agent.rng.bit_generator.state = state["rng"]
+        replay = getattr(agent, "replay", None)
+        if replay is not None:
+            saved = state["replay"]
+            n = int(saved["size"])
+            for k in _REPLAY:
+                getattr(replay, k)[:n] = saved[k].numpy()
+            replay.size, replay.at = n, int(saved["at"])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        from hpcsched.agents.checkpoint import ModelFileError
+
+        raise ModelFileError(f"{path}: its training state does not fit its agent ({e})") from None
 
 
 def load(path: str | Path) -> dict:
@@ -233,9 +281,24 @@ def load(path: str | Path) -> dict:
 
 
 def load_agent(path: str | Path):
-    """(agent, run config) of a DRAS checkpoint."""
+    """(agent, run config) of a DRAS checkpoint; one whose agent does not fit its own settings is
+    refused in one line."""
+    from hpcsched.agents.checkpoint import config_of
+
     ck = load(path)
-    return agent_from_state(ck["agent"]), DrasRunConfig.from_dict(ck["config"])
+    return checked_agent(path, ck), config_of(path, lambda: DrasRunConfig.from_dict(ck["config"]))
+
+
+def checked_agent(path: str | Path, ck: dict):
+    """The agent of checkpoint `ck` (read from `path`); a config it cannot build or weights that
+    do not fit it are refused in one line (a ValueError naming the file)."""
+    from hpcsched.agents.checkpoint import ModelFileError, one_line
+
+    try:
+        return agent_from_state(ck["agent"])
+    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise ModelFileError(f"{path}: its weights do not match its config "
+                             f"({one_line(e)})") from None
 
 
 class DrasPolicy:
@@ -283,7 +346,8 @@ def export(src: str | Path, dest: str | Path) -> Path:
     agent["slim"] = True
     from hpcsched.agents.checkpoint import save_checkpoint
 
-    return save_checkpoint(dest, dict(ck, agent=agent), fmt=FORMAT)
+    slim = {k: v for k, v in ck.items() if k != "training"}  # no replay memory either
+    return save_checkpoint(dest, dict(slim, agent=agent), fmt=FORMAT)
 
 
 LOG_COLUMNS = ["episode", "phase", "jobs", "mean_reward", "reward", "picks", "updates", "loss",
@@ -301,27 +365,62 @@ def _write_log(path: Path, history: list[dict]) -> None:
     tmp.replace(path)
 
 
-def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
+def effective_settings(config: DrasRunConfig) -> dict:
+    """The run's settings as they act: the agent's overrides resolved into its full config (its
+    defaults depend on the algorithm), one entry per agent setting ("agent.lr", ...)."""
+    from hpcsched.agents.dql import DQLConfig
+    from hpcsched.agents.dras_pg import PGConfig
+
+    d = asdict(config)
+    agent = d.pop("agent")
+    try:
+        agent = asdict((DQLConfig if config.algo == "dql" else PGConfig)(window=config.window,
+                                                                          **agent))
+    except TypeError:  # an unknown override: compared as it is
+        pass
+    d.update({f"agent.{k}": v for k, v in agent.items()})
+    return d
+
+
+def train(config: DrasRunConfig | dict | None, out: str | Path, *, resume: bool = False,
           progress: bool | None = None, log=None) -> list[dict]:
-    """Train (or continue) the run in `out` through the whole curriculum. Returns the history."""
-    if config.select not in ("reward", "wait"):
+    """Train (or continue) the run in `out` through the whole curriculum. Returns the history.
+    With `resume`, `config` may be None (the stored one), a config or a dict of the settings given
+    (its "agent" overrides added to the stored ones); a given setting must repeat the stored value
+    (threads excepted). Another training holding `out` is refused."""
+    from hpcsched.experiments.training import run_lock
+
+    if not resume and not isinstance(config, DrasRunConfig):
+        config = DrasRunConfig(**(config or {}))
+    if not resume and config.select not in ("reward", "wait"):
         raise ValueError(f"select {config.select!r}: choose reward or wait")
+    with run_lock(Path(out), resume=resume):
+        return _train(config, Path(out), resume=resume, progress=progress, log=log)
+
+
+def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> list[dict]:
     import torch
 
+    from hpcsched.agents.checkpoint import config_of, restore_rng_states
+    from hpcsched.experiments.training import best_so_far, resumed_config
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    out = Path(out)
     model_path = out / "model.pt"
     if resume:
         if not model_path.exists():
             raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
         ck = load(model_path)
-        config = DrasRunConfig.from_dict(ck["config"])
-        agent = agent_from_state(ck["agent"])
+        stored = config_of(model_path, lambda: DrasRunConfig.from_dict(ck["config"]))
+        if isinstance(config, dict) and "agent" in config:  # overrides of the stored overrides
+            config = dict(config, agent={**stored.agent, **config["agent"]})
+        config = resumed_config(model_path, stored, config, effective=effective_settings)
+        agent = checked_agent(model_path, ck)
         history, done = ck["history"], ck["episode"]
-        say(f"resumed {model_path} at episode {done} (its own settings)")
+        restore_training_state(model_path, agent, ck.get("training"), say)
+        restore_rng_states(ck.get("rng"))
+        say(f"resumed {model_path} at episode {done}")
     else:
         if model_path.exists():
             raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
@@ -338,11 +437,14 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
         agent = make_agent(config, env.rows_shape[0])
     norm = {"time_scale": env.time_scale, "nodes": env.nodes}
     jobsets = curriculum_jobsets(config, train_jobs, prepared.cluster)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"algorithm": f"dras-{config.algo}",
                                                  **asdict(config)}, indent=1) + "\n")
     key, sign = ("val_reward", 1.0) if config.select == "reward" else ("val_wait", -1.0)
-    best = max((sign * h[key] for h in history if key in h), default=None)
+
+    def improves(v: float, best: float | None) -> bool:
+        return best is None or sign * v > sign * best
+
+    best = best_so_far(history, key, improves, True)  # a resumed run's best so far
     with Progress(len(jobsets) - done, f"training dras-{config.algo}", enabled=progress) as bar:
         for episode in range(done + 1, len(jobsets) + 1):
             phase, jobs = jobsets[episode - 1]
@@ -366,10 +468,10 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
             if validate and config.keep_validated:
                 save(out / "validated" / f"ep{episode:03d}.pt", agent, config, episode, history,
                      norm)
-            if validate and (best is None or sign * row[key] > best):
-                best = sign * row[key]
+            if validate and improves(row[key], best):
+                best = row[key]
                 save(out / "best.pt", agent, config, episode, history, norm)
-            save(model_path, agent, config, episode, history, norm)
+            save(model_path, agent, config, episode, history, norm, resumable=True)
             _write_log(out / "log.csv", history)
             training_curve([dict(h, epoch=h["episode"]) for h in history], out / "curve.png",
                            "mean_reward",
@@ -381,6 +483,8 @@ def train(config: DrasRunConfig, out: str | Path, *, resume: bool = False,
     return history
 
 
-__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "curriculum_jobsets", "export", "first_days", "load",
-           "load_agent", "make_agent", "make_env", "parse_curriculum", "prepared_for",
-           "real_jobsets", "run_episode", "sampled_jobset", "split", "train"]
+__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "checked_agent", "curriculum_jobsets",
+           "effective_settings", "export", "first_days", "load", "load_agent", "make_agent",
+           "make_env", "parse_curriculum", "prepared_for", "real_jobsets",
+           "restore_training_state", "run_episode", "sampled_jobset", "split", "train",
+           "training_state"]

@@ -1,8 +1,9 @@
 """A SchedInspector training run on disk: `hpcsched train inspector` is `train(config, out, epochs)`.
 
 The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose log writer,
-progress bar and curve this reuses): model.pt after every epoch (atomic; `resume=True` continues),
-best.pt (best greedy validation improvement), log.csv, curve.png and config.json.
+progress bar, curve, folder lock and resume rules this reuses): model.pt after every epoch (atomic;
+`resume=True` continues, with the run's stored config and validation options), best.pt (best
+greedy validation improvement), log.csv, curve.png and config.json.
 
 Validation runs the greedy inspector on fixed windows of the training part of the trace (drawn
 with their own seed) and scores the mean relative improvement over the base heuristic on them, in
@@ -13,13 +14,16 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 VALIDATION_SEED = 20_220_627  # the validation windows' draw (HPDC'22), unlike any test draw
+#: `train`'s options that shape a run besides its config, with their defaults (kept with the run,
+#: see `experiments.training.RUN_OPTIONS`)
+RUN_OPTIONS = {"validate_every": 5, "validate_windows": 10, "validate_jobs": 256}
 LOG_METRICS = ["improvement", "bsld", "base_bsld", "wait", "base_wait", "utilization",
                "base_utilization", "rejection_ratio", "inspections", "rejections"]
 
@@ -68,18 +72,32 @@ class InspectorValidation:
                               for s, b in zip(self.starts, self._base_values)]))
 
 
-def train(config, out: str | Path, epochs: int, *, resume: bool = False,
-          validate_every: int = 5, validate_windows: int = 10, validate_jobs: int = 256,
-          plot_every: int = 10, progress: bool | None = None, log=None):
+def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
+          progress: bool | None = None, log=None, **options):
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
-    in all; returns the model. `validate_every=0` turns validation (and best.pt) off."""
+    in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
+    validation and best.pt off), kept with the run. With `resume`, `config` and the options may be
+    left out, and a given one must repeat the stored value (`training.resumed_config`)."""
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.experiments.training import check_options, run_lock
+
+    check_options(options, RUN_OPTIONS)
+    if not resume and not is_dataclass(config):
+        config = InspectorConfig(**(config or {}))
+    with run_lock(Path(out), resume=resume):
+        return _train(config, Path(out), epochs, resume=resume, plot_every=plot_every,
+                      progress=progress, log=log, options=options)
+
+
+def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
+           progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import InspectorPPO
-    from hpcsched.experiments.training import _write_log, open_run
+    from hpcsched.experiments.training import (_write_log, best_so_far, open_run,
+                                               resumed_options)
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    out = Path(out)
     model_path = out / "model.pt"
 
     def create() -> InspectorPPO:
@@ -92,14 +110,24 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
 
     model = open_run(out, config, resume=resume, load=InspectorPPO.load, create=create, say=say)
     config = model.config
-    out.mkdir(parents=True, exist_ok=True)
+    opts = resumed_options(model_path, model.run_options if resume else None, options,
+                           RUN_OPTIONS, say)
+    model.run_options = opts
+    if resume:
+        say(f"resumed {model_path} at epoch {model.epoch}")
+    validate_every = opts["validate_every"]
     (out / "config.json").write_text(json.dumps(
-        {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config)}, indent=1) + "\n")
+        {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config),
+         "run_options": opts}, indent=1) + "\n")
 
-    validation = (InspectorValidation(config, validate_windows, validate_jobs)
-                  if validate_every and validate_windows else None)
-    best = max((h["val_improvement"] for h in model.history if "val_improvement" in h),
-               default=None)
+    validation = (InspectorValidation(config, opts["validate_windows"], opts["validate_jobs"])
+                  if validate_every and opts["validate_windows"] else None)
+    # a resumed run keeps its best so far, as the run that never stopped has it: the untrained
+    # inspector's epoch-0 score is no candidate
+    def improves(v: float, best: float | None) -> bool:
+        return best is None or v > best
+
+    best = best_so_far(model.history, "val_improvement", improves, False)
     todo = max(0, epochs - model.epoch)
     if validation is not None and model.epoch == 0 and todo:
         start = validation.score(model)
@@ -123,7 +151,7 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
                 v = validation.score(model)
                 stats["val_improvement"] = v
                 note += f" val {100 * v:.1f}%"
-                if best is None or v > best:
+                if improves(v, best):
                     best = v
                     model.save(out / "best.pt")
             model.save(model_path)
@@ -142,4 +170,4 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     return model
 
 
-__all__ = ["InspectorValidation", "VALIDATION_SEED", "train"]
+__all__ = ["InspectorValidation", "RUN_OPTIONS", "VALIDATION_SEED", "train"]

@@ -9,22 +9,31 @@ The run's folder holds
     curve.png    the training curve (redrawn every few epochs and at the end)
     config.json  the run's settings, readable without torch
     tb/          TensorBoard events, when the tensorboard package is installed
+    .lock        held (flock) by the training writing the folder: a second one is refused
 
 Validation (every `validate_every` epochs) runs the greedy policy on fixed windows drawn from the
 training range with their own seed, so that `best.pt` is chosen on the same windows each time, and
 clear of the test windows' jobs; the training metric itself is measured with sampled actions on
 ever-changing windows and is noisy.
+
+A run folder remembers every setting that shapes the run: its config and `train`'s run options
+(`RUN_OPTIONS`: validation) are in model.pt and config.json. `resume=True` continues with them;
+a setting given again must repeat the stored value (a different one is refused, naming it), except
+those that do not change the run (`NOT_SHAPING`: threads). A run stopped at any point and resumed
+(once or many times) writes the same model.pt, log.csv and best.pt as one that never stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -34,6 +43,15 @@ LOG_LAST = ["loss_pi", "loss_v", "kl", "entropy", "clip_fraction", "pi_iters", "
             "filtered", "rollout_s", "update_s", "epoch_s"]
 
 VALIDATION_SEED = 20_201_115  # the validation windows' draw, different from any test draw
+
+#: the options of `train` that shape a run besides its config, with their defaults; they are kept
+#: with the run (model.pt's "run_options", config.json) and a resumed run takes them from there.
+#: A new validation option is added by listing it here (and passing it on to `Validation`).
+RUN_OPTIONS: dict[str, Any] = {"validate_every": 5, "validate_windows": 20, "validate_jobs": 256,
+                               "validate_avoid": "paper"}
+
+#: config settings that do not change what a run computes or writes: a resumed run may change them
+NOT_SHAPING = ("threads", "parallel_update")
 
 
 def _metric_key(metric: str) -> str:
@@ -124,10 +142,122 @@ def _write_log(path: Path, history: list[dict[str, Any]], metric_keys: list[str]
     tmp.replace(path)
 
 
-def open_run(out: Path, config, *, resume: bool, load, create, say):
-    """The model of the run folder `out`: with `resume`, the one in its model.pt (its own settings
-    win over `config`; the differences are told through `say`), else `create()`, refusing to
-    overwrite an existing run. `load(path)` reads a checkpoint; the model has `.config`, `.epoch`."""
+class RunInUseError(OSError):
+    """The run folder is held by another training."""
+
+
+@contextlib.contextmanager
+def run_lock(out: Path, *, resume: bool = False) -> Iterator[None]:
+    """Hold the run folder `out` (created if need be) for the duration: an exclusive advisory lock
+    (`fcntl.flock`) on `out/.lock`, whose holder's pid the file names. A second training of the same
+    folder is refused at once (`RunInUseError`); the lock goes with the process however it ends
+    (even killed), so a stopped run leaves no stale lock. With `resume`, a folder without model.pt
+    is refused before anything is created."""
+    out = Path(out)
+    if resume and not (out / "model.pt").exists():
+        raise FileNotFoundError(f"--resume: no checkpoint at {out / 'model.pt'}")
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: no guard
+        fcntl = None
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = out / ".lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise RunInUseError(f"{out} is in use by another training (pid {holder}): wait "
+                                    f"for it to end, or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        except BaseException:
+            if created and [f.name for f in out.iterdir()] == [lock.name]:
+                with contextlib.suppress(OSError):  # a run that failed to start leaves nothing
+                    lock.unlink()
+                    out.rmdir()
+            raise
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _settings(config) -> dict[str, Any]:
+    return asdict(config) if is_dataclass(config) else dict(config)
+
+
+def resumed_config(path: Path, stored, given, *,
+                   effective: Callable[[Any], dict[str, Any]] | None = None):
+    """The config a resumed run continues with: `stored` (the checkpoint's), with the settings of
+    `given` that do not shape the run (`NOT_SHAPING`) taken from it. `given`: None, a config (every
+    setting counts as given) or a dict of the settings given (the command line's). A given setting
+    that would change the run is refused in one line naming it, its stored and its given value.
+    `effective(config)`: the settings compared (default: the config's fields), for configs whose
+    fields hold defaults resolved elsewhere."""
+    if given is None:
+        return stored
+    settings = _settings(given)
+    kind = type(stored)
+    try:
+        merged = kind(**{**asdict(stored), **settings})  # normalised as the stored one was
+    except TypeError as e:
+        raise ValueError(f"--resume {path}: {e}") from None
+    compare = effective or asdict
+    before, after = compare(stored), compare(merged)
+    changed = [k for k in before if k not in NOT_SHAPING and before[k] != after.get(k)]
+    changed += [k for k in after if k not in before and k not in NOT_SHAPING]
+    if changed:
+        raise ValueError(refusal(path, {k: (before.get(k), after.get(k)) for k in changed}))
+    return merged
+
+
+def refusal(path: Path, changed: dict[str, tuple[Any, Any]]) -> str:
+    """The one-line refusal of a resume that would change settings {name: (stored, given)}."""
+    listed = "; ".join(f"{k}={a!r}, not {b!r}" for k, (a, b) in changed.items())
+    return (f"--resume: {path} was trained with {listed} (leave "
+            f"{'that option' if len(changed) == 1 else 'those options'} out to continue it as it "
+            f"was, or start a new run in another --out)")
+
+
+def check_options(given: dict[str, Any], defaults: dict[str, Any]) -> None:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(unknown)}")
+
+
+def resumed_options(path: Path, stored: dict[str, Any] | None, given: dict[str, Any],
+                    defaults: dict[str, Any], say) -> dict[str, Any]:
+    """A run's options (see `RUN_OPTIONS`): for a new run (`stored` None) the given ones over the
+    defaults; for a resumed one the stored ones, a different given value refused in one line. A
+    run written before its options were kept has none stored: the given ones and the defaults
+    then, said through `say`."""
+    check_options(given, defaults)
+    given = {k: v for k, v in given.items() if v is not None}
+    if stored is None:
+        return {**defaults, **given}
+    if not stored:
+        options = {**defaults, **given}
+        say(f"{path} does not record its validation options (an older run): using "
+            + ", ".join(f"{k}={v!r}" for k, v in options.items()))
+        return options
+    options = {**defaults, **stored}
+    changed = {k: (options[k], v) for k, v in given.items() if v != options[k]}
+    if changed:
+        raise ValueError(refusal(path, changed))
+    return options
+
+
+def open_run(out: Path, config, *, resume: bool, load, create, say,
+             effective: Callable[[Any], dict[str, Any]] | None = None):
+    """The model of the run folder `out`: with `resume`, the one in its model.pt, its stored
+    config checked against `config` (`resumed_config`: None, a config or a dict of the settings
+    given), else `create()`, refusing to overwrite an existing run. `load(path)` reads a
+    checkpoint; the model has `.config`, `.epoch`. (`say` is for the caller to tell that it
+    resumed, once every check has passed.)"""
     model_path = out / "model.pt"
     if not resume:
         if model_path.exists():
@@ -137,49 +267,80 @@ def open_run(out: Path, config, *, resume: bool, load, create, say):
     if not model_path.exists():
         raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
     model = load(model_path)
-    if asdict(model.config) != asdict(config):
-        changed = sorted(k for k, v in asdict(config).items()
-                         if asdict(model.config).get(k) != v)
-        say(f"resuming {model_path} with its own settings (ignoring: {', '.join(changed)})")
-    say(f"resumed {model_path} at epoch {model.epoch}")
+    model.config = resumed_config(model_path, model.config, config, effective=effective)
     return model
 
 
-def train(config, out: str | Path, epochs: int, *, resume: bool = False,
-          validate_every: int = 5, validate_windows: int = 20, validate_jobs: int = 256,
-          validate_avoid: str = "paper", plot_every: int = 10, progress: bool | None = None, log=None):
+def best_so_far(history: list[dict[str, Any]], key: str, better: Callable[[float, Any], bool],
+                start_counts: bool):
+    """The best validation score of a resumed run, as the run that never stopped has it: the
+    scores `history[i][key]` in order, the epoch-0 score (before any training) only when
+    `start_counts` (a warm-started run's starting policy is a candidate for best.pt; a random
+    one is not)."""
+    best = None
+    for h in history:
+        v = h.get(key)
+        if v is None or (h.get("epoch") == 0 and not start_counts):
+            continue
+        if better(v, best):
+            best = v
+    return best
+
+
+def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
+          progress: bool | None = None, log=None, **options):
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
-    all. Returns the PPO model. `validate_every=0` turns validation (and best.pt) off. `log(text)`
-    receives a line per event worth telling (default: stderr)."""
+    all. Returns the PPO model. `log(text)` receives a line per event worth telling (default:
+    stderr).
+
+    `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
+    validation and best.pt off; `validate_windows` windows of `validate_jobs` jobs, clear of the
+    test windows' jobs with `validate_avoid="paper"`), kept with the
+    run. With `resume`, `config` may be None (the stored one), a config or a dict of the settings
+    given, and the options may be left out (the stored ones); a given value that differs from the
+    stored one is refused (`resumed_config`). Another training holding `out` is refused."""
+    from hpcsched.agents.ppo import PPOConfig
+
+    check_options(options, RUN_OPTIONS)
+    if not resume and not is_dataclass(config):
+        config = PPOConfig(**(config or {}))
+    with run_lock(Path(out), resume=resume):
+        return _train(config, Path(out), epochs, resume=resume, plot_every=plot_every,
+                      progress=progress, log=log, options=options)
+
+
+def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
+           progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    out = Path(out)
     model_path = out / "model.pt"
     model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config), say=say)
     config = model.config
-    out.mkdir(parents=True, exist_ok=True)
+    opts = resumed_options(model_path, model.run_options if resume else None, options,
+                           RUN_OPTIONS, say)
+    model.run_options = opts
+    if resume:
+        say(f"resumed {model_path} at epoch {model.epoch}")
+    validate_every = opts["validate_every"]
     (out / "config.json").write_text(json.dumps(
-        {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config),
-         "validation": {"every": validate_every, "windows": validate_windows, "jobs": validate_jobs,
-                        "avoid": validate_avoid}}, indent=1) + "\n")
+        {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config), "run_options": opts},
+        indent=1) + "\n")
 
     metric = config.metric
     key = _metric_key(metric)
-    validation = (Validation(config, validate_windows, validate_jobs, validate_avoid)
-                  if validate_every and validate_windows else None)
-    best = None
-    for h in model.history:  # a resumed run keeps its best so far
-        v = h.get(f"val_{key}")
-        if v is not None and better(metric, v, best):
-            best = v
+    validation = (Validation(config, opts["validate_windows"], opts["validate_jobs"],
+                             opts["validate_avoid"])
+                  if validate_every and opts["validate_windows"] else None)
+    warm = config.init != "none"
+    # a resumed run keeps its best so far, as the run that never stopped has it
+    best = best_so_far(model.history, f"val_{key}", lambda a, b: better(metric, a, b), warm)
     metric_keys = [k for k in METRIC_KEYS if k not in ("first_job_id", "last_job_id")]
     tb = _TensorBoard(out / "tb")
     todo = max(0, epochs - model.epoch)
-    warm = config.init != "none"
     if warm and model.epoch == 0 and todo:
         stats = model.warm_start()
         if "from_epoch" in stats:
@@ -233,4 +394,5 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False,
     return model
 
 
-__all__ = ["Validation", "better", "train"]
+__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better",
+           "open_run", "resumed_config", "resumed_options", "run_lock", "train"]
