@@ -23,7 +23,7 @@ EXPERIMENT_CAPTIONS = {
         "largest per-user mean bsld on HPC2N (paper Table VIII), 10 x 1024-job windows, "
         "rlscheduler profile; RL = the model trained for fairness",
     "rlscheduler-seeds":
-        "every shipped RLScheduler recipe over training seeds 0, 1, 2: each seed's best.pt "
+        "Table V's and VIII's RLScheduler recipes over training seeds 0, 1, 2: each seed's best.pt "
         "(chosen on validation windows that share no job with these) on the paper's 10 x 1024-job "
         "windows, rlscheduler profile; bsld (fairness: largest per-user mean bsld); mean, sample "
         "sd, how many seeds beat the best heuristic, and the seed shipped",
@@ -102,8 +102,9 @@ def register(train, experiment, fmt) -> None:
         p = experiment.add_parser(name, parents=[fmt], help=caption.split(";")[0],
                                   description=caption, epilog=EPILOG_EXPERIMENT,
                                   formatter_class=RAW)
-        p.add_argument("--models", help="take the trained models from this folder (NAME.pt or "
-                                        "NAME/best.pt) instead of the shipped ones")
+        p.add_argument("--models", help="take the trained models from this folder instead of "
+                                        "the shipped ones (NAME.pt or NAME/best.pt; for "
+                                        "rlscheduler-seeds NAME-sK.pt or NAME-sK/best.pt)")
         if name == "rlscheduler-table5":
             p.add_argument("--heuristics-only", action="store_true",
                            help="leave the trained models out")
