@@ -17,8 +17,8 @@ import torch
 from hpcsched.agents.checkpoint import load_checkpoint
 from hpcsched.experiments.policyspec import PRETRAINED
 
-#: the cheapest shipped recipe (HPC2N with backfilling: short queues, 3-4 s epochs)
-NAME = "hpc2n-bsld-backfill"
+#: the cheapest shipped recipe (HPC2N: short queues, 3-4 s epochs; its best.pt is at epoch 4)
+NAME = "hpc2n-bsld"
 
 
 def _command(name: str) -> list[str]:
