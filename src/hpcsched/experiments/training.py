@@ -295,10 +295,10 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
 
     `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
     validation and best.pt off; `validate_windows` windows of `validate_jobs` jobs, clear of the
-    test windows' jobs with `validate_avoid="paper"`), kept with the
-    run. With `resume`, `config` may be None (the stored one), a config or a dict of the settings
-    given, and the options may be left out (the stored ones); a given value that differs from the
-    stored one is refused (`resumed_config`). Another training holding `out` is refused."""
+    test windows' jobs with `validate_avoid="paper"`), kept with the run. With `resume`, `config`
+    may be None (the stored one), a config or a dict of the settings given, and the options may be
+    left out (the stored ones); a given value that differs from the stored one is refused
+    (`resumed_config`). Another training holding `out` is refused."""
     from hpcsched.agents.ppo import PPOConfig
 
     check_options(options, RUN_OPTIONS)
