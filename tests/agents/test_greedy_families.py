@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from hpcsched.agents.greedy import Float64Copy, decision_scores, torch_float64
+from hpcsched.agents.inspector import InspectedPolicy, InspectorPolicyNet, load_inspector
 from hpcsched.experiments.policyspec import PRETRAINED
 
 
@@ -28,7 +29,6 @@ def _noise(eps: float, seed: int):
 
 
 # == SchedInspector =================================================================================
-from hpcsched.agents.inspector import InspectedPolicy, InspectorPolicyNet, load_inspector  # noqa: E402
 
 
 class _NoisyInspector(InspectedPolicy):
@@ -144,6 +144,20 @@ def test_the_inspector_trainers_greedy_predict_follows_the_rule():
     with torch.no_grad():
         out.bias.copy_(torch.tensor([0.5, 0.5 + 1e-6]))  # reject ahead by more than float32 rounds
     assert model.predict(obs, mask).tolist() == [1, 1, 1, 0]
+    # near-ties: reject's weights one float32 step above accept's; the trainer's greedy actions are
+    # the evaluation policy's, where float32 arithmetic decides otherwise on some observations
+    with torch.no_grad():
+        out.weight.copy_(torch.from_numpy(np.random.default_rng(2).normal(0, 1, (2, 8)).astype(np.float32)))
+        out.weight[1] = torch.from_numpy(np.nextafter(out.weight[0].numpy(), np.float32(np.inf)))
+        out.bias.fill_(0.1)
+    obs = np.random.default_rng(1).normal(0.0, 3.0, (2000, 7)).astype(np.float32)
+    mask = np.ones((2000, 2), dtype=bool)
+    policy = InspectedPolicy(model.policy, None, {})
+    want = np.array([policy.act(o, m) for o, m in zip(obs, mask)])
+    np.testing.assert_array_equal(model.predict(obs, mask), want)
+    with torch.no_grad():
+        in_float32 = model.policy(torch.from_numpy(obs)).argmax(-1).numpy()
+    assert np.sum(in_float32 != want) > 0
 
 
 # == DRAS ===========================================================================================
@@ -181,7 +195,8 @@ def dras_setups():
     from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_env,
                                                     prepared_for, split)
 
-    torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the experiment runs them
     prepared, out = {}, {}
     for name, trace, reward, jobs in DRAS_CASES:
         agent, rc = load_agent(PRETRAINED / f"{name}.pt")
@@ -191,7 +206,8 @@ def dras_setups():
         test = split(prepared[trace], config.train_days, config.validate_days,
                      config.test_days)[2]
         out[name] = (agent, make_env(config, prepared[trace]), test.window(0, jobs))
-    return out
+    yield out
+    torch.set_num_threads(threads)
 
 
 def _dras_picks(agent, env, jobs, scores=None):
