@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hpcsched.agents.dras_nets import QNet, scaled_sizes
+from hpcsched.agents.greedy import Float64Copy, greedy
 
 
 @dataclass
@@ -88,11 +89,23 @@ class DrasDQL:
         self.replay = Replay(config.replay, (rows, 2), config.window)
         self.epsilon = 1.0
         self.updates = 0
+        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
+
+    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The masked Q-values of one observation in float64: what a greedy pick compares."""
+        with torch.no_grad():
+            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
+            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
 
     def act(self, obs: np.ndarray, mask: np.ndarray, explore: bool) -> int:
+        """Epsilon-greedy while exploring (training: its exploiting picks compare the network's
+        float32 Q-values, as they always did), else the greedy rule of `hpcsched.agents.greedy`
+        (float64 Q-values rounded to float32; the first slot, the oldest job, on a tie)."""
         valid = np.flatnonzero(mask)
         if explore and self.rng.random() < self.epsilon:
             return int(self.rng.choice(valid))
+        if not explore:
+            return greedy(self.greedy_scores(obs, mask), mask)
         with torch.no_grad():
             q = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
         return int(np.argmax(q))

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from hpcsched.agents.dras_nets import PolicyNet, QNet, scaled_sizes
+from hpcsched.agents.greedy import Float64Copy, greedy
 
 
 @dataclass
@@ -73,14 +74,23 @@ class DrasPG:
         self.updates = 0
         self.dropped = 0
         self._memory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
+        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
     # -- acting ----------------------------------------------------------------------------------------
+    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The masked logits of one observation in float64: what a greedy pick compares."""
+        with torch.no_grad():
+            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
+            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
+
     def act(self, obs: np.ndarray, mask: np.ndarray, explore: bool) -> int:
-        """A sample from the masked softmax (`explore`), else the most probable valid slot."""
+        """A sample from the masked softmax (`explore`; the network's float32, as in training),
+        else the most probable valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
+        logits rounded to float32; the first slot, the oldest job, on a tie)."""
+        if not explore:
+            return greedy(self.greedy_scores(obs, mask), mask)
         with torch.no_grad():
             logits = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
-        if not explore:
-            return int(np.argmax(logits))
         p = np.exp(logits - logits.max())
         p /= p.sum()
         return int(self.rng.choice(p.size, p=p))

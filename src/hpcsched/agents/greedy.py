@@ -71,5 +71,25 @@ def torch_float64(net):
     return copy.deepcopy(net).double().eval()
 
 
-__all__ = ["DECISION_DTYPE", "decision_scores", "greedy", "greedy_batch", "linear_weights64",
-           "torch_float64"]
+class Float64Copy:
+    """`torch_float64(net)`, kept between calls and made again when `net`'s parameters have changed
+    since (torch counts every in-place change of a tensor: an optimiser step, `load_state_dict`),
+    so that an agent that trains between two greedy validations never scores with stale weights.
+
+        self._net64 = Float64Copy()
+        scores = self._net64(self.net)(obs64)
+    """
+
+    def __init__(self) -> None:
+        self._key = None
+        self._net = None
+
+    def __call__(self, net):
+        key = (id(net), tuple((id(p), p._version) for p in net.parameters()))
+        if key != self._key:
+            self._net, self._key = torch_float64(net), key
+        return self._net
+
+
+__all__ = ["DECISION_DTYPE", "Float64Copy", "decision_scores", "greedy", "greedy_batch",
+           "linear_weights64", "torch_float64"]

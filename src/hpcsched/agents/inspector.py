@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from hpcsched.agents import rollout
+from hpcsched.agents.greedy import greedy, greedy_batch, linear_weights64
 from hpcsched.agents.nets import apply_mask, mlp
 from hpcsched.agents.ppo import (advantages_and_returns, derived_seed, epoch_stats,
                                  run_epochs)
@@ -175,12 +176,14 @@ class InspectorPPO:
         return self._env
 
     def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        """Actions for observations (B, F) with masks (B, 2); greedy unless told otherwise."""
+        """Actions for observations (B, F) with masks (B, 2); greedy (the rule of
+        `hpcsched.agents.greedy`, float64 scores) unless told otherwise."""
+        if deterministic:
+            return greedy_batch(mlp_logits64(linear_weights64(self.policy),
+                                             np.asarray(obs, dtype=np.float64)), mask)
         with torch.no_grad():
             logits = self.policy(torch.as_tensor(obs, dtype=torch.float32),
                                  torch.as_tensor(mask, dtype=torch.bool))
-            if deterministic:
-                return logits.argmax(-1).numpy()
             return torch.multinomial(torch.softmax(logits, -1), 1).squeeze(1).numpy()
 
     def _act_fn(self, generator: torch.Generator) -> rollout.ActFn:
@@ -359,26 +362,23 @@ class InspectedPolicy:
         self.inspection: Inspection | None = None
         self._weights = None
         if net is not None:  # plain numpy: far cheaper than a torch call for one decision
-            self._weights = [(m.weight.detach().numpy().astype(np.float64),
-                              m.bias.detach().numpy().astype(np.float64))
-                             for m in net.modules() if isinstance(m, nn.Linear)]
+            self._weights = linear_weights64(net)
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        x = obs.astype(np.float64)
-        for i, (w, b) in enumerate(self._weights):
-            x = x @ w.T + b
-            if i < len(self._weights) - 1:
-                x = np.maximum(x, 0.0)
-        return x
+        """The network's two logits (accept, reject) of one observation, in float64."""
+        return mlp_logits64(self._weights, np.asarray(obs, dtype=np.float64))
 
     def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
-        """The inspector's action (0 accept, 1 reject) on an observation."""
+        """The inspector's action (0 accept, 1 reject) on an observation: by the greedy rule of
+        `hpcsched.agents.greedy` (float64 logits rounded to float32; on a tie, accept), or with
+        `sample` a draw from the softmax of the float64 logits."""
         if self._decide is not None:
             return int(self._decide(obs, mask))
-        logits = np.where(mask, self.logits(obs), -np.inf)
-        if self.sample:  # Gumbel-max: a draw from softmax(logits)
-            logits = logits + self.rng.gumbel(size=2)
-        return int(np.argmax(logits))
+        logits = self.logits(obs)
+        if not self.sample:
+            return greedy(logits, mask)
+        # Gumbel-max: a draw from softmax(logits)
+        return int(np.argmax(np.where(mask, logits, -np.inf) + self.rng.gumbel(size=2)))
 
     # -- the Policy protocol: the engine ranks the queue by the base's priority, the inspector
     # accepts the top job (Pick) or lets time pass (Wait) --------------------------------------------
@@ -397,6 +397,16 @@ class InspectedPolicy:
 
     def summary(self) -> dict[str, float]:
         return self.inspection.summary()
+
+
+def mlp_logits64(weights: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """The inspector MLP's forward pass in float64: `weights` as `linear_weights64` gives them
+    (W^T, b per layer), ReLU between layers; `x` one observation (F,) or a batch (B, F)."""
+    for i, (wt, b) in enumerate(weights):
+        x = x @ wt + b
+        if i < len(weights) - 1:
+            x = np.maximum(x, 0.0)
+    return x
 
 
 def reject_unfit(obs: np.ndarray, mask: np.ndarray) -> int:

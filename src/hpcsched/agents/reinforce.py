@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from hpcsched.agents.greedy import greedy_batch, linear_weights64
 from hpcsched.cluster.grid import ResourceGrid
 from hpcsched.sim.discrete_batch import DiscreteBatch
 from hpcsched.workload.deeprm import TRAIN_SEED, GridJobs, generate, rate_for_load
@@ -92,25 +93,34 @@ def count_parameters(net: nn.Module) -> int:
 
 
 class NumpyPolicy:
-    """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch)."""
+    """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch).
 
-    def __init__(self, net: nn.Sequential) -> None:
+    `dtype`: float32 (the network's own, what training's sampled rollouts use) or float64, the
+    arithmetic of greedy decisions (`hpcsched.agents.greedy`): the weights are widened exactly and
+    the images (0/1 cells) cast to it."""
+
+    def __init__(self, net: nn.Sequential, dtype=np.float32) -> None:
+        self.dtype = np.dtype(dtype)
+        if self.dtype == np.float64:
+            (self.w1, self.b1), (self.w2, self.b2) = linear_weights64(net)
+            return
         self.w1 = net[0].weight.detach().numpy().T.copy()
         self.b1 = net[0].bias.detach().numpy().copy()
         self.w2 = net[2].weight.detach().numpy().T.copy()
         self.b2 = net[2].bias.detach().numpy().copy()
 
     def logits(self, images: np.ndarray) -> np.ndarray:
+        images = np.asarray(images, dtype=self.dtype)
         h = np.maximum(images @ self.w1 + self.b1, 0)
         return h @ self.w2 + self.b2
 
 
 def _choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator | None,
             greedy: bool) -> np.ndarray:
+    if greedy:  # the greedy rule: float64 logits, rounded to float32, the first maximum
+        return greedy_batch(logits, mask)
     if mask is not None:
         logits = np.where(mask, logits, -np.inf)
-    if greedy:
-        return np.argmax(logits, axis=1)
     z = logits - logits.max(axis=1, keepdims=True)
     p = np.exp(z)
     p /= p.sum(axis=1, keepdims=True)
@@ -302,7 +312,8 @@ class DeepRM:
     def evaluate(self, jobs: GridJobs, *, greedy: bool = True, seed: int = 0) -> DiscreteBatch:
         """Run the current policy on `jobs` (greedy by default) and return the finished batch."""
         c = self.config
-        ro = rollout(NumpyPolicy(self.net), c.batch(), jobs, mask_invalid=c.mask_invalid,
+        forward = NumpyPolicy(self.net, np.float64 if greedy else np.float32)
+        ro = rollout(forward, c.batch(), jobs, mask_invalid=c.mask_invalid,
                      rng=np.random.default_rng(seed), greedy=greedy,
                      max_decisions=c.max_decisions * 4, record=False)
         return ro.batch
@@ -367,13 +378,16 @@ class DeepRM:
 
 
 class GridNetPolicy:
-    """A trained DeepRM network as a deeprm-profile policy: greedy by default. `act(batch)` gives
+    """A trained DeepRM network as a deeprm-profile policy: greedy by default (the rule of
+    `hpcsched.agents.greedy`: float64 logits rounded to float32, the lowest action index on a
+    tie, void last), or sampling with `sample`. `act(batch)` gives
     one action index per environment of a batch; `decide(view)` the same choice as a decision on
     one engine (`hpcsched.policies.deeprm.decide_on_grid`)."""
 
     def __init__(self, net: nn.Sequential, config: ReinforceConfig, *, sample: bool = False,
                  seed: int = 0, name: str = "deeprm") -> None:
-        self.forward = NumpyPolicy(net)
+        # greedy decisions in float64 (`hpcsched.agents.greedy`), samples as training draws them
+        self.forward = NumpyPolicy(net, np.float32 if sample else np.float64)
         self.config = config
         self.sample = sample
         self.rng = np.random.default_rng(seed)
