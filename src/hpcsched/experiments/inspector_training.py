@@ -12,9 +12,7 @@ the paper's form ((base - inspected) / base; higher is better).
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +77,16 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
     validation and best.pt off), kept with the run. With `resume`, `config` and the options may be
     left out, and a given one must repeat the stored value (`training.resumed_config`)."""
     from hpcsched.agents.inspector import InspectorConfig
-    from hpcsched.experiments.training import check_options, run_lock
+    from hpcsched.experiments.training import locked_run
 
-    check_options(options, RUN_OPTIONS)
-    if not resume and not is_dataclass(config):
-        config = InspectorConfig(**(config or {}))
-    with run_lock(Path(out), resume=resume):
-        return _train(config, Path(out), epochs, resume=resume, plot_every=plot_every,
-                      progress=progress, log=log, options=options)
+    return locked_run(_train, InspectorConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
+                      plot_every=plot_every, progress=progress, log=log, options=options)
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import InspectorPPO
-    from hpcsched.experiments.training import (_write_log, best_so_far, open_run,
-                                               resumed_options)
+    from hpcsched.experiments.training import _write_log, best_so_far, open_with_options
     from hpcsched.report.plots import training_curve
     from hpcsched.report.progress import Progress
 
@@ -108,17 +101,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
         return model
 
-    model = open_run(out, config, resume=resume, load=InspectorPPO.load, create=create, say=say)
+    model, opts = open_with_options(out, config, resume=resume, load=InspectorPPO.load,
+                                    create=create, say=say, options=options,
+                                    run_options=RUN_OPTIONS, algorithm="schedinspector-ppo",
+                                    epochs=epochs)
     config = model.config
-    opts = resumed_options(model_path, model.run_options if resume else None, options,
-                           RUN_OPTIONS, say)
-    model.run_options = opts
-    if resume:
-        say(f"resumed {model_path} at epoch {model.epoch}")
     validate_every = opts["validate_every"]
-    (out / "config.json").write_text(json.dumps(
-        {"algorithm": "schedinspector-ppo", "epochs": epochs, **asdict(config),
-         "run_options": opts}, indent=1) + "\n")
 
     validation = (InspectorValidation(config, opts["validate_windows"], opts["validate_jobs"])
                   if validate_every and opts["validate_windows"] else None)

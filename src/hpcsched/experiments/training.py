@@ -301,12 +301,38 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
     (`resumed_config`). Another training holding `out` is refused."""
     from hpcsched.agents.ppo import PPOConfig
 
-    check_options(options, RUN_OPTIONS)
+    return locked_run(_train, PPOConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
+                      plot_every=plot_every, progress=progress, log=log, options=options)
+
+
+def open_with_options(out: Path, config, *, resume: bool, load, create, say,
+                      options: dict[str, Any], run_options: dict[str, Any], algorithm: str,
+                      epochs: int):
+    """`open_run`, then the run's options (`resumed_options`: the stored ones on resume) kept on
+    the model, and config.json written. Returns (model, options)."""
+    model_path = out / "model.pt"
+    model = open_run(out, config, resume=resume, load=load, create=create, say=say)
+    opts = resumed_options(model_path, model.run_options if resume else None, options,
+                           run_options, say)
+    model.run_options = opts
+    if resume:
+        say(f"resumed {model_path} at epoch {model.epoch}")
+    (out / "config.json").write_text(json.dumps(
+        {"algorithm": algorithm, "epochs": epochs, **asdict(model.config), "run_options": opts},
+        indent=1) + "\n")
+    return model, opts
+
+
+def locked_run(body: Callable, config_class, run_options: dict[str, Any], config,
+               out: str | Path, epochs: int, *, resume: bool, options: dict[str, Any], **kw):
+    """A trainer's common start: check the run options against `run_options`, build a new run's
+    config (a dict of settings becomes `config_class`), then run `body(config, out, epochs,
+    resume=, options=, **kw)` holding the folder's lock (`run_lock`)."""
+    check_options(options, run_options)
     if not resume and not is_dataclass(config):
-        config = PPOConfig(**(config or {}))
+        config = config_class(**(config or {}))
     with run_lock(Path(out), resume=resume):
-        return _train(config, Path(out), epochs, resume=resume, plot_every=plot_every,
-                      progress=progress, log=log, options=options)
+        return body(config, Path(out), epochs, resume=resume, options=options, **kw)
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
@@ -318,17 +344,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
-    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config), say=say)
+    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
+                                    create=lambda: PPO(config), say=say, options=options,
+                                    run_options=RUN_OPTIONS, algorithm="rlscheduler-ppo",
+                                    epochs=epochs)
     config = model.config
-    opts = resumed_options(model_path, model.run_options if resume else None, options,
-                           RUN_OPTIONS, say)
-    model.run_options = opts
-    if resume:
-        say(f"resumed {model_path} at epoch {model.epoch}")
     validate_every = opts["validate_every"]
-    (out / "config.json").write_text(json.dumps(
-        {"algorithm": "rlscheduler-ppo", "epochs": epochs, **asdict(config), "run_options": opts},
-        indent=1) + "\n")
 
     metric = config.metric
     key = _metric_key(metric)
@@ -394,5 +415,5 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     return model
 
 
-__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better",
+__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better", "locked_run", "open_with_options",
            "open_run", "resumed_config", "resumed_options", "run_lock", "train"]
