@@ -187,23 +187,8 @@ def conservative_starts(engine, order: list[int]) -> list[tuple[int, np.ndarray]
         frees[-1][res.alloc[r]] += res.used_per_node(r, res.alloc[r])
     out = []
     for c in order:
-        want, demand, dur = res.count[c], res.demand[c], req[c]
+        i, j, end, nodes = node_segment(res, times, frees, res.count[c], res.demand[c], req[c])
         k = len(times)
-        for i in range(k):
-            if np.count_nonzero(fitting_nodes(res.cluster, frees[i], demand)) < want:
-                continue
-            end = times[i] + dur
-            j = i + 1
-            while j < k and times[j] < end:
-                j += 1
-            window = np.minimum.reduce(frees[i:j]) if j - i > 1 else frees[i]
-            mask = fitting_nodes(res.cluster, window, demand)
-            if np.count_nonzero(mask) < want:
-                continue
-            nodes = res.allocator.allocate(res.cluster, window, demand, want, fits=mask)
-            break
-        else:  # never reached: the last segment has every running job's resources back
-            raise AssertionError("a job that can never fit reached conservative backfilling")
         if times[i] == now:
             out.append((c, nodes))
         # take the job's share from segment i up to `end`, splitting the segment `end` falls in
@@ -214,6 +199,28 @@ def conservative_starts(engine, order: list[int]) -> list[tuple[int, np.ndarray]
         for m in range(i, j):
             frees[m][nodes] -= used
     return out
+
+
+def node_segment(res, times: list, frees: list, want: int, demand, dur: float):
+    """Per-node profile search: the first breakpoint i from which `want` nodes keep `demand` free
+    for `dur` seconds, and the allocator's nodes there. Returns (i, j, end, nodes): j the first
+    breakpoint at or after `end` = times[i] + dur."""
+    cluster = res.cluster
+    k = len(times)
+    for i in range(k):
+        if np.count_nonzero(fitting_nodes(cluster, frees[i], demand)) < want:
+            continue
+        end = times[i] + dur
+        j = i + 1
+        while j < k and times[j] < end:
+            j += 1
+        window = np.minimum.reduce(frees[i:j]) if j - i > 1 else frees[i]
+        mask = fitting_nodes(cluster, window, demand)
+        if np.count_nonzero(mask) < want:
+            continue
+        return i, j, end, res.allocator.allocate(cluster, window, demand, want, fits=mask)
+    # never reached: the last segment has every running job's resources back
+    raise AssertionError("a job that can never fit reached conservative backfilling")
 
 
 def _conservative_by_kind(engine, order: list[int]) -> list[tuple[int, np.ndarray]]:

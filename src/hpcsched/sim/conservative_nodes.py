@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcsched.cluster.allocate import fitting_nodes
-from hpcsched.sim.backfill_nodes import kind_segment
+from hpcsched.sim.backfill_nodes import kind_segment, node_segment
 from hpcsched.sim.conservative import Plan
 
 
@@ -134,25 +134,9 @@ class NodeMatrixPlan(_NodesPlan):
 
     def find(self, c: int):
         res = self.e.res
-        cluster = res.cluster
-        want, demand, dur = res.count_list[c], res.demand[c], self.e.req_list[c]
-        times, frees = self.times, self.vals
-        k = len(times)
-        for i in range(k):
-            if np.count_nonzero(fitting_nodes(cluster, frees[i], demand)) < want:
-                continue
-            end = times[i] + dur
-            j = i + 1
-            while j < k and times[j] < end:
-                j += 1
-            window = np.minimum.reduce(frees[i:j]) if j - i > 1 else frees[i]
-            mask = fitting_nodes(cluster, window, demand)
-            if np.count_nonzero(mask) < want:
-                continue
-            nodes = res.allocator.allocate(cluster, window, demand, want, fits=mask)
-            return i, (nodes, res.used_per_node(c, nodes))
-        # never reached: the last segment has every running job's resources back
-        raise AssertionError("a job that can never fit reached conservative backfilling")
+        i, _, _, nodes = node_segment(res, self.times, self.vals, res.count_list[c],
+                                      res.demand[c], self.e.req_list[c])
+        return i, (nodes, res.used_per_node(c, nodes))
 
     def nodes_for(self, row: int, use):
         return use[0]

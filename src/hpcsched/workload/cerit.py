@@ -68,6 +68,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcsched.workload.formats import head as file_head
 from hpcsched.workload.jobs import LINE, PROCS, SWF_FIELDS, JobTable, TraceHeader
 from hpcsched.workload.swf import _LARGEST, TraceError, _read_bytes
 
@@ -293,19 +294,8 @@ class CeritReport:
 def looks_like_cerit(path: str | os.PathLike) -> bool:
     """Whether the file's first job line has 21 fields, the 19th a `{...}` node id list (the
     CERIT-SC / Alea extension of SWF). Reads only the beginning of the file."""
-    import gzip
-    import zlib
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            if head == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=f) as g:
-                    data = g.read(65536)
-            else:
-                data = f.read(65536)
-    except (OSError, EOFError, zlib.error):
+    data = file_head(path)
+    if data is None:
         return False
     for raw in data.split(b"\n")[:-1] or data.split(b"\n"):
         tokens = raw.split()
