@@ -136,6 +136,45 @@ def register(train, experiment, fmt) -> None:
                         "'rule': reject exactly when the proposed job does not fit now)")
     p.set_defaults(func=cmd_experiment)
 
+    p = experiment.add_parser(
+        "schedinspector-seeds", parents=[fmt],
+        help="every shipped inspector recipe over training seeds 0, 1, 2 (both protocols)",
+        description=SEEDS_CAPTION, formatter_class=RAW)
+    p.add_argument("--models", help="take the seeds' models from this folder (NAME-sK.pt or "
+                                    "NAME-sK/best.pt) instead of the shipped ones")
+    p.add_argument("--windows", default="code,ours",
+                   help="the protocols, comma-separated (default: code,ours)")
+    p.set_defaults(func=cmd_seeds)
+
+
+SEEDS_CAPTION = ("SchedInspector's recipes over training seeds 0, 1, 2: each seed's best.pt (chosen "
+                 "on validation windows that share no job with these) on table4's 50 windows of "
+                 "256 jobs; gain = the relative bsld gain over the base; mean and sample sd of "
+                 "the gains, how many seeds improve on the base, the seed chosen on validation")
+
+
+def cmd_seeds(args) -> int:
+    from hpcsched.cli.common import csv_list
+    from hpcsched.experiments import schedinspector_seeds as seeds
+
+    draws = csv_list(args.windows)
+    for d in draws:
+        window_draw(d)
+    with Progress(seeds.simulations(draws=len(draws)), args.name) as bar:
+        rows = seeds.seed_study(draws=draws, models=args.models, progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if args.fmt is None:
+        print(SEEDS_CAPTION + "\n")
+    table = [{**r, **{k: round(100 * r[k], 1) for k in r if k.startswith(("gain", "mean_gain",
+                                                                         "sd_gain"))}}
+             for r in rows]
+    cols = ["draw", "trace", "base", "backfill", "base_bsld", "gain_s0", "gain_s1", "gain_s2",
+            "mean_gain", "sd_gain", "improve", "chosen_seed"]
+    print(format_rows(table, args.fmt or "table", columns=cols))
+    return 0
+
 
 #: command-line options -> InspectorConfig settings, where the names differ
 CONFIG_NAMES = {"trajectories": ("trajectories_per_epoch", "n_envs"),

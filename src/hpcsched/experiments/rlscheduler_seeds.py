@@ -36,7 +36,7 @@ SEED_ROWS: tuple[tuple[str, str, bool], ...] = (
 )
 
 #: the checkpoint entries a seed file keeps: enough to decide (and to read its validation history)
-SLIM_KEYS = ("format", "version", "config", "epoch", "policy", "norm", "history")
+SLIM_KEYS = ("format", "version", "algorithm", "config", "epoch", "policy", "norm", "history")
 
 
 def table_key(metric: str) -> str:
