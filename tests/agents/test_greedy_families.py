@@ -6,7 +6,7 @@ As `test_greedy.py` does for RLScheduler: noise of 1e-13 relative on every float
 another BLAS or CPU changes) and another float64 arithmetic path (torch's or numpy's) change no
 decision of the shipped models on windows / jobsets of their experiments; and each test is shown to
 be able to fail: DRAS's scores tie exactly (identical jobs), so float32-sized noise changes its
-picks; the shipped inspectors and DeepRM models have no decision closer than 7.8e-5 and 1.1e-6
+picks; the shipped inspectors and DeepRM models have no decision closer than 7.3e-6 and 1.1e-6
 relative on their experiments, so the noise that changes one of their schedules is larger (on the
 windows / jobset that hold their closest decisions).
 """
@@ -52,11 +52,13 @@ class _TorchInspector(InspectedPolicy):
             return self._net64(torch.from_numpy(np.asarray(obs, dtype=np.float64))).numpy()
 
 
-# (protocol, trace, base, backfill, window indices of the protocol's 50): windows 22 and 45 of
-# Lublin-1 F1 hold the closest decisions of any shipped inspector on its table (7.8e-5 relative)
-INSPECT_CASES = [("ours", "lublin-1", "f1", "none", (0, 22, 45)),
-                 ("code", "lublin-1", "sjf", "none", (0, 1)),
-                 ("ours", "hpc2n", "sjf", "schedgym", (0, 13))]
+# (protocol, trace, base, backfill, window indices of the protocol's 50): window 14 of Lublin-1 SJF
+# (our protocol) holds the closest decision of any shipped inspector on either protocol's table
+# (7.3e-6 relative, |l0 - l1| / max |l|); window 46 the closest of the authors' protocol (7.0e-5),
+# window 32 of Lublin-1 F1 with backfilling the closest with backfilling (7.9e-5)
+INSPECT_CASES = [("ours", "lublin-1", "sjf", "none", (0, 14)),
+                 ("code", "lublin-1", "sjf", "none", (0, 46)),
+                 ("code", "lublin-1", "f1", "schedgym", (0, 32))]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +98,7 @@ def test_inspector_schedules_do_not_depend_on_the_arithmetic(inspect_setups, cas
 
 
 def test_inspector_scores_are_float64(inspect_setups):
-    _, policy, net, _, _ = inspect_setups[("ours", "lublin-1", "f1")]
+    _, policy, net, _, _ = inspect_setups[("ours", "lublin-1", "sjf")]
     obs = np.random.default_rng(0).random((64, 7)).astype(np.float32)
     got = np.array([policy.logits(o) for o in obs])
     assert got.dtype == np.float64
@@ -105,11 +107,13 @@ def test_inspector_scores_are_float64(inspect_setups):
 
 
 def test_inspector_noise_above_its_closest_decisions_does_change_a_schedule(inspect_setups):
-    """The test above can fail: at 1e-4 (above the 7.8e-5 of Lublin-1 F1's closest decisions on
-    windows 22 and 45) the same noise changes a schedule."""
-    prep, policy, _, backfill, starts = inspect_setups[("ours", "lublin-1", "f1")]
+    """The test above can fail: at 1e-4 (above the 7.3e-6 of Lublin-1 SJF's closest decision, on
+    window 14) the same noise changes a schedule."""
+    prep, policy, _, backfill, starts = inspect_setups[("ours", "lublin-1", "sjf")]
     want = _inspected(prep, policy, backfill, starts)
-    changed = sum(not np.array_equal(a, b) for seed in range(3)
+    # a flipped decision does not always move a start (a rejected job that could not start yet
+    # often starts at the same time), so ten draws: two of them change a schedule
+    changed = sum(not np.array_equal(a, b) for seed in range(10)
                   for a, b in zip(want, _inspected(prep, _NoisyInspector(policy, 1e-4, seed),
                                                    backfill, starts)))
     assert changed > 0

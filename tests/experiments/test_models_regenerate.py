@@ -1,4 +1,5 @@
-"""MODELS.md's training commands regenerate the shipped RLScheduler files at HEAD, bit for bit.
+"""MODELS.md's training commands regenerate the shipped RLScheduler and SchedInspector files at
+HEAD, bit for bit.
 
 The check trains the cheapest shipped model's documented command (its seed's run) up to the epoch
 its best.pt was saved at, and compares every policy weight with the shipped file. A run stopped
@@ -19,15 +20,20 @@ from hpcsched.experiments.policyspec import PRETRAINED
 
 #: the cheapest shipped recipe (HPC2N: short queues, 3-4 s epochs; its best.pt is at epoch 4)
 NAME = "hpc2n-bsld"
+#: the cheapest shipped inspector whose best.pt is not its first validation (about a minute)
+INSPECTOR = "inspect-ctc-sp2-f1-backfill"
 
 
-def _command(name: str) -> list[str]:
-    """The training command MODELS.md gives for `name`'s shipped seed, as argv after `hpcsched`."""
+def _command(name: str, family: str = "rlscheduler") -> list[str]:
+    """The training command MODELS.md gives for `name`'s shipped seed, as argv after `hpcsched`
+    (a command written for seeds S = 0, 1, 2 gets the shipped file's seed)."""
     text = (PRETRAINED / "MODELS.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
-    cmd = re.search(r"`hpcsched (train rlscheduler [^`]*)`", row)
+    cmd = re.search(rf"`hpcsched (train {family} [^`]*)`", row)
     assert cmd, f"MODELS.md's row for {name} has no training command"
-    return shlex.split(cmd.group(1))
+    argv = shlex.split(cmd.group(1))
+    seed = str(load_checkpoint(PRETRAINED / f"{name}.pt")["config"]["seed"])
+    return [seed if a == "S" else a.replace("-sS", f"-s{seed}") for a in argv]
 
 
 @pytest.mark.slow
@@ -60,3 +66,34 @@ def test_the_documented_command_is_the_shipped_config():
     assert args.backfill == shipped["backfill"] and args.seed == shipped["seed"]
     assert args.pi_lr == shipped["pi_lr"] and args.init == shipped["init"]
     assert args.reward_baseline == shipped["reward_baseline"]
+
+
+@pytest.mark.slow
+def test_the_documented_command_regenerates_the_shipped_inspector(tmp_path):
+    from hpcsched.cli import main
+
+    shipped = load_checkpoint(PRETRAINED / f"{INSPECTOR}.pt")
+    argv = _command(INSPECTOR, "inspector")
+    assert argv[argv.index("--epochs") + 1] == str(shipped["epoch"])
+    argv[argv.index("--out") + 1] = str(tmp_path / "run")
+    assert main(argv) == 0
+    again = load_checkpoint(tmp_path / "run" / "best.pt")
+    assert again["epoch"] == shipped["epoch"]
+    assert again["policy"].keys() == shipped["policy"].keys()
+    for k, w in shipped["policy"].items():
+        assert torch.equal(again["policy"][k], w), k
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PRETRAINED.glob("inspect-*.pt")))
+def test_each_inspector_command_is_the_shipped_config(name):
+    """Every shipped inspector's MODELS.md command, with its shipped seed, parses to the file's
+    own training settings."""
+    from hpcsched.cli import build_parser
+    from hpcsched.cli.common import option_values
+
+    shipped = load_checkpoint(PRETRAINED / f"{name}.pt")["config"]
+    values = option_values(build_parser().parse_args(_command(name, "inspector")),
+                           given_only=False)
+    for key in ("trace", "base", "metric", "backfill", "profile", "reward", "seed", "pi_lr",
+                "init_rule"):
+        assert values[key] == shipped[key], (name, key, values[key], shipped[key])

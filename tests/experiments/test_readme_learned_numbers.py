@@ -103,6 +103,44 @@ def test_table4_is_the_readmes(capsys, anchor, argv):
     assert_lines_printed(table4_lines(capsys, *argv), anchor)
 
 
+# -- SchedInspector over training seeds: `experiment schedinspector-seeds --markdown` ------------------
+SEEDS_SECTION = "#### Judged over training seeds (both protocols)"
+
+
+def seed_rows_printed(draws, rows=None) -> list[str]:
+    """The command's Markdown rows (without the header) for these protocols and recipes."""
+    from hpcsched.experiments import schedinspector_seeds as S
+    from hpcsched.report.table import format_rows
+
+    kwargs = {"rows": rows} if rows else {}
+    table, cols = S.printed(S.seed_study(draws=draws, **kwargs))
+    return format_rows(table, "markdown", columns=cols).splitlines()[2:]
+
+
+def assert_seed_rows_printed(lines: list[str]) -> None:
+    def key(line: str) -> tuple[str, ...]:
+        return tuple(c.strip() for c in line.strip().strip("|").split("|")[:4])
+
+    printed = {key(line): line.strip() for line in section(SEEDS_SECTION).splitlines()
+               if line.startswith("| ") and len(key(line)) == 4}
+    wrong = [f"README: {printed.get(key(line), '(no row)')}\ncommand: {line}" for line in lines
+             if printed.get(key(line)) != line]
+    assert not wrong, "seed rows that differ from the command's:\n" + "\n".join(wrong)
+
+
+def test_an_inspector_seed_row_is_the_readmes():
+    lines = seed_rows_printed(["ours"], rows=[("hpc2n", "f1", "none")])
+    assert len(lines) == 1
+    assert_seed_rows_printed(lines)
+
+
+@pytest.mark.slow
+def test_the_inspector_seed_table_is_the_readmes():
+    lines = seed_rows_printed(["code", "ours"])
+    assert len(lines) == 26
+    assert_seed_rows_printed(lines)
+
+
 # -- DeepRM: the load sweep (Fig. 4), Fig. 5, Fig. 7 and the Lublin-1 runs -----------------------------
 SWEEP = "Our sweep (`hpcsched experiment deeprm-load-sweep`"
 SWEEP_COLUMNS = {"SJF": "sjf", "Packer": "packer", "Tetris*": "tetris:0.1", "Random": "random",

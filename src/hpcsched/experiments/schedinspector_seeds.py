@@ -6,7 +6,7 @@ protocol's test windows) scored on `experiment schedinspector-table4`'s windows,
     hpcsched experiment schedinspector-seeds --models runs   # NAME-sK.pt or NAME-sK/best.pt
 
 A row: the base heuristic's bsld, each seed's inspected bsld and its gain over the base, the mean
-and sample sd of the gains, how many seeds improve on the base, and the seed shipped.
+and sample sd of the gains, how many seeds improve on the base (by at least 0.1 %, as printed), and the seed shipped.
 """
 
 from __future__ import annotations
@@ -50,13 +50,28 @@ def best_validation(path: Path) -> float:
     return math.nan
 
 
+def improving(gains) -> int:
+    """How many relative gains are positive once printed in % to one decimal (>= 0.05 %)."""
+    return sum(round(100 * float(g), 1) > 0 for g in gains)
+
+
+def shipped_seed(name: str) -> int | None:
+    """The training seed of the shipped `inspect:pretrained/NAME` (None: no such file)."""
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.experiments.policyspec import PRETRAINED
+
+    path = PRETRAINED / f"{name}.pt"
+    return int(load_checkpoint(path)["config"]["seed"]) if path.exists() else None
+
+
 def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
                draws: Sequence[str] = ("code", "ours"), models: str | Path | None = None,
                seeds: Sequence[int] = SEEDS, count: int = 50, jobs: int = 256,
                progress: Callable[[int], None] | None = None) -> list[dict]:
     """One dict per (draw, trace, base, backfill): `base_bsld`, per seed `bsld_sK` and `gain_sK`
-    (the relative bsld gain over the base), `mean_gain`, `sd_gain` (ddof=1), `improve` (seeds with
-    a positive gain), `chosen_seed` (the best validation improvement)."""
+    (the relative bsld gain over the base), `mean_gain`, `sd_gain` (ddof=1), `improve` (seeds whose
+    gain is positive at the printed precision, 0.1 %: a gain of 0.01 % is not counted), `chosen_seed` (the best validation improvement; the first seed on a tie),
+    `shipped_seed` (the training seed of the shipped `pretrained/NAME`)."""
     from hpcsched.envs.inspector import inspector_trace
 
     out = []
@@ -84,12 +99,27 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
             g = np.array(gains)
             row.update(mean_gain=float(g.mean()),
                        sd_gain=float(g.std(ddof=1)) if len(g) > 1 else math.nan,
-                       improve=f"{int((g > 0).sum())}/{len(g)}",
+                       improve=f"{improving(g)}/{len(g)}",
                        chosen_seed=max(seeds, key=lambda s: (vals[s] if not math.isnan(vals[s])
                                                              else -math.inf)))
+            row["shipped_seed"] = shipped_seed(name)
             row.update({f"val_s{s}": vals[s] for s in seeds})
             out.append(row)
     return out
+
+
+#: the gains, printed in % to one decimal
+GAINS = ("gain_s0", "gain_s1", "gain_s2", "mean_gain", "sd_gain")
+#: the columns of the printed table
+COLUMNS = ("draw", "trace", "base", "backfill", "base_bsld", *(f"{k}_%" for k in GAINS),
+           "improve", "chosen_seed", "shipped_seed")
+
+
+def printed(rows: Sequence[dict]) -> tuple[list[dict], list[str]]:
+    """`seed_study`'s rows as the command prints them: the gains in % to one decimal, as text (a
+    table's floats print with three), and the columns shown."""
+    table = [{**r, **{f"{k}_%": f"{100 * r[k]:.1f}" for k in GAINS if k in r}} for r in rows]
+    return table, list(COLUMNS)
 
 
 def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS, count: int = 50,
@@ -118,4 +148,5 @@ def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
     return chosen
 
 
-__all__ = ["SEED_ROWS", "best_validation", "export", "seed_path", "seed_study", "simulations"]
+__all__ = ["SEED_ROWS", "COLUMNS", "best_validation", "export", "improving", "printed", "seed_path", "seed_study",
+           "shipped_seed", "simulations"]
