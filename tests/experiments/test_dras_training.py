@@ -135,3 +135,18 @@ def test_keep_validated_keeps_one_checkpoint_per_validation(tmp_path, monkeypatc
     kept = sorted(f.name for f in (tmp_path / "run" / "validated").iterdir())
     assert kept == ["ep002.pt", "ep003.pt"]  # every second episode, and the last
     assert [dt.load(tmp_path / "run" / "validated" / k)["episode"] for k in kept] == [2, 3]
+
+
+def test_training_writes_a_line_per_episode_where_stderr_is_not_a_terminal(tmp_path, monkeypatch,
+                                                                           capsys):
+    p = prepare(trace(), "dras")
+    monkeypatch.setattr(dt, "prepared_for", lambda config: p)
+    config = dt.DrasRunConfig(algo="pg", trace="toy", curriculum="sampled:3", jobset_jobs=60,
+                              train_days=5, validate_days=2, test_days=3,
+                              validate_first_days=0.5, validate_every=2,
+                              agent={"fc1": 16, "fc2": 8})
+    dt.train(config, tmp_path / "run")  # progress left to the stream: capsys's is no terminal
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("training dras-pg")]
+    assert [x.split()[2] for x in lines] == ["1/3", "2/3", "3/3"]
+    # only the second and last episodes were validated
+    assert "val wait nan" in lines[0] and "val wait nan" not in lines[1] + lines[2]

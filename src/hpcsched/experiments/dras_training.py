@@ -445,7 +445,9 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
         return best is None or sign * v > sign * best
 
     best = best_so_far(history, key, improves, True)  # a resumed run's best so far
-    with Progress(len(jobsets) - done, f"training dras-{config.algo}", enabled=progress) as bar:
+    # episodes take minutes: where stderr is a log file, one line per episode
+    with Progress(len(jobsets) - done, f"training dras-{config.algo}", enabled=progress,
+                  lines=True) as bar:
         for episode in range(done + 1, len(jobsets) + 1):
             phase, jobs = jobsets[episode - 1]
             t0 = time.monotonic()
