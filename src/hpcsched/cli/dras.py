@@ -253,13 +253,15 @@ def cmd_seeds(args) -> int:
         print(format_rows(rows, args.fmt))
         return 0
     if args.fmt is None:
-        days = "" if args.test_days == 21.0 else f" (the test period's first {args.test_days:g} days)"
+        days = ("" if args.test_days == 21.0 else
+                f"\n(here on the test period's first {args.test_days:g} days only)")
         print(SEEDS_CAPTION + days + "\n")
     print(format_rows(seeds.per_seed(rows), args.fmt or "table",
                       columns=["model", "seed", "episode", "val_ratio", "wait", "wait_ratio",
                                "slowdown_ratio", "max_wait_ratio", "chosen", "shipped"]))
     print()
-    print(format_rows(rows, args.fmt or "table",
+    summary = [dict(r, fcfs_wait=round(r["fcfs_wait"])) for r in rows]  # seconds, as wait
+    print(format_rows(summary, args.fmt or "table",
                       columns=["model", "jobs", "fcfs_wait", "mean_wait_ratio", "sd_wait_ratio",
                                "beats", "chosen_seed", "shipped_seed"]))
     return 0
