@@ -31,6 +31,19 @@ EPILOG_EXPERIMENT = """examples:
   hpcsched experiment dras --trace ricc --methods fcfs-easy,binpacking,random,optimization
 """
 
+EPILOG_SEEDS = """examples:
+  hpcsched experiment dras-seeds                        # data/pretrained/seeds/NAME-sK.pt
+  hpcsched experiment dras-seeds --models runs/dseeds   # NAME-sK/best.pt of run folders
+  hpcsched experiment dras-seeds --markdown
+"""
+
+SEEDS_CAPTION = ("DRAS-DQL (RICC, capability reward) over training seeds 0, 1, 2: each seed's "
+                 "best.pt (the lowest validation wait of its run) on experiment dras's test "
+                 "period, dras profile; every ratio is to FCFS+EASY's on the same jobs (val: the "
+                 "validation days the run chose best.pt on). Per recipe: mean and sample sd of "
+                 "the test wait ratios, how many seeds wait less than FCFS+EASY (ratio below "
+                 "1.000), the seed chosen on validation, the seed shipped")
+
 
 def register(train, experiment, fmt) -> None:
     from hpcsched.envs.dras import REWARDS
@@ -112,6 +125,17 @@ def register(train, experiment, fmt) -> None:
                                     "wait_by_week.png")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_experiment)
+
+    p = experiment.add_parser("dras-seeds", parents=[fmt],
+                              help="DRAS-DQL over training seeds 0, 1, 2 on the test period, "
+                                   "against FCFS+EASY", description=SEEDS_CAPTION,
+                              epilog=EPILOG_SEEDS, formatter_class=RAW)
+    p.add_argument("--models", help="take the seeds' models from this folder (NAME-sK.pt or the "
+                                    "run folder NAME-sK/, its best.pt) instead of the shipped "
+                                    "data/pretrained/seeds/")
+    p.add_argument("--test-days", type=positive_float, default=21.0,
+                   help="score on the test period's first days only (default: all 21)")
+    p.set_defaults(func=cmd_seeds)
 
     p = experiment.add_parser("dras-curriculum", help="DRAS's curriculum ablation: validation "
                               "curves of training runs (paper Fig. 4)",
@@ -216,6 +240,30 @@ def cmd_experiment(args) -> int:
         if args.plots:
             print(f"\nplots in {args.plots}: kiviat.png, wait_by_size.png, wait_by_mode.png, "
                   f"wait_by_week.png")
+    return 0
+
+
+def cmd_seeds(args) -> int:
+    from hpcsched.experiments import dras_seeds as seeds
+
+    with Progress(seeds.simulations(), args.name) as bar:
+        rows = seeds.seed_study(models=args.models, test_days=args.test_days,
+                                progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if args.fmt is None:
+        days = ("" if args.test_days == 21.0 else
+                f"\n(here on the test period's first {args.test_days:g} days only)")
+        print(SEEDS_CAPTION + days + "\n")
+    print(format_rows(seeds.per_seed(rows), args.fmt or "table",
+                      columns=["model", "seed", "episode", "val_ratio", "wait", "wait_ratio",
+                               "slowdown_ratio", "max_wait_ratio", "chosen", "shipped"]))
+    print()
+    summary = [dict(r, fcfs_wait=round(r["fcfs_wait"])) for r in rows]  # seconds, as wait
+    print(format_rows(summary, args.fmt or "table",
+                      columns=["model", "jobs", "fcfs_wait", "mean_wait_ratio", "sd_wait_ratio",
+                               "beats", "chosen_seed", "shipped_seed"]))
     return 0
 
 

@@ -28,6 +28,8 @@ from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_
 from hpcsched.sim.cqsim import MODE_NAMES
 from hpcsched.report.plots import _pyplot, save_figure
 from hpcsched.sim.factory import make_engine
+from hpcsched.sim.run import Prepared
+from hpcsched.workload.jobs import JobTable
 
 HEURISTICS = ("fcfs-easy", "binpacking", "random", "optimization")
 LEARNED = {"decima-pg": "decima", "dras-pg": "pg", "dras-dql": "dql"}
@@ -70,6 +72,40 @@ def heuristic(method: str, seed: int = 0):
             "random": lambda: RandomFit(seed), "optimization": Knapsack}[method]()
 
 
+def test_period(trace: str = "ricc", *, reward: str = "capability", test_days: float = 21.0,
+                seed: int = 0) -> tuple[Prepared, JobTable]:
+    """(the trace prepared under the dras profile, its test period's jobs): the first `test_days`
+    days after the training and validation periods of `DrasRunConfig`'s split."""
+    config = DrasRunConfig(trace=trace, reward=reward, test_days=test_days, seed=seed)
+    prepared = prepared_for(config)
+    _, _, test = split(prepared, config.train_days, config.validate_days, config.test_days)
+    return prepared, test
+
+
+def backfill_of(method: str) -> str:
+    """The backfilling a method schedules with: EASY for FCFS and the two-level agents (their
+    level 2), none for the packing methods and one-level Decima-PG."""
+    if method in HEURISTICS:
+        return "easy" if method == "fcfs-easy" else "none"
+    return "easy" if LEARNED[method] != "decima" else "none"
+
+
+def run_heuristic(method: str, prepared: Prepared, jobs: JobTable, seed: int = 0):
+    """The engine's result of heuristic `method` scheduling `jobs` from an empty machine."""
+    engine = make_engine(jobs, prepared.cluster, prepared.profile, backfill_of(method))
+    return engine.run(heuristic(method, seed))
+
+
+def run_model(method: str, path: str | Path, prepared: Prepared, jobs: JobTable, *,
+              reward: str = "capability", online: bool = False, seed: int = 0):
+    """The result of the trained model at `path` (a `method` of `LEARNED`) scheduling `jobs` from
+    an empty machine, greedy; `online`: updating as it goes (the paper's test-time learning)."""
+    agent, run_config = load_agent(path)
+    env = make_env(DrasRunConfig(algo=LEARNED[method], reward=reward, window=run_config.window,
+                                 seed=seed), prepared)  # the env reads no trace setting
+    return run_episode(agent, env, jobs, learn=online, explore=False)["result"]
+
+
 def evaluate(trace: str = "ricc", *, reward: str = "capability", methods=METHODS,
              models: str | Path | None = None, online: bool = False, test_days: float = 21.0,
              seed: int = 0, progress: Callable[[int], Any] | None = None) -> tuple[list, dict]:
@@ -77,26 +113,19 @@ def evaluate(trace: str = "ricc", *, reward: str = "capability", methods=METHODS
     import torch
 
     torch.set_num_threads(1)
-    config = DrasRunConfig(trace=trace, reward=reward, test_days=test_days, seed=seed)
-    prepared = prepared_for(config)
-    _, _, test = split(prepared, config.train_days, config.validate_days, config.test_days)
+    prepared, test = test_period(trace, reward=reward, test_days=test_days, seed=seed)
     rows, results = [], {}
     for method in methods:
         if method in HEURISTICS:
-            backfill = "easy" if method == "fcfs-easy" else "none"
-            engine = make_engine(test, prepared.cluster, prepared.profile, backfill)
-            res = engine.run(heuristic(method, seed))
+            res = run_heuristic(method, prepared, test, seed)
         elif method in LEARNED:
-            agent, run_config = load_agent(model_file(method, trace, reward, models))
-            env = make_env(DrasRunConfig(algo=LEARNED[method], trace=trace, reward=reward,
-                                         window=run_config.window, seed=seed), prepared)
-            backfill = "easy" if LEARNED[method] != "decima" else "none"
-            res = run_episode(agent, env, test, learn=online, explore=False)["result"]
+            res = run_model(method, model_file(method, trace, reward, models), prepared, test,
+                            reward=reward, online=online, seed=seed)
         else:
             raise ValueError(f"unknown method {method!r}; choose among: {', '.join(METHODS)}")
         results[method] = res
-        row = {"trace": trace, "policy": method, "backfill": backfill, "reward": reward,
-               "online": online and method in LEARNED}
+        row = {"trace": trace, "policy": method, "backfill": backfill_of(method),
+               "reward": reward, "online": online and method in LEARNED}
         row.update({k: res.metrics[k] for k in ROW_KEYS})
         rows.append(row)
         if progress:
@@ -293,6 +322,7 @@ def curriculum_plot(runs: dict[str, Any], path: str | Path, key: str = "val_rewa
     return save_figure(fig, path)
 
 
-__all__ = ["curriculum_plot", "read_log", "HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "evaluate", "kiviat",
-           "kiviat_scores", "model_file", "model_name", "verdicts", "wait_by_mode", "wait_by_size",
-           "wait_by_week", "weekly_waits"]
+__all__ = ["HEURISTICS", "KIVIAT_AXES", "LEARNED", "METHODS", "ROW_KEYS", "backfill_of",
+           "curriculum_plot", "evaluate", "kiviat", "kiviat_scores", "model_file", "model_name",
+           "read_log", "run_heuristic", "run_model", "test_period", "verdicts", "wait_by_mode",
+           "wait_by_size", "wait_by_week", "weekly_waits"]
