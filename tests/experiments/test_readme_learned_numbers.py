@@ -312,6 +312,31 @@ def test_dras_tables_are_the_readmes(anchor, trace, reward, methods):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
+def test_the_dras_seed_tables_are_the_readmes(capsys):
+    """`experiment dras-seeds --markdown`'s two tables, printed in the README line for line, and
+    the seeds' rows of the DRAS-DQL runs table (about 5 minutes)."""
+    assert main(["experiment", "dras-seeds", "--markdown"]) == 0
+    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    text = section(RICC)
+    missing = [line for line in out if line not in text.splitlines()]
+    assert len(out) == 6 and not missing, "\n".join(missing)
+    per_seed = {r[1]: r for r in (c.strip("|").split("|") for c in out[1:4])}
+    head, *body = runs_table("DRAS-DQL run")
+    for row in body:
+        seed = row[0].split("seed ")[1].split()[0]
+        cells = dict(zip(head, row))
+        got = [c.strip() for c in per_seed[f" {seed} "]]
+        assert cells["best.pt episode"] == got[2] and cells["validation wait / FCFS"] == got[3]
+        assert cells["test wait / FCFS"] == got[5] and cells["test slowdown / FCFS"] == got[6]
+        assert matches(cells["test max wait / FCFS"], float(got[7]))
+
+
+def runs_table(first_header: str) -> list[list[str]]:
+    """The RICC section's table whose first column is `first_header` (the seeds' runs)."""
+    return next(t for t in tables(RICC) if t[0][0] == first_header)
+
+
 def flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -326,9 +351,9 @@ def test_dras_on_ricc_is_the_readmes():
     assert len(rows) == len(tables(RICC)[0]) - 1
     bad = dras_mismatches(RICC, rows, results)
     ratios = {v["policy"]: v for v in verdicts(rows, results)}
-    found = tables(RICC)
-    for method, table, label in (("dras-dql", found[2], "discount 0.9, seed 0 (shipped)"),
-                                 ("dras-pg", found[3], "seed 0 (shipped)")):
+    for method, table, label in (("dras-dql", runs_table("DRAS-DQL run"),
+                                  "discount 0.9, seed 0 (shipped)"),
+                                 ("dras-pg", runs_table("DRAS-PG run"), "seed 0 (shipped)")):
         cells = dict(zip(table[0], next(r for r in table[1:] if r[0] == label)))
         v = ratios[method]
         bad += check(label, cells, {"test wait / FCFS": v["wait_vs_fcfs"],
@@ -388,11 +413,11 @@ def test_the_dras_models_validation_is_models_md():
         bad += check(name, {"reward": reward.split()[0], "wait": wait},
                      {"reward": got[0], "wait": got[1]})
         if name == "dras-dql-ricc":  # and the README's validation wait / FCFS of that run
-            cells = dict(zip(tables(RICC)[2][0], next(r for r in tables(RICC)[2]
-                                                      if r[0].endswith("(shipped)"))))
+            head, *body = runs_table("DRAS-DQL run")
+            cells = dict(zip(head, next(r for r in body if r[0].endswith("(shipped)"))))
             bad += check(name, cells, {"validation wait / FCFS": got[1] / got[2]})
         if name == "dras-pg-ricc":
-            cells = dict(zip(tables(RICC)[3][0], next(r for r in tables(RICC)[3]
-                                                      if r[0].endswith("(shipped)"))))
+            head, *body = runs_table("DRAS-PG run")
+            cells = dict(zip(head, next(r for r in body if r[0].endswith("(shipped)"))))
             bad += check(name, cells, {"validation reward (4 days)": got[0]})
     assert len(rows) == 6 and not bad, "\n".join(bad)
