@@ -33,8 +33,14 @@ def seeds_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def row(seeds_folder):
-    (r,) = S.seed_study(models=seeds_folder, test_days=DAYS)
+    (r,) = S.seed_study(S.SEED_ROWS[:1], models=seeds_folder, test_days=DAYS)
     return r
+
+
+def own_entry(name):
+    ck = load(PRETRAINED / f"{name}.pt")
+    (entry,) = [h for h in ck["history"] if h["episode"] == ck["episode"]]
+    return entry
 
 
 def own_validation(name):
@@ -81,7 +87,11 @@ def test_validation_is_each_runs_own_against_fcfs_on_the_same_days(row):
         assert row[f"episode_s{s}"] == episode and row[f"val_wait_s{s}"] == val
         assert row[f"val_fcfs_wait_s{s}"] == pytest.approx(fcfs.metrics["wait"], rel=1e-12)
         assert row[f"val_ratio_s{s}"] == pytest.approx(val / fcfs.metrics["wait"], rel=1e-12)
-    assert row["chosen_seed"] == int(np.argmin(vals)) == 1
+    # the stand-ins' runs chose best.pt by validation reward (the default before `--select`): the
+    # seed is the highest reward of its own episode's entry, not the lowest wait
+    rewards = [own_entry(name)["val_reward"] for name in STAND_INS]
+    assert row["select"] == "reward"
+    assert row["chosen_seed"] == int(np.argmax(rewards)) == 2 != int(np.argmin(vals))
     assert row["shipped_seed"] == load(PRETRAINED / f"{NAME}.pt")["config"]["seed"]
 
 
@@ -89,12 +99,15 @@ def test_the_choice_takes_the_first_of_a_tie_and_never_a_nan():
     assert S.chosen({0: 5.0, 1: 5.0, 2: 7.0}) == 0
     assert S.chosen({0: math.nan, 1: 3.0, 2: 2.0}) == 2
     assert S.chosen({3: 4.0, 1: 2.0, 2: 2.0}) == 1
+    # runs that chose best.pt by validation reward: the highest reward
+    assert S.chosen({0: -0.5, 1: -0.2, 2: -0.2}, "reward") == 1
+    assert S.chosen({0: math.nan, 1: 3.0, 2: 2.0}, "reward") == 1
 
 
 def test_a_missing_seed_is_named_with_the_paths_looked_at(tmp_path):
     slim(PRETRAINED / f"{NAME}.pt", tmp_path / f"{NAME}-s0.pt")
     with pytest.raises(ValueError, match=f"{NAME} seed 1") as e:
-        S.seed_study(models=tmp_path, test_days=DAYS)  # refused before any simulation
+        S.seed_study(S.SEED_ROWS[:1], models=tmp_path, test_days=DAYS)  # refused before any simulation
     assert str(tmp_path / f"{NAME}-s1.pt") in str(e.value)
     assert str(tmp_path / f"{NAME}-s1" / "best.pt") in str(e.value)
     (tmp_path / f"{NAME}-s0").mkdir()
@@ -118,14 +131,14 @@ def test_export_writes_slim_seeds_and_ships_the_one_chosen_on_validation(tmp_pat
     for s, name in enumerate(STAND_INS):
         (runs / f"{NAME}-s{s}").mkdir(parents=True)
         shutil.copyfile(PRETRAINED / f"{name}.pt", runs / f"{NAME}-s{s}" / "best.pt")
-    (picked,) = S.export(runs, to=to)
-    assert picked["seed"] == 1 and picked["val_wait_s1"] == own_validation(STAND_INS[1])[1]
+    (picked,) = S.export(runs, S.SEED_ROWS[:1], to=to)
+    assert picked["seed"] == 2 and picked["val_wait_s1"] == own_validation(STAND_INS[1])[1]
     shipped = load(PRETRAINED / f"{NAME}.pt")
     for s, name in enumerate(STAND_INS):
         ck = load(to / "seeds" / f"{NAME}-s{s}.pt")
         assert sorted(ck) == sorted(shipped) and ck["agent"]["slim"]
         load_agent(to / "seeds" / f"{NAME}-s{s}.pt")
-    out, src = load(to / f"{NAME}.pt"), load(PRETRAINED / f"{STAND_INS[1]}.pt")
+    out, src = load(to / f"{NAME}.pt"), load(PRETRAINED / f"{STAND_INS[2]}.pt")
     assert out["config"] == src["config"] and out["episode"] == src["episode"]
     net, ref = out["agent"]["net"], src["agent"]["net"]
     assert list(net) == list(ref) and all(torch.equal(net[k], ref[k]) for k in ref)

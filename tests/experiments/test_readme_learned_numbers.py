@@ -314,13 +314,13 @@ def test_dras_tables_are_the_readmes(anchor, trace, reward, methods):
 
 @pytest.mark.slow
 def test_the_dras_seed_tables_are_the_readmes(capsys):
-    """`experiment dras-seeds --markdown`'s two tables, printed in the README line for line, and
+    """`experiment dras-seeds --markdown`'s two tables, printed in the README line for line (every recipe), and
     the seeds' rows of the DRAS-DQL runs table (about 5 minutes)."""
     assert main(["experiment", "dras-seeds", "--markdown"]) == 0
     out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     text = section(RICC)
     missing = [line for line in out if line not in text.splitlines()]
-    assert len(out) == 6 and not missing, "\n".join(missing)
+    assert len(out) == 14 and not missing, "\n".join(missing)  # 2 headers, 9 seeds, 3 recipes
     per_seed = {r[1]: r for r in (c.strip("|").split("|") for c in out[1:4])}
     head, *body = runs_table("DRAS-DQL run")
     for row in body:

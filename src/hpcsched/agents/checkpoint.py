@@ -58,11 +58,13 @@ def restore_rng_states(states: dict[str, Any] | None) -> None:
 
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
                     fmt: str = FORMAT) -> Path:
-    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added.
-    Other algorithms pass their own `fmt` tag."""
+    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added
+    (a `state` that carries its own "rng", a copy of another checkpoint, keeps it: a copy then
+    does not depend on the process that wrote it). Other algorithms pass their own `fmt` tag."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(state, format=fmt, version=hpcsched.__version__, rng=rng_states())
+    payload = dict(state, format=fmt, version=hpcsched.__version__,
+                   rng=state["rng"] if "rng" in state else rng_states())
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

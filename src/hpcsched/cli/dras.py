@@ -37,12 +37,14 @@ EPILOG_SEEDS = """examples:
   hpcsched experiment dras-seeds --markdown
 """
 
-SEEDS_CAPTION = ("DRAS-DQL (RICC, capability reward) over training seeds 0, 1, 2: each seed's "
-                 "best.pt (the lowest validation wait of its run) on experiment dras's test "
-                 "period, dras profile; every ratio is to FCFS+EASY's on the same jobs (val: the "
-                 "validation days the run chose best.pt on). Per recipe: mean and sample sd of "
-                 "the test wait ratios, how many seeds wait less than FCFS+EASY (ratio below "
-                 "1.000), the seed chosen on validation, the seed shipped")
+SEEDS_CAPTION = ("DRAS's recipes over training seeds 0, 1, 2 (DRAS-DQL on RICC with the capability "
+                 "reward; DRAS-PG and DRAS-DQL on HPC2N with the capacity reward): each seed's "
+                 "best.pt (the best validation score of its run, by what it selected on: "
+                 "`select`, wait or reward) on experiment dras's test period, dras profile; every "
+                 "ratio is to FCFS+EASY's on the same jobs (val: the validation days the run chose "
+                 "best.pt on). Per recipe: mean and sample sd of the test wait ratios, how many "
+                 "seeds wait less than FCFS+EASY (ratio below 1.000), the seed chosen on "
+                 "validation, the seed shipped")
 
 
 def register(train, experiment, fmt) -> None:
@@ -263,7 +265,7 @@ def cmd_seeds(args) -> int:
     summary = [dict(r, fcfs_wait=round(r["fcfs_wait"])) for r in rows]  # seconds, as wait
     print(format_rows(summary, args.fmt or "table",
                       columns=["model", "jobs", "fcfs_wait", "mean_wait_ratio", "sd_wait_ratio",
-                               "beats", "chosen_seed", "shipped_seed"]))
+                               "beats", "select", "chosen_seed", "shipped_seed"]))
     return 0
 
 

@@ -8,7 +8,8 @@ test period exactly as `experiment dras` scores the shipped model, beside FCFS+E
 Per seed: the episode of its best.pt, its validation wait over FCFS+EASY's on the same validation
 days, and its test wait, slowdown and max wait over FCFS+EASY's. Per recipe: the mean and sample
 sd of the test wait ratios, how many seeds wait less than FCFS+EASY, the seed chosen on validation
-(the lowest validation wait) and the seed shipped as `dras:pretrained/NAME`.
+(by what its runs chose best.pt with: the lowest validation wait, or the highest validation
+reward) and the seed shipped as `dras:pretrained/NAME`.
 `export(runs)` writes the slim seed files from run folders and the chosen seed's as the shipped.
 """
 
@@ -27,7 +28,9 @@ from hpcsched.experiments.policyspec import PRETRAINED
 from hpcsched.experiments.rlscheduler_seeds import SEED_FOLDER, SEEDS
 
 #: (method, trace, reward) of the recipes judged over seeds
-SEED_ROWS: tuple[tuple[str, str, str], ...] = (("dras-dql", "ricc", "capability"),)
+SEED_ROWS: tuple[tuple[str, str, str], ...] = (("dras-dql", "ricc", "capability"),
+                                               ("dras-pg", "hpc2n", "capacity"),
+                                               ("dras-dql", "hpc2n", "capacity"))
 
 #: the test metrics reported as ratios to FCFS+EASY's
 RATIOS = ("wait", "slowdown", "max_wait")
@@ -52,6 +55,18 @@ def best_validation(ck: dict) -> tuple[int, float]:
         if h.get("episode") == ck["episode"] and "val_wait" in h:
             return int(ck["episode"]), float(h["val_wait"])
     return int(ck["episode"]), math.nan
+
+
+def selection(ck: dict) -> tuple[str, float]:
+    """(select, score) of a `best.pt`: what its run chose best.pt by (`select`: "wait", the
+    lowest validation wait, or "reward", the highest validation reward) and its own episode's
+    value of it (NaN when that episode was not validated)."""
+    select = ck["config"].get("select", "reward")
+    key = "val_wait" if select == "wait" else "val_reward"
+    for h in reversed(ck["history"]):
+        if h.get("episode") == ck["episode"] and key in h:
+            return select, float(h[key])
+    return select, math.nan
 
 
 _VALIDATION_FCFS: dict[tuple, float] = {}
@@ -87,7 +102,8 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
     `fcfs_max_wait`; per seed `episode_sK`, `val_wait_sK`, `val_fcfs_wait_sK`, `val_ratio_sK`,
     `wait_sK`, `wait_ratio_sK`, `slowdown_ratio_sK`, `max_wait_ratio_sK`; `mean_wait_ratio`,
     `sd_wait_ratio` (ddof=1), `beats` (seeds whose wait ratio, to 3 decimals, is below 1.000),
-    `chosen_seed` (the lowest validation wait, the first on a tie) and `shipped_seed`.
+    `select` (what the runs chose best.pt by), `chosen_seed` (the best validation score by it,
+    the first on a tie) and `shipped_seed`.
     `test_days` shortens the test period (its first days; 21 is `experiment dras`'s)."""
     import torch
 
@@ -103,10 +119,11 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
         row = {"method": method, "trace": trace, "reward": reward, "model": name,
                "test_days": test_days, "jobs": len(test),
                **{f"fcfs_{k}": float(fcfs[k]) for k in RATIOS}}
-        val = {}
+        val, score = {}, {}
         for s, path in paths.items():
             ck = load(path)
             episode, val[s] = best_validation(ck)
+            select, score[s] = selection(ck)
             ref = validation_fcfs(DrasRunConfig.from_dict(ck["config"]))
             res = run_model(method, path, prepared, test, reward=reward).metrics
             row.update({f"episode_s{s}": episode, f"val_wait_s{s}": val[s],
@@ -119,7 +136,8 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
         row.update(mean_wait_ratio=float(ratios.mean()),
                    sd_wait_ratio=float(ratios.std(ddof=1)) if len(ratios) > 1 else math.nan,
                    beats=f"{int((np.round(ratios, 3) < 1.0).sum())}/{len(seeds)}",
-                   chosen_seed=chosen(val), shipped_seed=shipped_seed(name))
+                   select=select, chosen_seed=chosen(score, select),
+                   shipped_seed=shipped_seed(name))
         out.append(row)
     return out
 
@@ -129,9 +147,11 @@ def ratio(value: float, fcfs: float) -> float:
     return float(value) / float(fcfs) if fcfs else math.nan
 
 
-def chosen(val: dict[int, float]) -> int:
-    """The seed with the lowest validation wait (the first on a tie; a NaN never)."""
-    return min(val, key=lambda s: val[s] if not math.isnan(val[s]) else math.inf)
+def chosen(val: dict[int, float], select: str = "wait") -> int:
+    """The seed a recipe's runs would choose: the lowest validation wait (`select` "wait") or the
+    highest validation reward ("reward"); the first on a tie, a NaN never."""
+    sign = 1.0 if select == "wait" else -1.0
+    return min(val, key=lambda s: sign * val[s] if not math.isnan(val[s]) else math.inf)
 
 
 def per_seed(rows: Sequence[dict], seeds: Sequence[int] = SEEDS) -> list[dict]:
@@ -164,9 +184,10 @@ def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
         name = model_name(method, trace, reward)
         best = {s: runs / f"{name}-s{s}" / "best.pt" for s in seeds}
         val = {s: best_validation(load(p))[1] for s, p in best.items()}
+        sel = {s: selection(load(p)) for s, p in best.items()}
         for s, p in best.items():
             slim(p, to / "seeds" / f"{name}-s{s}.pt")
-        pick = chosen(val)
+        pick = chosen({s: v for s, (_, v) in sel.items()}, sel[seeds[0]][0])
         slim(best[pick], to / f"{name}.pt")
         picked.append({"model": name, "seed": pick, **{f"val_wait_s{s}": v
                                                         for s, v in val.items()}})
@@ -174,4 +195,4 @@ def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
 
 
 __all__ = ["RATIOS", "SEED_ROWS", "best_validation", "chosen", "export", "per_seed", "ratio",
-           "seed_path", "seed_study", "shipped_seed", "simulations", "validation_fcfs"]
+           "seed_path", "seed_study", "selection", "shipped_seed", "simulations", "validation_fcfs"]
