@@ -437,10 +437,11 @@ def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
 SLIM_KEYS = ("format", "version", "config", "epoch", "policy", "history")
 
 
-def slim(src, dst):
+def slim(src, dst, *, history: list[dict[str, Any]] | None = None):
     """A copy of the DeepRM checkpoint `src` with only `SLIM_KEYS` (its format tag and version
-    kept): the policy's weights, config and history; no optimiser or RNG state, so training
-    cannot resume from it. It decides exactly as `src` (`load_deeprm_policy`)."""
+    kept): the policy's weights, config and history (or `history` given); no optimiser or RNG
+    state, so training cannot resume from it. It decides exactly as `src`
+    (`load_deeprm_policy`)."""
     import os
     import tempfile
     from pathlib import Path
@@ -454,7 +455,10 @@ def slim(src, dst):
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save({k: ck[k] for k in SLIM_KEYS if k in ck}, f)
+            kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
+            if history is not None:
+                kept["history"] = list(history)
+            torch.save(kept, f)
         make_readable(tmp)
         os.replace(tmp, dst)
     except BaseException:
