@@ -143,3 +143,17 @@ def test_the_command_prints_rows_and_refuses_other_loads(seeds_folder, capsys):
     assert {"s0", "s1", "s2", "mean", "sd", "beats", "chosen_seed", "shipped_seed"} <= set(rows[0])
     assert main(["experiment", "deeprm-seeds", "--loads", "0.8"]) == 2
     assert "0.8 is not a training load" in capsys.readouterr().err
+
+
+def test_an_unfinished_run_is_refused(tmp_path):
+    for s, name in enumerate(STAND_INS):  # run folders; seed 2's run asked for more epochs
+        run = tmp_path / f"deeprm-load-70-s{s}"
+        run.mkdir()
+        shutil.copyfile(PRETRAINED / f"{name}.pt", run / "best.pt")
+        shutil.copyfile(PRETRAINED / f"{name}.pt", run / "model.pt")
+        epoch = load_checkpoint(run / "model.pt", fmt=FORMAT)["epoch"]
+        (run / "config.json").write_text(json.dumps({"epochs": epoch + (s == 2)}))
+    with pytest.raises(ValueError, match=r"unfinished.*deeprm-load-70-s2 \(epoch 21 of 22\)"):
+        S.seed_paths([LOAD], (0, 1, 2), tmp_path)
+    found = S.seed_paths([LOAD], (0, 1), tmp_path)  # the finished ones still serve
+    assert found[LOAD, 1] == tmp_path / "deeprm-load-70-s1" / "best.pt"

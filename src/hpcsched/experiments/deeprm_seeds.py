@@ -72,7 +72,27 @@ def seed_paths(loads: Sequence[float], seeds: Sequence[int],
                          f"{', '.join(map(str, ss))}" for name, ss in missing.items())
         looked = "NAME-sK.pt" + (" or NAME-sK/best.pt" if models is not None else "")
         raise ValueError(f"no model for {what} in {folder} (looked for {looked})")
+    running = [f"{path.parent.name} (epoch {done} of {target})" for path in found.values()
+               for done, target in [run_progress(path)] if done < target]
+    if running:
+        raise ValueError(f"unfinished runs (their best.pt may still change): "
+                         f"{', '.join(running)}")
     return found
+
+
+def run_progress(path: Path) -> tuple[int, int]:
+    """(epochs done, epochs asked) of the run whose best.pt is `path`, from its model.pt and
+    config.json; (0, 0) for a file that is not in a run folder."""
+    import json
+
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
+
+    model, config = path.with_name("model.pt"), path.with_name("config.json")
+    if path.name != "best.pt" or not model.exists() or not config.exists():
+        return 0, 0
+    target = int(json.loads(config.read_text()).get("epochs", 0))
+    return int(load_checkpoint(model, fmt=FORMAT)["epoch"]), target
 
 
 def best_entry(path: str | Path) -> tuple[int, float]:
@@ -212,5 +232,5 @@ def _own_history(best: Path, epoch: int) -> list[dict] | None:
 
 
 __all__ = ["DIGITS", "HEURISTICS", "LOADS", "SEEDS", "SEED_FOLDER", "best_entry", "choose",
-           "export", "model_name", "seed_path", "seed_paths", "seed_study", "shipped_file", "shipped_seed",
+           "export", "model_name", "run_progress", "seed_path", "seed_paths", "seed_study", "shipped_file", "shipped_seed",
            "simulations"]
