@@ -110,7 +110,8 @@ def test_a_warm_starts_best_pt_holds_its_own_validation_entry(tmp_path, monkeypa
     from hpcsched.agents.reinforce import FORMAT
     from hpcsched.experiments.deeprm import train
 
-    monkeypatch.setattr(DeepRM, "learn", lambda self, epochs, callback=None: None)  # warm start only
+    # the warm start only: its best.pt is the one checked
+    monkeypatch.setattr(DeepRM, "learn", lambda self, epochs, callback=None: None)
     train(small_config(init="sjf", init_passes=1), tmp_path / "run", 1, progress=False,
           log=lambda t: None)
     ck = load_checkpoint(tmp_path / "run" / "best.pt", fmt=FORMAT)

@@ -50,11 +50,12 @@ SEEDS_CAPTION = ("DeepRM's shipped slowdown models over training seeds 0, 1, 2: 
 
 EPILOG_SEEDS = """examples:
   hpcsched experiment deeprm-seeds                          # data/pretrained/seeds/
-  hpcsched experiment deeprm-seeds --models runs/seeds      # deeprm-load-NN-sK.pt or deeprm-load-NN-sK/best.pt
+  hpcsched experiment deeprm-seeds --models runs/seeds      # NAME-sK.pt or NAME-sK/best.pt
   hpcsched experiment deeprm-seeds --models runs/seeds --loads 0.7,1.1 --json
 
 Seeds are trained by MODELS.md's commands with --seed K, e.g.
-  hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 --out runs/seeds/deeprm-load-70-s1
+  hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 \
+      --out runs/seeds/deeprm-load-70-s1
 """
 
 
@@ -141,7 +142,8 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--loads", default="0.7,1.1,1.5",
                    help="the rows: comma-separated training loads among 0.7,1.1,1.5 "
                         "(default: all three)")
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated training seeds (default 0,1,2)")
+    p.add_argument("--seeds", default="0,1,2",
+                   help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--jobsets", type=positive_int, default=100,
                    help="unseen jobsets per load (default 100, the sweep's)")
     p.set_defaults(func=cmd_seeds)

@@ -232,5 +232,5 @@ def _own_history(best: Path, epoch: int) -> list[dict] | None:
 
 
 __all__ = ["DIGITS", "HEURISTICS", "LOADS", "SEEDS", "SEED_FOLDER", "best_entry", "choose",
-           "export", "model_name", "run_progress", "seed_path", "seed_paths", "seed_study", "shipped_file", "shipped_seed",
-           "simulations"]
+           "export", "model_name", "run_progress", "seed_path", "seed_paths", "seed_study",
+           "shipped_file", "shipped_seed", "simulations"]
