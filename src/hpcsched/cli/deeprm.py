@@ -28,7 +28,7 @@ EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
   hpcsched experiment deeprm-load-sweep --json > sweep.json
   hpcsched experiment deeprm-load-sweep --models runs/ --plot sweep.png --analysis-load 1.1
-  hpcsched experiment deeprm-load-sweep --heuristics-only --rates 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0 \
+  hpcsched experiment deeprm-load-sweep --heuristics-only --rates 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0 \\
       --seed 314159 --simu-len 50 --jobsets 100 --json      # DeepRM's own script's numbers
 
 Rows: load (the level asked for; with --rates, rate x 1.845), rate (Bernoulli arrival
@@ -54,7 +54,7 @@ EPILOG_SEEDS = """examples:
   hpcsched experiment deeprm-seeds --models runs/seeds --loads 0.7,1.1 --json
 
 Seeds are trained by MODELS.md's commands with --seed K, e.g.
-  hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 \
+  hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 \\
       --out runs/seeds/deeprm-load-70-s1
 """
 
