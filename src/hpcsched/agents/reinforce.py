@@ -361,6 +361,10 @@ class DeepRM:
                                                 restore_rng_states, restore_state)
 
         ck = load_checkpoint(path, fmt=FORMAT)
+        if "optimizer" not in ck:
+            raise ModelFileError(f"{path} is a slim copy (weights, config and history, no "
+                                 f"optimiser state): it decides (load_deeprm_policy) but "
+                                 f"training cannot resume from it")
         model = config_of(path, lambda: cls(ReinforceConfig(**ck["config"])))
         restore_state(path, model.net, ck, "policy")
         restore_state(path, model.optimizer, ck, "optimizer")
@@ -417,10 +421,53 @@ class GridNetPolicy:
 
 def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
                        name: str | None = None) -> GridNetPolicy:
-    """A shipped or trained DeepRM model file as a policy."""
-    model = DeepRM.load(path)
-    return model.policy(sample=sample, seed=seed, name=name or f"deeprm:{path}")
+    """A shipped or trained DeepRM model file as a policy: only its config and weights are read,
+    so a slim copy (`slim`) decides exactly as the file it was made from."""
+    from hpcsched.agents.checkpoint import config_of, load_checkpoint, restore_state
+
+    ck = load_checkpoint(path, fmt=FORMAT)
+    config = config_of(path, lambda: ReinforceConfig(**ck["config"]))
+    net = config_of(path, lambda: policy_network(
+        int(np.prod(config.batch().image_shape)), config.hidden, config.slots + 1))
+    restore_state(path, net, ck, "policy")
+    return GridNetPolicy(net, config, sample=sample, seed=seed, name=name or f"deeprm:{path}")
 
 
-__all__ = ["FORMAT", "DeepRM", "GridNetPolicy", "NumpyPolicy", "ReinforceConfig", "advantages",
-           "count_parameters", "load_deeprm_policy", "policy_network", "rollout"]
+#: the checkpoint entries a slim copy keeps: enough to decide and to read its validation history
+SLIM_KEYS = ("format", "version", "config", "epoch", "policy", "history")
+
+
+def slim(src, dst, *, history: list[dict[str, Any]] | None = None):
+    """A copy of the DeepRM checkpoint `src` with only `SLIM_KEYS` (its format tag and version
+    kept): the policy's weights, config and history (or `history` given); no optimiser or RNG
+    state, so training cannot resume from it. It decides exactly as `src`
+    (`load_deeprm_policy`)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from hpcsched._files import make_readable
+    from hpcsched.agents.checkpoint import load_checkpoint
+
+    ck = load_checkpoint(src, fmt=FORMAT)
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
+            if history is not None:
+                kept["history"] = list(history)
+            torch.save(kept, f)
+        make_readable(tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return dst
+
+
+__all__ = ["FORMAT", "SLIM_KEYS", "DeepRM", "GridNetPolicy", "NumpyPolicy", "ReinforceConfig",
+           "advantages", "count_parameters", "load_deeprm_policy", "policy_network", "rollout",
+           "slim"]

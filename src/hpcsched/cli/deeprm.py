@@ -1,4 +1,5 @@
-"""DeepRM's commands: `train deeprm` and `experiment deeprm-load-sweep` (HotNets'16 Figs. 4, 7)."""
+"""DeepRM's commands: `train deeprm`, `experiment deeprm-load-sweep` (HotNets'16 Figs. 4, 7) and
+`experiment deeprm-seeds` (the shipped models over training seeds)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
   hpcsched experiment deeprm-load-sweep --json > sweep.json
   hpcsched experiment deeprm-load-sweep --models runs/ --plot sweep.png --analysis-load 1.1
-  hpcsched experiment deeprm-load-sweep --heuristics-only --rates 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0 \
+  hpcsched experiment deeprm-load-sweep --heuristics-only --rates 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0 \\
       --seed 314159 --simu-len 50 --jobsets 100 --json      # DeepRM's own script's numbers
 
 Rows: load (the level asked for; with --rates, rate x 1.845), rate (Bernoulli arrival
@@ -37,6 +38,24 @@ of time steps ended while a shown job would have fit now), dropped (arrivals tha
 slots and 60 backlog places full), model_load (the training load of the DeepRM model used at that
 load: the nearest one shipped). sjf, packer and random are DeepRM's baselines and equal its own
 code's numbers on the same settings (random: its evaluation script's draws, one at a time).
+"""
+
+SEEDS_CAPTION = ("DeepRM's shipped slowdown models over training seeds 0, 1, 2: each seed's best.pt "
+                 "(chosen on 50 validation jobsets, seed 27182) at its own training load, scored "
+                 "as deeprm-load-sweep scores its DeepRM column (greedy, mean slowdown pooled over "
+                 "the jobs of {jobsets} unseen jobsets, seed 314159), beside SJF, Packer and "
+                 "Tetris* (tetris:0.1) of the same run; mean and sample sd over the seeds, how "
+                 "many beat the best heuristic (at 2 decimals), the seed chosen on validation, "
+                 "the seed of the file shipped now and its slowdown (the sweep's DeepRM number)")
+
+EPILOG_SEEDS = """examples:
+  hpcsched experiment deeprm-seeds                          # data/pretrained/seeds/
+  hpcsched experiment deeprm-seeds --models runs/seeds      # NAME-sK.pt or NAME-sK/best.pt
+  hpcsched experiment deeprm-seeds --models runs/seeds --loads 0.7,1.1 --json
+
+Seeds are trained by MODELS.md's commands with --seed K, e.g.
+  hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 \\
+      --out runs/seeds/deeprm-load-70-s1
 """
 
 
@@ -111,6 +130,23 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--analysis-load", type=nonnegative_float, default=1.1,
                    help="load of the Fig. 7 analysis (0: skip)")
     p.set_defaults(func=cmd_sweep)
+
+    p = experiment.add_parser("deeprm-seeds", parents=[fmt],
+                              help="the shipped DeepRM models (loads 70%%, 110%%, 150%%) over "
+                                   "training seeds 0, 1, 2, against SJF, Packer and Tetris*",
+                              description=SEEDS_CAPTION.format(jobsets=100).replace("%", "%%"),
+                              epilog=EPILOG_SEEDS, formatter_class=RAW)
+    p.add_argument("--models", help="take the seeds' models from this folder "
+                                    "(deeprm-load-NN-sK.pt or the run folder deeprm-load-NN-sK/, "
+                                    "its best.pt) instead of data/pretrained/seeds/")
+    p.add_argument("--loads", default="0.7,1.1,1.5",
+                   help="the rows: comma-separated training loads among 0.7,1.1,1.5 "
+                        "(default: all three)")
+    p.add_argument("--seeds", default="0,1,2",
+                   help="comma-separated training seeds (default 0,1,2)")
+    p.add_argument("--jobsets", type=positive_int, default=100,
+                   help="unseen jobsets per load (default 100, the sweep's)")
+    p.set_defaults(func=cmd_seeds)
 
 
 def cmd_train(args) -> int:
@@ -224,3 +260,51 @@ def cmd_sweep(args) -> int:
     if args.plot:
         print(f"\nplot: {path}")
     return 0
+
+
+def cmd_seeds(args) -> int:
+    from hpcsched.cli.common import csv_list
+    from hpcsched.experiments import deeprm_seeds as seeds
+
+    def values(option: str, text: str, kind, allowed=None) -> list:
+        try:
+            out = [kind(x) for x in csv_list(text)]
+        except (ValueError, argparse.ArgumentTypeError):
+            raise ValueError(f"{option} {text!r}: expected comma-separated "
+                             f"{'numbers' if kind is float else 'integers'}") from None
+        bad = [x for x in out if allowed is not None and x not in allowed]
+        if bad:
+            raise ValueError(f"{option}: {', '.join(f'{x:g}' for x in bad)} is not a training "
+                             f"load of a shipped model ({', '.join(f'{x:g}' for x in allowed)})")
+        return list(dict.fromkeys(out))
+
+    loads = values("--loads", args.loads, float, seeds.LOADS)
+    chosen_seeds = values("--seeds", args.seeds, int)
+    with Progress(seeds.simulations(loads, chosen_seeds), args.name) as bar:
+        rows = seeds.seed_study(loads, models=args.models, seeds=chosen_seeds,
+                                jobsets=args.jobsets, progress=bar.update)
+    if args.fmt in ("json", "csv"):
+        print(format_rows(rows, args.fmt))
+        return 0
+    if args.fmt is None:
+        print(seeds_caption(args.jobsets) + "\n")
+    digits = {k: seeds.DIGITS for r in rows for k, v in r.items() if isinstance(v, float)}
+    cols = ["load", *seeds.HEURISTICS, "best_heuristic", *(f"s{s}" for s in chosen_seeds),
+            "mean", "sd", "beats", "chosen_seed", "shipped_seed", "shipped"]
+    print(format_rows(rows, args.fmt or "table", columns=cols, digits=digits))
+    per_seed = [{"load": r["load"], "seed": s, "file": r[f"file_s{s}"],
+                 "epoch": r[f"epoch_s{s}"], "val_slowdown": r[f"val_s{s}"],
+                 "slowdown": r[f"s{s}"]} for r in rows for s in chosen_seeds]
+    if args.fmt is None:
+        print("\neach seed's best.pt: its epoch, the validation slowdown it was chosen with, "
+              "its slowdown above\n")
+    else:
+        print()
+    print(format_rows(per_seed, args.fmt or "table",
+                      columns=["load", "seed", "epoch", "val_slowdown", "slowdown", "file"],
+                      digits={"load": 2, "val_slowdown": 3, "slowdown": seeds.DIGITS}))
+    return 0
+
+
+def seeds_caption(jobsets: int = 100) -> str:
+    return SEEDS_CAPTION.format(jobsets=jobsets)

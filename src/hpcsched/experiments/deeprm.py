@@ -119,9 +119,10 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
         if config.validate_jobsets:
             m = model.evaluate(model.validation_jobs()).metrics()
             row["val_slowdown"], row["val_completion"] = m["slowdown"], m["completion"]
+        model.history.append(row)  # before best.pt, which must hold its own epoch's validation
+        if config.validate_jobsets:
             best = row[key]
             model.save(out / "best.pt")
-        model.history.append(row)
         say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
             f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
             f"{key} {row.get(key, float('nan')):.3f} (greedy)")
@@ -317,30 +318,46 @@ def load_sweep(loads=SWEEP_LOADS, *, rates=None, models: str | Path | None = Non
         points = [(load, rate_for_load(load)) for load in loads]
     rows = []
     for load, p in points:
-        jobs = generate(jobsets, p, steps, seed=seed)
-        offered = float(jobs.load().mean())
-        names = [*HEURISTICS[:2], "tetris" if tetris_knob == 0.5 else f"tetris:{tetris_knob:g}",
-                 HEURISTICS[3]]
+        names = [*HEURISTICS[:2], tetris_name(tetris_knob), HEURISTICS[3]]
         policies: list[tuple[str, Any, float | None]] = [(n, get_grid_policy(n), None)
                                                          for n in names]
         if trained:
             near = min(trained, key=lambda x: abs(x - load))
             policies.append(("deeprm", load_deeprm_policy(trained[near], sample=sample,
                                                           name="deeprm"), near))
-        for name, policy, model_load in policies:
-            if name == "random":
-                m = pooled_metrics(random_as_deeprm(jobsets, p, steps, seed=seed,
-                                                    batch=lambda: DiscreteBatch(queue=queue)))
-            else:
-                m = run_batch(DiscreteBatch(queue=queue), jobs, policy,
-                              max_decisions=20_000).metrics()
-            rows.append({"load": load, "rate": round(p, 4), "offered_load": round(offered, 4),
-                         "policy": name, "slowdown": m["slowdown"], "completion": m["completion"],
-                         "withheld_share": m["withheld_share"], "jobs": m["jobs"],
-                         "unfinished": m["unfinished"], "dropped": m["dropped"],
-                         "model_load": model_load if model_load is not None else ""})
-            if progress:
-                progress(1)
+        rows += score_at(load, p, policies, jobsets=jobsets, steps=steps, seed=seed, queue=queue,
+                         progress=progress)
+    return rows
+
+
+def tetris_name(knob: float = TUNED_KNOB) -> str:
+    """Tetris* as the sweep names it: `tetris` at the spec's knob 0.5, else `tetris:KNOB`."""
+    return "tetris" if knob == 0.5 else f"tetris:{knob:g}"
+
+
+def score_at(load: float, rate: float, policies, *, jobsets: int = 100, steps: int = 50,
+             seed: int = TEST_SEED, queue: str = "bounded",
+             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """The sweep's rows at one point: each (name, policy, model_load) of `policies` run on the
+    same `jobsets` jobsets of `steps` steps drawn with `seed` at arrival probability `rate`
+    (`random` as DeepRM's script draws it), metrics pooled over their jobs."""
+    jobs = generate(jobsets, rate, steps, seed=seed)
+    offered = float(jobs.load().mean())
+    rows = []
+    for name, policy, model_load in policies:
+        if name == "random":
+            m = pooled_metrics(random_as_deeprm(jobsets, rate, steps, seed=seed,
+                                                batch=lambda: DiscreteBatch(queue=queue)))
+        else:
+            m = run_batch(DiscreteBatch(queue=queue), jobs, policy,
+                          max_decisions=20_000).metrics()
+        rows.append({"load": load, "rate": round(rate, 4), "offered_load": round(offered, 4),
+                     "policy": name, "slowdown": m["slowdown"], "completion": m["completion"],
+                     "withheld_share": m["withheld_share"], "jobs": m["jobs"],
+                     "unfinished": m["unfinished"], "dropped": m["dropped"],
+                     "model_load": model_load if model_load is not None else ""})
+        if progress:
+            progress(1)
     return rows
 
 
@@ -388,4 +405,5 @@ def what_it_learned(policy, load: float, *, against: str = f"tetris:{TUNED_KNOB:
 
 __all__ = ["HEURISTICS", "SWEEP_LOADS", "ScriptRandom", "evaluate",
            "expected_load_per_arrival", "load_sweep", "model_loads", "resolve_grid_policy",
-           "random_as_deeprm", "shipped_models", "sweep_plot", "train", "what_it_learned"]
+           "random_as_deeprm", "score_at", "shipped_models", "sweep_plot", "tetris_name", "train",
+           "what_it_learned"]

@@ -19,13 +19,13 @@ DEFAULT_COLUMNS = ("trace", "policy", "backfill", "bsld", "max_bsld", "wait", "m
                    "utilization_gpus", "score")
 
 
-def _cell(key: str, value) -> str:
+def _cell(key: str, value, digits: dict[str, int] | None = None) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
-        digits = _DIGITS.get(key, 3)
+        digits = (digits or {}).get(key, _DIGITS.get(key, 3))
         return f"{value:,.{digits}f}" if abs(value) >= 1e4 else f"{value:.{digits}f}"
     return str(value)
 
@@ -36,9 +36,10 @@ def _columns(rows: Sequence[dict], columns: Sequence[str] | None) -> list[str]:
     return [c for c in DEFAULT_COLUMNS if any(c in r for r in rows)]
 
 
-def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
+def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None,
+                 digits: dict[str, int] | None = None) -> str:
     cols = _columns(rows, columns)
-    cells = [[_cell(c, r.get(c, "")) for c in cols] for r in rows]
+    cells = [[_cell(c, r.get(c, ""), digits) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     numeric = [all(isinstance(r.get(c), (int, float)) for r in rows) for c in cols]
 
@@ -51,10 +52,12 @@ def format_table(rows: Sequence[dict], columns: Sequence[str] | None = None) -> 
     return "\n".join(out)
 
 
-def format_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
+def format_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None,
+                    digits: dict[str, int] | None = None) -> str:
     cols = _columns(rows, columns)
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    out += ["| " + " | ".join(_cell(c, r.get(c, "")) for c in cols) + " |" for r in rows]
+    out += ["| " + " | ".join(_cell(c, r.get(c, ""), digits) for c in cols) + " |"
+            for r in rows]
     return "\n".join(out)
 
 
@@ -85,11 +88,14 @@ def _finite(value):
     return value
 
 
-def format_rows(rows: Sequence[dict], fmt: str, columns: Sequence[str] | None = None) -> str:
+def format_rows(rows: Sequence[dict], fmt: str, columns: Sequence[str] | None = None,
+                digits: dict[str, int] | None = None) -> str:
+    """`rows` as `fmt` (json, csv, markdown or an aligned table); `digits` overrides the decimals
+    a column's floats get in a table (by default: the metric's own, else 3)."""
     if fmt == "json":
         return format_json(list(rows))
     if fmt == "csv":
         return format_csv(rows)
     if fmt == "markdown":
-        return format_markdown(rows, columns)
-    return format_table(rows, columns)
+        return format_markdown(rows, columns, digits)
+    return format_table(rows, columns, digits)

@@ -1,0 +1,236 @@
+"""DeepRM's shipped models judged over training seeds: each training load (70%, 110%, 150%) trained
+with seeds 0, 1 and 2 by MODELS.md's commands, each seed's `best.pt` (chosen on 50 validation
+jobsets, seed 27182) scored at its own training load as `experiment deeprm-load-sweep` scores its
+DeepRM column: greedy, mean slowdown pooled over the jobs of 100 unseen jobsets (seed 314159),
+beside SJF, Packer and Tetris* of the same run.
+
+    hpcsched experiment deeprm-seeds                       # data/pretrained/seeds/
+    hpcsched experiment deeprm-seeds --models runs/seeds   # deeprm-load-NN-sK.pt or .../best.pt
+
+A row: the heuristics, the best of them, each seed's slowdown, their mean and sample sd, how many
+seeds beat the best heuristic (at the printed 2 decimals), the seed chosen on validation and the
+seed of the file shipped now. `export(runs)` writes the slim seed files from run folders and copies
+the chosen seed's `best.pt` as the shipped model.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from hpcsched.experiments.deeprm import TUNED_KNOB, score_at, tetris_name
+from hpcsched.experiments.policyspec import PRETRAINED
+from hpcsched.workload.deeprm import TEST_SEED, rate_for_load
+
+SEEDS = (0, 1, 2)
+SEED_FOLDER = PRETRAINED / "seeds"
+#: the training loads of the shipped slowdown models (deeprm-load-130-completion has one seed)
+LOADS = (0.7, 1.1, 1.5)
+#: the heuristics a seed is held against: DeepRM's SJF and Packer, and our Tetris*
+HEURISTICS = ("sjf", "packer", tetris_name(TUNED_KNOB))
+#: a win is counted at the precision the tables print
+DIGITS = 2
+
+
+def model_name(load: float) -> str:
+    """The shipped model of a training load: deeprm-load-70 for 0.7."""
+    return f"deeprm-load-{round(100 * load)}"
+
+
+def seed_path(load: float, seed: int, models: str | Path | None = None) -> Path:
+    """The model of `load` trained with `seed`: data/pretrained/seeds/deeprm-load-NN-sK.pt, or in
+    `models` deeprm-load-NN-sK.pt or the run folder deeprm-load-NN-sK/ (its best.pt)."""
+    name = model_name(load)
+    folder = SEED_FOLDER if models is None else Path(models)
+    looked = [folder / f"{name}-s{seed}.pt"]
+    if models is not None:
+        looked.append(folder / f"{name}-s{seed}" / "best.pt")
+    for path in looked:
+        if path.exists():
+            return path
+    raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for "
+                     + " and ".join(str(p.relative_to(folder)) for p in looked) + ")")
+
+
+def seed_paths(loads: Sequence[float], seeds: Sequence[int],
+               models: str | Path | None = None) -> dict[tuple[float, int], Path]:
+    """Every (load, seed)'s file, or one error naming all that are missing."""
+    found, missing = {}, {}
+    for load in loads:
+        for s in seeds:
+            try:
+                found[load, s] = seed_path(load, s, models)
+            except ValueError:
+                missing.setdefault(model_name(load), []).append(s)
+    if missing:
+        folder = SEED_FOLDER if models is None else Path(models)
+        what = "; ".join(f"{name} seed{'s' if len(ss) > 1 else ''} "
+                         f"{', '.join(map(str, ss))}" for name, ss in missing.items())
+        looked = "NAME-sK.pt" + (" or NAME-sK/best.pt" if models is not None else "")
+        raise ValueError(f"no model for {what} in {folder} (looked for {looked})")
+    running = [f"{path.parent.name} (epoch {done} of {target})" for path in found.values()
+               for done, target in [run_progress(path)] if done < target]
+    if running:
+        raise ValueError(f"unfinished runs (their best.pt may still change): "
+                         f"{', '.join(running)}")
+    return found
+
+
+def run_progress(path: Path) -> tuple[int, int]:
+    """(epochs done, epochs asked) of the run whose best.pt is `path`, from its model.pt and
+    config.json; (0, 0) for a file that is not in a run folder."""
+    import json
+
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
+
+    model, config = path.with_name("model.pt"), path.with_name("config.json")
+    if path.name != "best.pt" or not model.exists() or not config.exists():
+        return 0, 0
+    target = int(json.loads(config.read_text()).get("epochs", 0))
+    return int(load_checkpoint(model, fmt=FORMAT)["epoch"]), target
+
+
+def best_entry(path: str | Path) -> tuple[int, float]:
+    """The epoch of a `best.pt` and the greedy validation slowdown it was chosen with: its own
+    epoch's entry in its history (NaN when that epoch was not validated). A run's best.pt saved by
+    the warm start (epoch 0) before its entry was kept there is read in the run's model.pt."""
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
+
+    path = Path(path)
+    ck = load_checkpoint(path, fmt=FORMAT)
+    epoch = int(ck["epoch"])
+    histories = [ck.get("history", [])]
+    sibling = path.with_name("model.pt")
+    if path.name == "best.pt" and sibling.exists():
+        histories.append(lambda: load_checkpoint(sibling, fmt=FORMAT).get("history", []))
+    for history in histories:
+        for h in reversed(history() if callable(history) else history):
+            if h.get("epoch") == epoch and "val_slowdown" in h:
+                return epoch, float(h["val_slowdown"])
+    return epoch, math.nan
+
+
+def choose(val: dict[int, float]) -> int:
+    """The seed with the lowest validation slowdown (the first on a tie; NaN never)."""
+    return min(val, key=lambda s: val[s] if not math.isnan(val[s]) else math.inf)
+
+
+def shipped_file(load: float) -> Path | None:
+    path = PRETRAINED / f"{model_name(load)}.pt"
+    return path if path.exists() else None
+
+
+def shipped_seed(load: float) -> int | None:
+    """The training seed (config) of the shipped deeprm-load-NN.pt."""
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
+
+    path = shipped_file(load)
+    return int(load_checkpoint(path, fmt=FORMAT)["config"]["seed"]) if path else None
+
+
+def seed_study(loads: Sequence[float] = LOADS, *, models: str | Path | None = None,
+               seeds: Sequence[int] = SEEDS, jobsets: int = 100, steps: int = 50,
+               seed: int = TEST_SEED, queue: str = "bounded",
+               progress: Callable[[int], None] | None = None) -> list[dict]:
+    """One dict per training load: the heuristics' slowdown (`sjf`, `packer`, `tetris:0.1`),
+    `best_heuristic` and `best`; per seed its slowdown (`s0`, ...), its best.pt's epoch
+    (`epoch_s0`, ...) and validation slowdown (`val_s0`, ...); `mean`, `sd` (sample, ddof=1),
+    `min`, `max`, `beats` (seeds below the best heuristic at 2 decimals), `chosen_seed` (the lowest
+    validation slowdown), `shipped_seed` and `shipped` (the shipped file's slowdown: the sweep's
+    DeepRM number at this load). Every model is scored by the load sweep's own code (`score_at`)
+    on the same jobsets as the heuristics."""
+    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.policies.deeprm import get_grid_policy
+
+    paths = seed_paths(loads, seeds, models)  # all missing files named before any simulation
+    out = []
+    for load in loads:
+        policies = [(h, get_grid_policy(h), None) for h in HEURISTICS]
+        policies += [(f"s{s}", load_deeprm_policy(paths[load, s], name="deeprm"), load)
+                     for s in seeds]
+        if shipped_file(load):
+            policies.append(("shipped", load_deeprm_policy(shipped_file(load), name="deeprm"),
+                             load))
+        rows = score_at(load, rate_for_load(load), policies, jobsets=jobsets, steps=steps,
+                        seed=seed, queue=queue, progress=progress)
+        result = {r["policy"]: r["slowdown"] for r in rows}
+        heur = {h: result[h] for h in HEURISTICS}
+        best_h = min(heur, key=heur.get)
+        scores = np.array([result[f"s{s}"] for s in seeds], dtype=np.float64)
+        entries = {s: best_entry(paths[load, s]) for s in seeds}
+        val = {s: entries[s][1] for s in seeds}
+        row = {"load": load, "model": model_name(load), "offered_load": rows[0]["offered_load"],
+               "jobsets": jobsets, **heur, "best_heuristic": best_h, "best": heur[best_h]}
+        row.update({f"s{s}": float(v) for s, v in zip(seeds, scores)})
+        row.update(mean=float(scores.mean()),
+                   sd=float(scores.std(ddof=1)) if len(scores) > 1 else math.nan,
+                   min=float(scores.min()), max=float(scores.max()),
+                   beats=f"{sum(round(v, DIGITS) < round(heur[best_h], DIGITS) for v in scores)}"
+                         f"/{len(seeds)}",
+                   chosen_seed=choose(val), shipped_seed=shipped_seed(load),
+                   shipped=result.get("shipped", math.nan))
+        row.update({f"epoch_s{s}": entries[s][0] for s in seeds})
+        row.update({f"val_s{s}": val[s] for s in seeds})
+        row.update({f"file_s{s}": str(paths[load, s]) for s in seeds})
+        out.append(row)
+    return out
+
+
+def simulations(loads: Sequence[float] = LOADS, seeds: Sequence[int] = SEEDS) -> int:
+    """How many policy runs `seed_study` makes (for its progress bar)."""
+    return sum(len(HEURISTICS) + len(seeds) + (shipped_file(load) is not None) for load in loads)
+
+
+def export(runs: str | Path, loads: Sequence[float] = LOADS, seeds: Sequence[int] = SEEDS,
+           to: str | Path = PRETRAINED) -> list[dict]:
+    """From run folders `runs/deeprm-load-NN-sK/` write `to/seeds/deeprm-load-NN-sK.pt` (slim)
+    and copy the best.pt of the seed with the lowest validation slowdown (whole, as the shipped
+    files are) to `to/deeprm-load-NN.pt`. Returns what was chosen, per load."""
+    from hpcsched.agents.reinforce import slim
+
+    runs, to = Path(runs), Path(to)
+    for load in loads:  # every run is there before anything is written
+        for s in seeds:
+            best = runs / f"{model_name(load)}-s{s}" / "best.pt"
+            if not best.exists():
+                raise ValueError(f"no model for {model_name(load)} seed {s}: {best} is missing")
+    chosen = []
+    for load in loads:
+        name = model_name(load)
+        val = {}
+        for s in seeds:
+            best = runs / f"{name}-s{s}" / "best.pt"
+            epoch, val[s] = best_entry(best)
+            slim(best, to / "seeds" / f"{name}-s{s}.pt", history=_own_history(best, epoch))
+        pick = choose(val)
+        shutil.copyfile(runs / f"{name}-s{pick}" / "best.pt", to / f"{name}.pt")
+        chosen.append({"model": name, "seed": pick, **{f"val_s{s}": v for s, v in val.items()}})
+    return chosen
+
+
+def _own_history(best: Path, epoch: int) -> list[dict] | None:
+    """The history to keep in a slim copy of a run's best.pt: its own, or, where that lacks the
+    best epoch's entry (a warm start's best.pt before the fix), the run's model.pt's up to it."""
+    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.reinforce import FORMAT
+
+    own = load_checkpoint(best, fmt=FORMAT).get("history", [])
+    if any(h.get("epoch") == epoch and "val_slowdown" in h for h in own):
+        return None
+    model = best.with_name("model.pt")
+    if not model.exists():
+        return None
+    return [h for h in load_checkpoint(model, fmt=FORMAT).get("history", [])
+            if h.get("epoch", math.inf) <= epoch]
+
+
+__all__ = ["DIGITS", "HEURISTICS", "LOADS", "SEEDS", "SEED_FOLDER", "best_entry", "choose",
+           "export", "model_name", "run_progress", "seed_path", "seed_paths", "seed_study",
+           "shipped_file", "shipped_seed", "simulations"]

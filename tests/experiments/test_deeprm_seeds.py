@@ -1,0 +1,159 @@
+"""The seed study of DeepRM's shipped models (`experiment deeprm-seeds`), with stand-ins: the three
+shipped slowdown models written as seeds 0, 1, 2 of the 70% load, scored on a few jobsets."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
+from hpcsched.agents.reinforce import FORMAT, SLIM_KEYS, DeepRM, load_deeprm_policy, slim
+from hpcsched.experiments import deeprm_seeds as S
+from hpcsched.experiments.deeprm import evaluate, resolve_grid_policy
+from hpcsched.experiments.policyspec import PRETRAINED
+from hpcsched.policies.deeprm import get_grid_policy
+
+LOAD = 0.7
+JOBSETS = 4
+#: three different models standing in for three seeds of the 70% row
+STAND_INS = ("deeprm-load-70", "deeprm-load-110", "deeprm-load-150")
+
+
+@pytest.fixture(scope="module")
+def seeds_folder(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dseeds")
+    for s, name in enumerate(STAND_INS):
+        slim(PRETRAINED / f"{name}.pt", d / f"deeprm-load-70-s{s}.pt")
+    return d
+
+
+def _own_validation(path) -> float:
+    ck = load_checkpoint(path, fmt=FORMAT)
+    (entry,) = [h for h in ck["history"] if h["epoch"] == ck["epoch"]]
+    return entry["val_slowdown"]
+
+
+def test_seed_study_aggregates_each_seed_scored_on_its_own(seeds_folder):
+    (row,) = S.seed_study([LOAD], models=seeds_folder, jobsets=JOBSETS)
+
+    def score(policy):
+        return evaluate(policy, LOAD, jobsets=JOBSETS).metrics()["slowdown"]
+
+    each = [score(load_deeprm_policy(PRETRAINED / f"{n}.pt")) for n in STAND_INS]
+    heur = {h: score(get_grid_policy(h)) for h in ("sjf", "packer", "tetris:0.1")}
+    best = min(heur.values())
+    assert len(set(each)) == 3  # three different stand-ins: the aggregation is not vacuous
+    assert [row["s0"], row["s1"], row["s2"]] == pytest.approx(each, rel=1e-12)
+    assert {h: row[h] for h in heur} == pytest.approx(heur, rel=1e-12)
+    assert row["best"] == pytest.approx(best, rel=1e-12)
+    assert row["best_heuristic"] == min(heur, key=heur.get)
+    assert row["mean"] == pytest.approx(np.mean(each))
+    assert row["sd"] == pytest.approx(np.std(each, ddof=1))
+    assert row["beats"] == f"{sum(round(e, 2) < round(best, 2) for e in each)}/3"
+    # each seed's best.pt: its epoch and the validation it was chosen with, from its own history
+    vals = [_own_validation(PRETRAINED / f"{n}.pt") for n in STAND_INS]
+    assert [row[f"val_s{s}"] for s in range(3)] == pytest.approx(vals)
+    assert [row[f"epoch_s{s}"] for s in range(3)] == [
+        load_checkpoint(PRETRAINED / f"{n}.pt", fmt=FORMAT)["epoch"] for n in STAND_INS]
+    assert row["chosen_seed"] == int(np.argmin(vals))
+    # the file shipped now: its training seed, and its score (the sweep's DeepRM number)
+    assert row["shipped_seed"] == load_checkpoint(PRETRAINED / "deeprm-load-70.pt",
+                                                  fmt=FORMAT)["config"]["seed"]
+    assert row["shipped"] == pytest.approx(each[0], rel=1e-12)
+
+
+def test_the_seeds_are_scored_as_the_load_sweep_scores_deeprm(seeds_folder, tmp_path):
+    from hpcsched.experiments.deeprm import load_sweep
+
+    shutil.copyfile(PRETRAINED / "deeprm-load-110.pt", tmp_path / "deeprm-load-110.pt")
+    sweep = {r["policy"]: r["slowdown"] for r in
+             load_sweep([LOAD], models=tmp_path, jobsets=JOBSETS)}
+    (row,) = S.seed_study([LOAD], models=seeds_folder, jobsets=JOBSETS)
+    assert row["s1"] == sweep["deeprm"]  # the sweep's only model is the seed 1 stand-in
+    for h in ("sjf", "packer", "tetris:0.1"):
+        assert row[h] == sweep[h]
+
+
+def test_a_slim_seed_file_decides_as_its_source(seeds_folder):
+    src = PRETRAINED / "deeprm-load-110.pt"
+    copy = seeds_folder / "deeprm-load-70-s1.pt"
+    full = evaluate(load_deeprm_policy(src), 1.1, jobsets=3).job_records()
+    # a slim file loads wherever a DeepRM model loads: here as deeprm:FILE
+    thin = evaluate(resolve_grid_policy(f"deeprm:{copy}"), 1.1, jobsets=3).job_records()
+    for key in ("start", "finish", "slowdown"):
+        np.testing.assert_array_equal(full[key], thin[key])
+    ck = load_checkpoint(copy, fmt=FORMAT)
+    assert set(ck) <= set(SLIM_KEYS) and "optimizer" not in ck and "np_rng" not in ck
+    with pytest.raises(ModelFileError, match="slim copy"):
+        DeepRM.load(copy)  # it decides; training cannot resume from it
+
+
+def test_the_chosen_seed_is_the_lowest_validation_first_on_a_tie():
+    assert S.choose({0: 3.0, 1: 2.5, 2: 2.5}) == 1
+    assert S.choose({0: math.nan, 1: 4.0, 2: 3.0}) == 2
+
+
+def test_best_entry_reads_the_run_when_best_pt_lacks_its_own_epoch(tmp_path):
+    run = tmp_path / "deeprm-load-70-s0"
+    src = PRETRAINED / "deeprm-load-70.pt"
+    slim(src, run / "best.pt", history=[])  # as a warm start's best.pt was written
+    assert math.isnan(S.best_entry(run / "best.pt")[1])
+    shutil.copyfile(src, run / "model.pt")
+    assert S.best_entry(run / "best.pt") == (20, pytest.approx(_own_validation(src)))
+
+
+def test_a_missing_seed_is_named(seeds_folder, tmp_path):
+    with pytest.raises(ValueError, match="deeprm-load-110 seed 5"):
+        S.seed_path(1.1, 5, tmp_path)
+    with pytest.raises(ValueError, match=r"deeprm-load-70 seed 3 in .*NAME-sK/best.pt"):
+        S.seed_study([LOAD], models=seeds_folder, seeds=(0, 3), jobsets=1)
+
+
+def test_export_slims_every_seed_and_ships_the_one_chosen_on_validation(tmp_path):
+    runs, to = tmp_path / "runs", tmp_path / "pretrained"
+    for s, name in enumerate(STAND_INS):
+        (runs / f"deeprm-load-70-s{s}").mkdir(parents=True)
+        shutil.copyfile(PRETRAINED / f"{name}.pt", runs / f"deeprm-load-70-s{s}" / "best.pt")
+    with pytest.raises(ValueError, match="deeprm-load-110 seed 0"):
+        S.export(runs, loads=[0.7, 1.1], to=to)
+    assert not to.exists()  # nothing written when a run is missing
+    (chosen,) = S.export(runs, loads=[0.7], to=to)
+    vals = [_own_validation(PRETRAINED / f"{n}.pt") for n in STAND_INS]
+    assert chosen["seed"] == int(np.argmin(vals))
+    shipped = to / "deeprm-load-70.pt"
+    assert shipped.read_bytes() == (runs / f"deeprm-load-70-s{chosen['seed']}" /
+                                    "best.pt").read_bytes()
+    for s in range(3):
+        ck = load_checkpoint(to / "seeds" / f"deeprm-load-70-s{s}.pt", fmt=FORMAT)
+        assert "optimizer" not in ck and S.best_entry(to / "seeds" /
+                                                      f"deeprm-load-70-s{s}.pt")[1] == vals[s]
+
+
+def test_the_command_prints_rows_and_refuses_other_loads(seeds_folder, capsys):
+    from hpcsched.cli import main
+
+    code = main(["experiment", "deeprm-seeds", "--models", str(seeds_folder), "--loads", "0.7",
+                 "--jobsets", "2", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["load"] for r in rows] == [0.7]
+    assert {"s0", "s1", "s2", "mean", "sd", "beats", "chosen_seed", "shipped_seed"} <= set(rows[0])
+    assert main(["experiment", "deeprm-seeds", "--loads", "0.8"]) == 2
+    assert "0.8 is not a training load" in capsys.readouterr().err
+
+
+def test_an_unfinished_run_is_refused(tmp_path):
+    for s, name in enumerate(STAND_INS):  # run folders; seed 2's run asked for more epochs
+        run = tmp_path / f"deeprm-load-70-s{s}"
+        run.mkdir()
+        shutil.copyfile(PRETRAINED / f"{name}.pt", run / "best.pt")
+        shutil.copyfile(PRETRAINED / f"{name}.pt", run / "model.pt")
+        epoch = load_checkpoint(run / "model.pt", fmt=FORMAT)["epoch"]
+        (run / "config.json").write_text(json.dumps({"epochs": epoch + (s == 2)}))
+    with pytest.raises(ValueError, match=r"unfinished.*deeprm-load-70-s2 \(epoch 21 of 22\)"):
+        S.seed_paths([LOAD], (0, 1, 2), tmp_path)
+    found = S.seed_paths([LOAD], (0, 1), tmp_path)  # the finished ones still serve
+    assert found[LOAD, 1] == tmp_path / "deeprm-load-70-s1" / "best.pt"
