@@ -141,6 +141,20 @@ def test_the_inspector_seed_table_is_the_readmes():
     assert_seed_rows_printed(lines)
 
 
+# -- DeepRM over training seeds: `experiment deeprm-seeds --markdown` --------------------------------
+DEEPRM_SEEDS = "**The shipped models are one seed each; the recipe over three seeds.**"
+
+
+@pytest.mark.parametrize("argv", [["--loads", "1.1"],
+                                  pytest.param([], marks=pytest.mark.slow)], ids=["110", "all"])
+def test_the_deeprm_seed_tables_are_the_readmes(capsys, argv):
+    assert main(["experiment", "deeprm-seeds", "--markdown", *argv]) == 0
+    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    text = section(DEEPRM_SEEDS).splitlines()
+    missing = [line for line in out if line not in text]
+    assert len(out) == (6 if argv else 14) and not missing, "\n".join(missing)
+
+
 # -- DeepRM: the load sweep (Fig. 4), Fig. 5, Fig. 7 and the Lublin-1 runs -----------------------------
 SWEEP = "Our sweep (`hpcsched experiment deeprm-load-sweep`"
 SWEEP_COLUMNS = {"SJF": "sjf", "Packer": "packer", "Tetris*": "tetris:0.1", "Random": "random",

@@ -262,6 +262,19 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def shown_path(path) -> str:
+    """A model file as printed: a shipped one as `pretrained/...` (the same on every machine)."""
+    from pathlib import Path
+
+    from hpcsched.experiments.policyspec import PRETRAINED
+
+    path = Path(path)
+    try:
+        return f"pretrained/{path.resolve().relative_to(PRETRAINED.resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
 def cmd_seeds(args) -> int:
     from hpcsched.cli.common import csv_list
     from hpcsched.experiments import deeprm_seeds as seeds
@@ -292,7 +305,7 @@ def cmd_seeds(args) -> int:
     cols = ["load", *seeds.HEURISTICS, "best_heuristic", *(f"s{s}" for s in chosen_seeds),
             "mean", "sd", "beats", "chosen_seed", "shipped_seed", "shipped"]
     print(format_rows(rows, args.fmt or "table", columns=cols, digits=digits))
-    per_seed = [{"load": r["load"], "seed": s, "file": r[f"file_s{s}"],
+    per_seed = [{"load": r["load"], "seed": s, "file": shown_path(r[f"file_s{s}"]),
                  "epoch": r[f"epoch_s{s}"], "val_slowdown": r[f"val_s{s}"],
                  "slowdown": r[f"s{s}"]} for r in rows for s in chosen_seeds]
     if args.fmt is None:
