@@ -65,6 +65,14 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = dict(state, format=fmt, version=hpcsched.__version__,
                    rng=state["rng"] if "rng" in state else rng_states())
+    return write_atomically(path, payload)
+
+
+def write_atomically(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
+    """`torch.save(payload)` to `path` through a temporary file in the same folder, flushed to
+    disk and then renamed: a crash leaves the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -247,4 +255,5 @@ def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
 
 
 __all__ = ["FORMAT", "ModelFileError", "OtherKindError", "RLPolicy", "config_of", "load_checkpoint", "load_policy",
-           "one_line", "restore_rng_states", "restore_state", "rng_states", "save_checkpoint"]
+           "one_line", "restore_rng_states", "restore_state", "rng_states", "save_checkpoint",
+           "write_atomically"]

@@ -442,30 +442,13 @@ def slim(src, dst, *, history: list[dict[str, Any]] | None = None):
     kept): the policy's weights, config and history (or `history` given); no optimiser or RNG
     state, so training cannot resume from it. It decides exactly as `src`
     (`load_deeprm_policy`)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from hpcsched._files import make_readable
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.checkpoint import load_checkpoint, write_atomically
 
     ck = load_checkpoint(src, fmt=FORMAT)
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
-            if history is not None:
-                kept["history"] = list(history)
-            torch.save(kept, f)
-        make_readable(tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return dst
+    kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
+    if history is not None:
+        kept["history"] = list(history)
+    return write_atomically(dst, kept)
 
 
 __all__ = ["FORMAT", "SLIM_KEYS", "DeepRM", "GridNetPolicy", "NumpyPolicy", "ReinforceConfig",

@@ -133,17 +133,10 @@ def slim(src: str | Path, dst: str | Path) -> Path:
     """A copy of the checkpoint `src` with only what deciding needs (`SLIM_KEYS`): the policy's
     weights, config, normalisation and history; no value network, optimiser or RNG state, so
     training cannot resume from it. The policy decides exactly as from `src`."""
-    import torch
-
-    from hpcsched._files import make_readable
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.checkpoint import load_checkpoint, write_atomically
 
     ck = load_checkpoint(src)
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({k: ck[k] for k in SLIM_KEYS if k in ck}, dst)
-    make_readable(dst)
-    return dst
+    return write_atomically(dst, {k: ck[k] for k in SLIM_KEYS if k in ck})
 
 
 def export(runs: str | Path, rows: Iterable[tuple[str, str, bool]] = SEED_ROWS,
