@@ -24,10 +24,11 @@ import numpy as np
 
 from hpcsched.experiments.deeprm import TUNED_KNOB, score_at, tetris_name
 from hpcsched.experiments.policyspec import PRETRAINED
+from hpcsched.experiments.seeds import SEED_FOLDER, SEEDS
+from hpcsched.experiments.seeds import seed_path as named_seed_path
+from hpcsched.experiments.seeds import shipped_seed as named_shipped_seed
 from hpcsched.workload.deeprm import TEST_SEED, rate_for_load
 
-SEEDS = (0, 1, 2)
-SEED_FOLDER = PRETRAINED / "seeds"
 #: the training loads of the shipped slowdown models (deeprm-load-130-completion has one seed)
 LOADS = (0.7, 1.1, 1.5)
 #: the heuristics a seed is held against: DeepRM's SJF and Packer, and our Tetris*
@@ -42,18 +43,8 @@ def model_name(load: float) -> str:
 
 
 def seed_path(load: float, seed: int, models: str | Path | None = None) -> Path:
-    """The model of `load` trained with `seed`: data/pretrained/seeds/deeprm-load-NN-sK.pt, or in
-    `models` deeprm-load-NN-sK.pt or the run folder deeprm-load-NN-sK/ (its best.pt)."""
-    name = model_name(load)
-    folder = SEED_FOLDER if models is None else Path(models)
-    looked = [folder / f"{name}-s{seed}.pt"]
-    if models is not None:
-        looked.append(folder / f"{name}-s{seed}" / "best.pt")
-    for path in looked:
-        if path.exists():
-            return path
-    raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for "
-                     + " and ".join(str(p.relative_to(folder)) for p in looked) + ")")
+    """The model of `load` trained with `seed` (`experiments.seeds.seed_path` of deeprm-load-NN)."""
+    return named_seed_path(model_name(load), seed, models)
 
 
 def seed_paths(loads: Sequence[float], seeds: Sequence[int],
@@ -128,11 +119,9 @@ def shipped_file(load: float) -> Path | None:
 
 def shipped_seed(load: float) -> int | None:
     """The training seed (config) of the shipped deeprm-load-NN.pt."""
-    from hpcsched.agents.checkpoint import load_checkpoint
     from hpcsched.agents.reinforce import FORMAT
 
-    path = shipped_file(load)
-    return int(load_checkpoint(path, fmt=FORMAT)["config"]["seed"]) if path else None
+    return named_shipped_seed(model_name(load), FORMAT)
 
 
 def seed_study(loads: Sequence[float] = LOADS, *, models: str | Path | None = None,

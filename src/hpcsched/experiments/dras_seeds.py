@@ -22,10 +22,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.dras import model_name, run_heuristic, run_model, test_period
-from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, load, prepared_for,
-                                                split)
+from hpcsched.experiments.dras_training import (FORMAT, DrasRunConfig, first_days, load,
+                                                prepared_for, split)
 from hpcsched.experiments.policyspec import PRETRAINED
-from hpcsched.experiments.rlscheduler_seeds import SEED_FOLDER, SEEDS
+from hpcsched.experiments.seeds import SEEDS, seed_path
+from hpcsched.experiments.seeds import shipped_seed as named_shipped_seed
 
 #: (method, trace, reward) of the recipes judged over seeds
 SEED_ROWS: tuple[tuple[str, str, str], ...] = (("dras-dql", "ricc", "capability"),
@@ -34,18 +35,6 @@ SEED_ROWS: tuple[tuple[str, str, str], ...] = (("dras-dql", "ricc", "capability"
 
 #: the test metrics reported as ratios to FCFS+EASY's
 RATIOS = ("wait", "slowdown", "max_wait")
-
-
-def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
-    """`name`'s model trained with `seed`: data/pretrained/seeds/NAME-sK.pt, or in `models`
-    NAME-sK.pt or the run folder NAME-sK/ (its best.pt)."""
-    folder = SEED_FOLDER if models is None else Path(models)
-    looked = (folder / f"{name}-s{seed}.pt", folder / f"{name}-s{seed}" / "best.pt")
-    for path in looked:
-        if path.exists():
-            return path
-    raise ValueError(f"no model for {name} seed {seed}: neither {looked[0]} nor {looked[1]} "
-                     f"exists")
 
 
 def best_validation(ck: dict) -> tuple[int, float]:
@@ -90,9 +79,7 @@ def validation_fcfs(config: DrasRunConfig) -> float:
 
 def shipped_seed(name: str) -> int | None:
     """The training seed of the shipped `dras:pretrained/NAME` (None when there is none)."""
-    path = PRETRAINED / f"{name}.pt"
-    return int(load(path)["config"]["seed"]) if path.exists() else None
-
+    return named_shipped_seed(name, FORMAT)
 
 def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
                models: str | Path | None = None, seeds: Sequence[int] = SEEDS,

@@ -1,5 +1,5 @@
-"""RLScheduler's learned rows judged over training seeds: every shipped recipe trained with seeds 0, 1
-and 2, each seed's `best.pt` (chosen on validation windows that share no job with the test windows)
+"""RLScheduler's learned rows judged over training seeds: every shipped recipe trained with seeds
+0, 1 and 2, each seed's `best.pt` (chosen on validation windows that share no job with the test windows)
 scored on the tables' windows, beside the best heuristic of the same run.
 
     hpcsched experiment rlscheduler-seeds            # the shipped seeds (data/pretrained/seeds/)
@@ -21,12 +21,11 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from hpcsched.experiments.policyspec import PRETRAINED
+from hpcsched.experiments.seeds import SEED_FOLDER, SEEDS, seed_path, shipped_seed
 from hpcsched.experiments.rlscheduler import (AS_CODED, BACKFILL, HEURISTICS, _run, _windows,
                                               model_name)
 from hpcsched.sim.run import prepare
 
-SEEDS = (0, 1, 2)
-SEED_FOLDER = PRETRAINED / "seeds"
 
 #: (trace, metric, backfilling) of the rows judged over seeds: Table V's six and Table VIII's two
 #: (fairness on HPC2N). The CTC-SP2 models (Table VII only) have one seed each.
@@ -54,30 +53,6 @@ def best_validation(checkpoint: dict, metric: str) -> float:
         if h.get("epoch") == checkpoint["epoch"] and key in h:
             return float(h[key])
     return math.nan
-
-
-def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
-    """The model file of `name` trained with `seed`: data/pretrained/seeds/NAME-sK.pt, or in
-    `models` NAME-sK.pt or the run folder NAME-sK/ (its best.pt)."""
-    if models is None:
-        path = SEED_FOLDER / f"{name}-s{seed}.pt"
-        if not path.exists():
-            raise ValueError(f"no shipped seed model {path.name} in {SEED_FOLDER}")
-        return path
-    folder = Path(models)
-    for path in (folder / f"{name}-s{seed}.pt", folder / f"{name}-s{seed}" / "best.pt"):
-        if path.exists():
-            return path
-    raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for {name}-s{seed}.pt "
-                     f"and {name}-s{seed}/best.pt)")
-
-
-def shipped_seed(name: str) -> int | None:
-    """The training seed of the shipped `rl:pretrained/NAME`."""
-    from hpcsched.agents.checkpoint import load_checkpoint
-
-    path = PRETRAINED / f"{name}.pt"
-    return int(load_checkpoint(path)["config"]["seed"]) if path.exists() else None
 
 
 def seed_study(rows: Iterable[tuple[str, str, bool]] = SEED_ROWS, *,

@@ -1,12 +1,13 @@
-"""SchedInspector's inspectors judged over training seeds: every shipped recipe trained with seeds 0,
-1 and 2, each seed's `best.pt` (chosen on validation windows that share no job with either
+"""SchedInspector's inspectors judged over training seeds: every shipped recipe trained with
+seeds 0, 1 and 2, each seed's `best.pt` (chosen on validation windows that share no job with either
 protocol's test windows) scored on `experiment schedinspector-table4`'s windows, both protocols.
 
     hpcsched experiment schedinspector-seeds                 # data/pretrained/seeds/
     hpcsched experiment schedinspector-seeds --models runs   # NAME-sK.pt or NAME-sK/best.pt
 
 A row: the base heuristic's bsld, each seed's inspected bsld and its gain over the base, the mean
-and sample sd of the gains, how many seeds improve on the base (by at least 0.1 %, as printed), and the seed shipped.
+and sample sd of the gains, how many seeds improve on the base (by at least 0.1 %, as printed),
+and the seed shipped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hpcsched.experiments.rlscheduler_seeds import SEEDS, SEED_FOLDER, slim
+from hpcsched.experiments.rlscheduler_seeds import slim
+from hpcsched.experiments.seeds import SEEDS, seed_path, shipped_seed
 from hpcsched.experiments.schedinspector import (BASES, TRACES, WINDOWS, evaluate, model_name,
                                                  protocol_windows)
 
@@ -26,17 +28,6 @@ SEED_ROWS: tuple[tuple[str, str, str], ...] = (
     *((t, b, bf) for bf in ("none", "schedgym") for t in TRACES for b in BASES),
     ("lublin-1", "fcfs", "none"),
 )
-
-
-def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
-    """`name`'s model trained with `seed`: data/pretrained/seeds/NAME-sK.pt, or in `models`
-    NAME-sK.pt or the run folder NAME-sK/ (its best.pt)."""
-    folder = SEED_FOLDER if models is None else Path(models)
-    for path in (folder / f"{name}-s{seed}.pt", folder / f"{name}-s{seed}" / "best.pt"):
-        if path.exists():
-            return path
-    raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for {name}-s{seed}.pt "
-                     f"and {name}-s{seed}/best.pt)")
 
 
 def best_validation(path: Path) -> float:
@@ -55,23 +46,15 @@ def improving(gains) -> int:
     return sum(round(100 * float(g), 1) > 0 for g in gains)
 
 
-def shipped_seed(name: str) -> int | None:
-    """The training seed of the shipped `inspect:pretrained/NAME` (None: no such file)."""
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.experiments.policyspec import PRETRAINED
-
-    path = PRETRAINED / f"{name}.pt"
-    return int(load_checkpoint(path)["config"]["seed"]) if path.exists() else None
-
-
 def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
                draws: Sequence[str] = ("code", "ours"), models: str | Path | None = None,
                seeds: Sequence[int] = SEEDS, count: int = 50, jobs: int = 256,
                progress: Callable[[int], None] | None = None) -> list[dict]:
     """One dict per (draw, trace, base, backfill): `base_bsld`, per seed `bsld_sK` and `gain_sK`
     (the relative bsld gain over the base), `mean_gain`, `sd_gain` (ddof=1), `improve` (seeds whose
-    gain is positive at the printed precision, 0.1 %: a gain of 0.01 % is not counted), `chosen_seed` (the best validation improvement; the first seed on a tie),
-    `shipped_seed` (the training seed of the shipped `pretrained/NAME`)."""
+    gain is positive at the printed precision, 0.1 %: a gain of 0.01 % is not counted),
+    `chosen_seed` (the best validation improvement; the first seed on a tie), `shipped_seed`
+    (the training seed of the shipped `pretrained/NAME`)."""
     from hpcsched.envs.inspector import inspector_trace
 
     out = []
@@ -148,5 +131,5 @@ def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
     return chosen
 
 
-__all__ = ["SEED_ROWS", "COLUMNS", "best_validation", "export", "improving", "printed", "seed_path", "seed_study",
-           "shipped_seed", "simulations"]
+__all__ = ["SEED_ROWS", "COLUMNS", "best_validation", "export", "improving", "printed",
+           "seed_path", "seed_study", "shipped_seed", "simulations"]

@@ -1,0 +1,43 @@
+"""What every seed study (`experiment *-seeds`) shares: the training seeds, where the shipped seed
+files live, and how a seed's model file is found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcsched.experiments.policyspec import PRETRAINED
+
+#: the training seeds of every recipe judged over seeds
+SEEDS = (0, 1, 2)
+#: the shipped seed files, NAME-sK.pt
+SEED_FOLDER = PRETRAINED / "seeds"
+
+
+def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
+    """`name`'s model trained with `seed`: the shipped data/pretrained/seeds/NAME-sK.pt, or in the
+    folder `models` NAME-sK.pt or the run folder NAME-sK/ (its best.pt), in that order. A missing
+    one is named with every path looked at."""
+    folder = SEED_FOLDER if models is None else Path(models)
+    looked = [folder / f"{name}-s{seed}.pt"]
+    if models is not None:
+        looked.append(folder / f"{name}-s{seed}" / "best.pt")
+    for path in looked:
+        if path.exists():
+            return path
+    raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for "
+                     + " and ".join(str(p) for p in looked) + ")")
+
+
+def shipped_seed(name: str, fmt: str | None = None) -> int | None:
+    """The training seed (its config's) of the shipped data/pretrained/NAME.pt, a checkpoint of
+    format `fmt` (default: the PPO trainers'); None where nothing is shipped under that name."""
+    from hpcsched.agents.checkpoint import load_checkpoint
+
+    path = PRETRAINED / f"{name}.pt"
+    if not path.exists():
+        return None
+    ck = load_checkpoint(path) if fmt is None else load_checkpoint(path, fmt=fmt)
+    return int(ck["config"]["seed"])
+
+
+__all__ = ["SEEDS", "SEED_FOLDER", "seed_path", "shipped_seed"]
