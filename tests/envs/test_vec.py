@@ -137,3 +137,28 @@ def test_copy_false_reuses_buffers():
     obs, mask = vec.reset(seed=0)
     obs2, mask2, *_ = vec.step(np.zeros(2, dtype=np.int64))
     assert obs2 is not obs and mask2 is not mask
+
+
+@pytest.mark.parametrize("fairness", [False, True], ids=["plain", "fairness"])
+@pytest.mark.parametrize("slots,cutoff", [(128, "fcfs"), (32, "fcfs"), (32, "interleave")])
+def test_observe_equals_the_batch_row_for_row_on_lublin(lublin, fairness, slots, cutoff):
+    """`observe` on each env's engine (one decision, the window's own table, per-user scores counted
+    afresh) gives exactly the batch's rows, decision after decision of Lublin-1 windows."""
+    from hpcsched.envs.pick_job import observe
+
+    vec = VecPickJob(6, lublin(), slots=slots, cutoff=cutoff, fairness=fairness)
+    rng = np.random.default_rng(0)
+    obs, mask = vec.reset(seed=0)
+    decisions = crowded = 0
+    while decisions < 1200:
+        rows = vec.rows
+        for i, engine in enumerate(vec.engines):
+            one, one_mask, one_rows = observe(engine.view(), vec.norm, slots, cutoff,
+                                              fairness=fairness)
+            np.testing.assert_array_equal(one, obs[i], err_msg=f"decision {decisions}, env {i}")
+            np.testing.assert_array_equal(one_mask, mask[i])
+            np.testing.assert_array_equal(one_rows, rows[i])
+            crowded += len(engine.queue) > slots
+            decisions += 1
+        obs, mask, *_ = vec.step(random_valid(rng, mask))
+    assert crowded > 50 or slots == 128  # the cut-off was exercised where it can be

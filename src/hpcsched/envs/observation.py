@@ -20,13 +20,14 @@ their third, "random" list re-used the SJF list, so it adds nothing).
 
 Everything is vectorised over the visible rows: a table of the features that never change during a
 run (`TraceFeatures`) is built once per trace, and a decision only gathers its rows and fills in the
-waiting time and the fit flag.
+waiting time and the fit flag. `fill_observations` does that for N decisions at once (N envs of a
+batch); it is the one implementation, which `PickJobEnv` (N = 1), `VecPickJob` and `observe` call.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -89,59 +90,6 @@ class TraceFeatures:
         self.pad = padding_row(n_features)
 
 
-def fcfs_order(g: np.ndarray, tf: TraceFeatures) -> np.ndarray:
-    """Rows `g` sorted by (submit time, row)."""
-    if tf.monotone:
-        return np.sort(g)
-    return g[np.lexsort((g, tf.submit[g]))]
-
-
-def visible_rows(g: np.ndarray, tf: TraceFeatures, slots: int, cutoff: str) -> np.ndarray:
-    """The rows of `g` (waiting jobs, any order) that fill the slots, in slot order."""
-    g = fcfs_order(g, tf)
-    if len(g) <= slots:
-        return g
-    if cutoff == "fcfs":
-        return g[:slots]
-    return interleave(g, tf, slots)
-
-
-def interleave(g: np.ndarray, tf: TraceFeatures, slots: int) -> np.ndarray:
-    """SJF and smallest-first orders taken in turn, skipping repeats. `g` is in FCFS order, so the
-    stable sorts break every remaining tie FCFS."""
-    submit = tf.submit[g]
-    sjf = g[np.lexsort((submit, tf.req_time[g]))[:slots]]
-    small = g[np.lexsort((submit, tf.procs[g]))[:slots]]
-    both = np.empty(2 * slots, dtype=np.int64)
-    both[0::2] = sjf
-    both[1::2] = small
-    _, first = np.unique(both, return_index=True)
-    first.sort()
-    return both[first[:slots]]
-
-
-def fill_slots(
-    obs: np.ndarray, mask: np.ndarray, rows: np.ndarray, tf: TraceFeatures, g: np.ndarray,
-    base: int, now: float, free_nodes: int, need: np.ndarray,
-    user_feature: np.ndarray | None = None,
-) -> None:
-    """Write one observation in place. `g`: the visible rows of `tf`, in slot order; `need`: the
-    nodes each row of `tf` needs; `rows` gets g - base (rows of the engine's window), -1 for
-    padding."""
-    k = len(g)
-    x = tf.static[g]
-    x[:, 0] = np.minimum((now - tf.submit[g]) * (1.0 / MAX_WAIT), HIGH)
-    x[:, -1] = np.where(need[g] <= free_nodes, HIGH, LOW)
-    if user_feature is not None:
-        x[:, 7] = user_feature
-    obs[:k] = x
-    obs[k:] = tf.pad
-    mask[:k] = True
-    mask[k:] = False
-    rows[:k] = g - base
-    rows[k:] = -1
-
-
 class UserScores:
     """Each user's mean bounded slowdown over the jobs of the episode started so far: the state
     behind the fairness variant's extra feature (spec section 6; the authors' HPCEnvFair).
@@ -195,6 +143,118 @@ class UserScores:
         return np.where(counted[u], 1.0 - mean[u] / top, 1.0)
 
 
+def interleave(g: np.ndarray, tf: TraceFeatures, slots: int) -> np.ndarray:
+    """SJF and smallest-first orders taken in turn, skipping repeats. `g` is in FCFS order, so the
+    stable sorts break every remaining tie FCFS."""
+    submit = tf.submit[g]
+    sjf = g[np.lexsort((submit, tf.req_time[g]))[:slots]]
+    small = g[np.lexsort((submit, tf.procs[g]))[:slots]]
+    both = np.empty(2 * slots, dtype=np.int64)
+    both[0::2] = sjf
+    both[1::2] = small
+    _, first = np.unique(both, return_index=True)
+    first.sort()
+    return both[first[:slots]]
+
+
+def visible_rows(g: np.ndarray, tf: TraceFeatures, slots: int, cutoff: str) -> np.ndarray:
+    """The rows of `g` (waiting jobs, any order) that fill the slots, in slot order."""
+    g = np.sort(g) if tf.monotone else g[np.lexsort((g, tf.submit[g]))]  # FCFS: submit, then row
+    if len(g) <= slots:
+        return g
+    if cutoff == "fcfs":
+        return g[:slots]
+    return interleave(g, tf, slots)
+
+
+def visible_rows_grouped(queues: Sequence[np.ndarray], base: np.ndarray, tf: TraceFeatures,
+                         slots: int, cutoff: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`visible_rows` of N queues at once: ``(g, env, counts)``, the visible rows of `tf` of env
+    0, then of env 1, ..., each env's in slot order; the env of each; how many each env shows.
+    `queues[i]` holds rows of env i's window, which starts at row `base[i]` of `tf`."""
+    n_env = len(queues)
+    lens = np.fromiter(map(len, queues), dtype=np.int64, count=n_env)
+    total = int(lens.sum())
+    env = np.repeat(np.arange(n_env), lens)
+    g = np.concatenate(queues) if total else np.zeros(0, dtype=np.int64)
+    g += base[env]
+    # FCFS within each env: sorted by (env, submit, row), so the envs stay grouped in env order
+    if tf.monotone:
+        group = env * len(tf.submit)
+        g = np.sort(g + group) - group
+    else:
+        g = g[np.lexsort((g, tf.submit[g], env))]
+    counts = np.minimum(lens, slots)
+    if total > int(counts.sum()):  # the cut-off, in the envs with more waiting jobs than slots
+        first = np.cumsum(lens) - lens
+        if cutoff == "fcfs":
+            keep = np.arange(total) - np.repeat(first, lens) < slots
+            g, env = g[keep], env[keep]
+        else:
+            g = np.concatenate([g[f:f + n] if n <= slots else interleave(g[f:f + n], tf, slots)
+                                for n, f in zip(lens.tolist(), first.tolist())])
+            env = np.repeat(np.arange(n_env), counts)
+    return g, env, counts
+
+
+def fill_observations(
+    obs: np.ndarray, mask: np.ndarray, rows: np.ndarray, tf: TraceFeatures,
+    views: Sequence[DecisionView], base: np.ndarray, need: np.ndarray, cutoff: str = "fcfs",
+    users: Sequence[UserScores] | None = None,
+) -> None:
+    """Write the observations of N decisions in place, all together: the one implementation of the
+    observation, for one env (N = 1) as for a batch.
+
+    obs (N, slots, F), mask (N, slots) and rows (N, slots) are the outputs; `views[i]` is env i's
+    decision, on a window that starts at row `base[i]` of `tf`'s table; `need` holds the nodes each
+    row of that table needs; `users[i]` is env i's `UserScores` (fairness variant, F = 9). `rows`
+    gets the row of env i's window in each slot, -1 for padding.
+    """
+    n_env, slots = mask.shape
+    single = n_env == 1  # the same rows and values, without a per-row env index: slices instead
+    if single:
+        view = views[0]
+        offset = int(base[0])
+        g = visible_rows(view.queue + offset if offset else view.queue, tf, slots, cutoff)
+        counts = [len(g)]
+        now, free = view.now, view.free_nodes
+    else:
+        g, env, count_array = visible_rows_grouped([v.queue for v in views], base, tf, slots,
+                                                   cutoff)
+        counts = count_array.tolist()
+        now = np.fromiter((v.now for v in views), dtype=np.float64, count=n_env)[env]
+        free = np.fromiter((v.free_nodes for v in views), dtype=np.int64, count=n_env)[env]
+        offset = base[env]
+    x = tf.static[g]
+    x[:, 0] = np.minimum((now - tf.submit[g]) * (1.0 / MAX_WAIT), HIGH)
+    x[:, -1] = np.where(need[g] <= free, HIGH, LOW)
+    local = g - offset
+    if users is not None:
+        end = 0
+        for view, scores, k in zip(views, users, counts):
+            scores.sync(view.start_time)
+            x[end:end + k, 7] = scores.feature(local[end:end + k])
+            end += k
+    if single:
+        k = counts[0]
+        obs[0, :k] = x
+        obs[0, k:] = tf.pad
+        mask[0, :k] = True
+        mask[0, k:] = False
+        rows[0, :k] = local
+        rows[0, k:] = -1
+    else:
+        # env i shows its first counts[i] slots: in row-major order the mask's True cells are
+        # the rows of x, env after env
+        np.less(np.arange(slots), count_array[:, None], out=mask)
+        obs[:] = tf.pad
+        obs[mask] = x
+        rows.fill(-1)
+        rows[mask] = local
+
+
+_NO_OFFSET = np.zeros(1, dtype=np.int64)
+
 # observe() is called with many views of the same table: keep its static features
 _CACHE: dict[int, tuple[weakref.ref, tuple, TraceFeatures]] = {}
 
@@ -238,20 +298,16 @@ def observe(
                         f"not {type(fairness).__name__}")
     n_features = 8 if fairness is None else 9
     tf = _features_of(view.jobs, norm, n_features)
-    g = visible_rows(view.queue, tf, slots, cutoff)
-    obs = np.empty((slots, n_features), dtype=np.float32)
-    mask = np.empty(slots, dtype=bool)
-    rows = np.empty(slots, dtype=np.int64)
-    user = None
-    if fairness is not None:
-        fairness.sync(view.start_time)
-        user = fairness.feature(g)
-    fill_slots(obs, mask, rows, tf, g, 0, view.now, view.free_nodes, view.nodes_needed, user)
-    return obs, mask, rows
+    obs = np.empty((1, slots, n_features), dtype=np.float32)
+    mask = np.empty((1, slots), dtype=bool)
+    rows = np.empty((1, slots), dtype=np.int64)
+    users = None if fairness is None else [fairness]
+    fill_observations(obs, mask, rows, tf, [view], _NO_OFFSET, view.nodes_needed, cutoff, users)
+    return obs[0], mask[0], rows[0]
 
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "HIGH", "LOW", "MAX_WAIT", "TraceFeatures",
-    "UserScores", "check_cutoff", "fill_slots", "interleave", "observe", "padding_row",
-    "visible_rows",
+    "UserScores", "check_cutoff", "fill_observations", "interleave", "observe", "padding_row",
+    "visible_rows", "visible_rows_grouped",
 ]

@@ -37,10 +37,9 @@ from hpcsched.envs.observation import (
     TraceFeatures,
     UserScores,
     check_cutoff,
-    fill_slots,
+    fill_observations,
     observe,
     padding_row,
-    visible_rows,
 )
 from hpcsched.sim.engine import Engine
 from hpcsched.sim.factory import make_engine
@@ -161,11 +160,6 @@ class Episode:
         self.engine.apply(row)
         self.view = self.engine.next_decision()
         return self.view is not None
-
-    def user_feature(self, local_rows: np.ndarray) -> np.ndarray:
-        users = self.users
-        users.sync(self.view.start_time)
-        return users.feature(local_rows)
 
 
 def fairness_feature(fairness: bool | None, metric: str) -> bool:
@@ -329,12 +323,9 @@ class PickJobEnv(gym.Env):
 
     def _observe(self) -> None:
         ep = self.episode
-        view = ep.view
-        g = view.queue + ep.start
-        g = visible_rows(g, self.features, self.slots, self.cutoff)
-        user = ep.user_feature(g - ep.start) if ep.users is not None else None
-        fill_slots(self._obs, self._mask, self._rows, self.features, g, ep.start, view.now,
-                   view.free_nodes, self.need, user)
+        fill_observations(self._obs[None], self._mask[None], self._rows[None], self.features,
+                          [ep.view], np.array([ep.start]), self.need, self.cutoff,
+                          None if ep.users is None else [ep.users])
 
     def _info(self) -> dict[str, Any]:
         ep = self.episode

@@ -12,7 +12,8 @@ returned observation is the new episode's first, `reward[i]` and `done[i]` belon
 one and `infos[i]` holds its `metrics` and `window`.
 
 Speed: all N engines share one prepared trace and one table of static features; the observations
-of all N are built together, with a handful of numpy calls per step, into preallocated arrays.
+of all N are built together (`observation.fill_observations`, the one implementation of the
+observation), with a handful of numpy calls per step, into preallocated arrays.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.envs.observation import HIGH, LOW, MAX_WAIT, TraceFeatures, check_cutoff, interleave
+from hpcsched.envs.observation import TraceFeatures, check_cutoff, fill_observations
 from hpcsched.envs.pick_job import (
     Episode,
     WindowFilter,
@@ -89,7 +90,6 @@ class VecPickJob:
         self._rows = np.full((n, s), -1, dtype=np.int64)
         self._base = np.zeros(n, dtype=np.int64)
         self._arange = np.arange(n)
-        self._slot_range = np.arange(s)
         self._episodes: list[Episode] = []
         self._rngs: list[np.random.Generator] = []
 
@@ -193,60 +193,10 @@ class VecPickJob:
         return ep
 
     def _observe_all(self) -> None:
-        tf, slots = self.features, self.slots
-        views = [ep.view for ep in self._episodes]
-        queues = [v.queue for v in views]
-        lens = np.fromiter(map(len, queues), dtype=np.int64, count=self.num_envs)
-        total = int(lens.sum())
-        env = np.repeat(self._arange, lens)
-        g = np.concatenate(queues) if total else np.zeros(0, dtype=np.int64)
-        g += self._base[env]
-        # FCFS order within each env: by (env, submit, row); env stays grouped as it was
-        if tf.monotone:
-            key = env * len(tf.submit) + g
-            g = np.sort(key, kind="stable") - env * len(tf.submit)
-        else:
-            g = g[np.lexsort((g, tf.submit[g], env))]
-        first = np.cumsum(lens) - lens
-        pos = np.arange(total) - np.repeat(first, lens)
-        if total and lens.max() > slots:
-            if self.cutoff == "fcfs":
-                keep = pos < slots
-                g, env, pos = g[keep], env[keep], pos[keep]
-            else:
-                g, env, pos = self._interleave_full(g, lens, first)
-        now = np.fromiter((v.now for v in views), dtype=np.float64, count=self.num_envs)
-        free = np.fromiter((v.free_nodes for v in views), dtype=np.int64, count=self.num_envs)
-        x = tf.static[g]
-        x[:, 0] = np.minimum((now[env] - tf.submit[g]) * (1.0 / MAX_WAIT), HIGH)
-        x[:, -1] = np.where(self.need[g] <= free[env], HIGH, LOW)
-        local = g - self._base[env]
-        if self.fairness:
-            counts = np.minimum(lens, slots)
-            ends = np.cumsum(counts)
-            for i, ep in enumerate(self._episodes):
-                seg = slice(ends[i] - counts[i], ends[i])
-                x[seg, 7] = ep.user_feature(local[seg])
-        self._obs[:] = tf.pad
-        self._obs[env, pos] = x
-        np.less(self._slot_range[None, :], np.minimum(lens, slots)[:, None], out=self._mask)
-        self._rows.fill(-1)
-        self._rows[env, pos] = local
-
-    def _interleave_full(self, g, lens, first):
-        """The interleave cut-off for the envs with more than `slots` waiting jobs."""
-        parts_g, parts_env = [], []
-        for i, (n, f) in enumerate(zip(lens.tolist(), first.tolist())):
-            seg = g[f:f + n]
-            if n > self.slots:
-                seg = interleave(seg, self.features, self.slots)
-            parts_g.append(seg)
-            parts_env.append(np.full(len(seg), i, dtype=np.int64))
-        g = np.concatenate(parts_g)
-        env = np.concatenate(parts_env)
-        counts = np.minimum(lens, self.slots)
-        pos = np.arange(len(g)) - np.repeat(np.cumsum(counts) - counts, counts)
-        return g, env, pos
+        episodes = self._episodes
+        fill_observations(self._obs, self._mask, self._rows, self.features,
+                          [ep.view for ep in episodes], self._base, self.need, self.cutoff,
+                          [ep.users for ep in episodes] if self.fairness else None)
 
 
 __all__ = ["VecPickJob"]
