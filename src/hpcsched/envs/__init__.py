@@ -6,7 +6,9 @@ Importing this package registers them with Gymnasium::
     import hpcsched.envs  # noqa: F401
     env = gym.make("hpcsched/PickJob-v0", trace="lublin-1", metric="bsld")
 
-(or, without the import, ``gym.make("hpcsched.envs:hpcsched/PickJob-v0")``).
+(or, without the import, ``gym.make("hpcsched.envs:hpcsched/PickJob-v0")``). PickJob and Inspect
+also vectorise on their batched envs: ``gym.make_vec("hpcsched/PickJob-v0", num_envs=64)`` is a
+`PickJobVectorEnv` (`hpcsched.envs.vector`); the other ids get gymnasium's `SyncVectorEnv`.
 """
 
 import gymnasium
@@ -15,6 +17,7 @@ from hpcsched.envs.dras import DrasEnv
 from hpcsched.envs.inspector import InspectEnv, VecInspect
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecPickJob
+from hpcsched.envs.vector import InspectVectorEnv, PickJobVectorEnv
 
 PICK_JOB = "hpcsched/PickJob-v0"
 DEEPRM = "hpcsched/DeepRM-v0"
@@ -22,14 +25,16 @@ DRAS = "hpcsched/DRAS-v0"
 INSPECT = "hpcsched/Inspect-v0"
 
 if PICK_JOB not in gymnasium.registry:
-    gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv")
+    gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv",
+                       vector_entry_point="hpcsched.envs.vector:PickJobVectorEnv")
 if DEEPRM not in gymnasium.registry:
     gymnasium.register(id=DEEPRM, entry_point="hpcsched.envs.deeprm:DeepRMEnv")
 
 if DRAS not in gymnasium.registry:
     gymnasium.register(id=DRAS, entry_point="hpcsched.envs.dras:DrasEnv")
 if INSPECT not in gymnasium.registry:
-    gymnasium.register(id=INSPECT, entry_point="hpcsched.envs.inspector:InspectEnv")
+    gymnasium.register(id=INSPECT, entry_point="hpcsched.envs.inspector:InspectEnv",
+                       vector_entry_point="hpcsched.envs.vector:InspectVectorEnv")
 
-__all__ = ["DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv", "PICK_JOB", "PickJobEnv",
-           "VecInspect", "VecPickJob", "observe"]
+__all__ = ["DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv", "InspectVectorEnv", "PICK_JOB",
+           "PickJobEnv", "PickJobVectorEnv", "VecInspect", "VecPickJob", "observe"]

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -389,10 +389,20 @@ class VecInspect:
         self.n_envs = n_envs
         self.norm = first.norm
 
-    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        seeds = (np.random.SeedSequence(seed).generate_state(self.n_envs).tolist()
-                 if seed is not None else [None] * self.n_envs)
-        out = [env.reset(seed=s) for env, s in zip(self.envs, seeds)]
+    def reset(self, seed: int | Sequence[int | None] | None = None,
+              options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reset every env: with seeds drawn from `seed` (an int), with `seed[i]` for env i (one
+        per env), or without seeds (None: each env keeps its generator). `options` go to every
+        env's reset."""
+        if seed is None:
+            seeds = [None] * self.n_envs
+        elif isinstance(seed, (int, np.integer)):
+            seeds = np.random.SeedSequence(seed).generate_state(self.n_envs).tolist()
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.n_envs:
+                raise ValueError(f"reset needs one seed per env ({self.n_envs}), got {len(seeds)}")
+        out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
         return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
 
     def step(self, actions: np.ndarray):

@@ -94,17 +94,18 @@ class VecPickJob:
         self._rngs: list[np.random.Generator] = []
 
     # -- API ------------------------------------------------------------------------------------
-    def reset(self, seed: int | None = None,
+    def reset(self, seed: int | Sequence[int | None] | None = None,
               options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Start N new episodes. Episode i draws its windows from its own generator, spawned from
-        `seed`. options={"starts": [s0, s1, ...], "jobs": n} fixes the first window of each env
-        (later windows are drawn)."""
+        """Start N new episodes. Env i draws its windows from its own generator: spawned from
+        `seed` (an int or None), or, with one seed per env, ``np.random.default_rng(seed[i])``,
+        the generator of a `PickJobEnv` reset with seed[i] (None there keeps env i's generator,
+        as a PickJobEnv reset without a seed does). options={"starts": [s0, s1, ...], "jobs": n}
+        fixes the first window of each env (later windows are drawn)."""
         options = dict(options or {})
         unknown = set(options) - {"starts", "jobs"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'starts', 'jobs'")
-        self._rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(
-            self.num_envs)]
+        self._rngs = self._generators(seed)
         starts: Sequence[int] | None = options.get("starts")
         if starts is not None and len(starts) != self.num_envs:
             raise ValueError(f"reset option 'starts' needs {self.num_envs} starts, "
@@ -181,6 +182,18 @@ class VecPickJob:
         self._episodes = []
 
     # -- internals ------------------------------------------------------------------------------
+    def _generators(self, seed) -> list[np.random.Generator]:
+        n = self.num_envs
+        if seed is None or isinstance(seed, (int, np.integer)):
+            return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+        seeds = list(seed)
+        if len(seeds) != n:
+            raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
+        kept = self._rngs if len(self._rngs) == n else [None] * n
+        return [np.random.default_rng(s) if s is not None
+                else kept[i] if kept[i] is not None else np.random.default_rng()
+                for i, s in enumerate(seeds)]
+
     def _out(self, a: np.ndarray) -> np.ndarray:
         return a.copy() if self.copy else a
 

@@ -1,0 +1,188 @@
+"""The batched environments as Gymnasium `VectorEnv`s, for any learner that takes one::
+
+    import gymnasium as gym
+    import hpcsched.envs  # noqa: F401  (registers the ids and their vector entry points)
+
+    envs = gym.make_vec("hpcsched/PickJob-v0", num_envs=64, trace="lublin-1")
+    obs, infos = envs.reset(seed=0)                 # obs (64, 128, 8); infos["action_mask"] (64, 128)
+    actions = agent(obs, envs.action_masks())       # one unmasked slot per env
+    obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+`PickJobVectorEnv` runs on `VecPickJob` (all N observations built together) and
+`InspectVectorEnv` on `VecInspect`; both behave step for step as gymnasium's `SyncVectorEnv` over
+``gym.make(id)`` with the same arguments and seeds: ``reset(seed=s)`` seeds env i with s + i, and a
+finished episode is reset in the same step (``AutoresetMode.SAME_STEP``): its observation is the
+new episode's first, its reward and termination the finished one's, and ``infos["final_obs"]`` /
+``infos["final_info"]`` hold what the finished episode ended on. Every step's ``infos`` carries
+the action masks (``"action_mask"``, (N, n_actions) bool), also given by `action_masks()`.
+
+The learners in `hpcsched.agents` use `VecPickJob` and `VecInspect` directly (their own, leaner
+contract, with seeds spawned per env); these classes add Gymnasium's API on top, nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from hpcsched.envs.inspector import VecInspect
+from hpcsched.envs.vec import VecPickJob
+
+
+class SlotsSpace(spaces.MultiDiscrete):
+    """One action per env; `sample()` without a mask draws an unmasked action for every env (the
+    vector form of `pick_job.SlotSpace`), so random agents never pick an empty slot."""
+
+    def __init__(self, n_actions: int, num_envs: int, masks: Callable[[], np.ndarray]) -> None:
+        super().__init__(np.full(num_envs, n_actions, dtype=np.int64))
+        self._masks = masks
+
+    def sample(self, mask=None, probability=None):
+        if mask is None and probability is None:
+            mask = tuple(m.astype(np.int8) for m in self._masks())
+        return super().sample(mask=mask, probability=probability)
+
+
+class MaskedVectorEnv(VectorEnv):
+    """A `VectorEnv` over a batched env with `VecPickJob`'s contract (``reset(seeds, options) ->
+    (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)``, auto-reset), whose
+    episodes end only by termination. Subclasses say what a finished episode ends on."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, batch, num_envs: int, single_observation_space: spaces.Space,
+                 single_action_space: spaces.Discrete) -> None:
+        self.batch = batch
+        self.num_envs = int(num_envs)
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, self.num_envs)
+        self.action_space = SlotsSpace(int(single_action_space.n), self.num_envs,
+                                       self.action_masks)
+        self._mask: np.ndarray | None = None
+        self._all = np.ones(self.num_envs, dtype=bool)
+
+    # -- Gymnasium API ---------------------------------------------------------------------------
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`."""
+        obs, mask = self.batch.reset(seed=self._seeds(seed), options=self._options(options))
+        self._mask = mask.copy()
+        return obs, self._infos(mask)
+
+    def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                     dict[str, Any]]:
+        if self._mask is None:
+            raise RuntimeError("call reset() first")
+        obs, mask, reward, done, env_infos = self.batch.step(np.asarray(actions))
+        self._mask = mask.copy()
+        infos = self._infos(mask)
+        for i in np.flatnonzero(done).tolist():
+            infos = self._add_info(infos, {"final_obs": self._final_obs(),
+                                           "final_info": self._final_info(env_infos[i])}, i)
+        return obs, reward, done, np.zeros(self.num_envs, dtype=bool), infos
+
+    def action_masks(self) -> np.ndarray:
+        """(N, n_actions) bool: the valid actions of each env now (sb3-contrib's name)."""
+        if self._mask is None:
+            raise RuntimeError("call reset() first")
+        return self._mask.copy()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        close = getattr(self.batch, "close", None)
+        if close is not None:
+            close()
+
+    # -- what subclasses say ---------------------------------------------------------------------
+    def _final_obs(self) -> np.ndarray:
+        """The observation a finished episode ends on (its single env's last one)."""
+        raise NotImplementedError
+
+    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The single env's info at the end of an episode, from the batch's."""
+        return info
+
+    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
+        """Every env's info of this step (of its new episode's start where one ended)."""
+        return {"action_mask": mask, "_action_mask": self._all.copy()}
+
+    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        return options
+
+    # -- internals -------------------------------------------------------------------------------
+    def _seeds(self, seed) -> list[int | None]:
+        n = self.num_envs
+        if seed is None:
+            return [None] * n
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i for i in range(n)]
+        seeds = list(seed)
+        if len(seeds) != n:
+            raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
+        return seeds
+
+
+class PickJobVectorEnv(MaskedVectorEnv):
+    """`hpcsched/PickJob-v0` x `num_envs` on `VecPickJob`; the other arguments are `PickJobEnv`'s
+    (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it).
+
+    Reset options, as `PickJobEnv`'s given to every env: {"start": s, "jobs": n}; or one window
+    start per env: {"starts": [s0, s1, ...], "jobs": n}."""
+
+    def __init__(self, num_envs: int = 1, copy: bool = True, **kwargs: Any) -> None:
+        batch = VecPickJob(num_envs, copy=copy, **kwargs)
+        super().__init__(batch, batch.num_envs, batch.single_observation_space,
+                         batch.single_action_space)
+        self._pad = np.broadcast_to(batch.features.pad, batch.single_observation_space.shape)
+        self._no_slot = np.zeros(batch.slots, dtype=bool)
+
+    def _final_obs(self) -> np.ndarray:
+        return self._pad.copy()  # an ended PickJobEnv shows empty slots
+
+    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {"action_mask": self._no_slot.copy(), **info}
+
+    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
+        infos = super()._infos(mask)
+        windows = np.empty(self.num_envs, dtype=object)
+        for i, window in enumerate(self.batch.windows):
+            windows[i] = window
+        infos["window"], infos["_window"] = windows, self._all.copy()
+        return infos
+
+    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        if not options:
+            return options
+        options = dict(options)
+        unknown = set(options) - {"start", "starts", "jobs"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', "
+                             f"'starts', 'jobs'")
+        if "start" in options:
+            if "starts" in options:
+                raise ValueError("reset options 'start' and 'starts' exclude each other")
+            options["starts"] = [int(options.pop("start"))] * self.num_envs
+        elif "jobs" in options and "starts" not in options:
+            raise ValueError("reset option 'jobs' needs 'start' or 'starts' as well")
+        return options
+
+
+class InspectVectorEnv(MaskedVectorEnv):
+    """`hpcsched/Inspect-v0` x `num_envs` on `VecInspect`; the other arguments are `InspectEnv`'s
+    (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it). Reset options go to
+    every env, as `InspectEnv`'s."""
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        batch = VecInspect(num_envs, **kwargs)
+        first = batch.envs[0]
+        super().__init__(batch, num_envs, first.observation_space, first.action_space)
+
+    def _final_obs(self) -> np.ndarray:
+        return np.zeros(self.single_observation_space.shape, np.float32)  # as InspectEnv's last
+
+
+__all__ = ["InspectVectorEnv", "MaskedVectorEnv", "PickJobVectorEnv", "SlotsSpace"]
