@@ -2,7 +2,7 @@
 
 A Gymnasium view of one engine on the cqsim loop (the `dras` profile) with `agent_backfill` on::
 
-    env = DrasEnv("ricc-6w", reward="capability")       # or DrasEnv(prepared, ...)
+    env = DrasEnv("ricc", reward="capability")          # or DrasEnv(prepared, ...)
     obs, info = env.reset(seed=0)                        # obs: (2W + N, 2) float32
     while True:
         slot = policy(obs, info["action_mask"])          # info["level"]: 1 or 2
@@ -142,11 +142,13 @@ class DrasObserver:
 
 class DrasEnv(gym.Env):
     """See the module docstring. `trace`: a short name, a path, a JobTable or a Prepared
-    (prepared under the `dras` profile by default)."""
+    (prepared under the `dras` profile by default); by default RICC, the paper's trace. The trace
+    needs the users' requested times: the profile's cleaning, CQSim's, drops a job without one
+    (every job of the Lublin traces)."""
 
     metadata = {"render_modes": []}
 
-    def __init__(self, trace: str | JobTable | Prepared = "lublin-1", *, reward: str = "capability",
+    def __init__(self, trace: str | JobTable | Prepared = "ricc", *, reward: str = "capability",
                  window: int = WINDOW, hierarchy: bool = True,
                  profile: str | Profile = "dras", episode_jobs: int = 1000,
                  time_scale: float | None = None, seed: int | None = None) -> None:
