@@ -159,7 +159,9 @@ def interleave(g: np.ndarray, tf: TraceFeatures, slots: int) -> np.ndarray:
 
 def visible_rows(g: np.ndarray, tf: TraceFeatures, slots: int, cutoff: str) -> np.ndarray:
     """The rows of `g` (waiting jobs, any order) that fill the slots, in slot order."""
-    g = np.sort(g) if tf.monotone else g[np.lexsort((g, tf.submit[g]))]  # FCFS: submit, then row
+    # FCFS: by submit time, then row. Rows are distinct, so any sort gives the same order; the
+    # stable one (timsort) is the fast one on queues that are nearly in order already
+    g = np.sort(g, kind="stable") if tf.monotone else g[np.lexsort((g, tf.submit[g]))]
     if len(g) <= slots:
         return g
     if cutoff == "fcfs":
@@ -181,7 +183,7 @@ def visible_rows_grouped(queues: Sequence[np.ndarray], base: np.ndarray, tf: Tra
     # FCFS within each env: sorted by (env, submit, row), so the envs stay grouped in env order
     if tf.monotone:
         group = env * len(tf.submit)
-        g = np.sort(g + group) - group
+        g = np.sort(g + group, kind="stable") - group
     else:
         g = g[np.lexsort((g, tf.submit[g], env))]
     counts = np.minimum(lens, slots)

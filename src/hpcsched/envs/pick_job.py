@@ -252,6 +252,7 @@ class PickJobEnv(gym.Env):
         self._obs = np.empty((self.slots, self.n_features), dtype=np.float32)
         self._mask = np.zeros(self.slots, dtype=bool)
         self._rows = np.full(self.slots, -1, dtype=np.int64)
+        self._start = np.zeros(1, dtype=np.int64)  # where the window starts, for fill_observations
         self.episode: Episode | None = None
         self._done = True
 
@@ -323,8 +324,10 @@ class PickJobEnv(gym.Env):
 
     def _observe(self) -> None:
         ep = self.episode
+        self._start[0] = ep.start
+        # a batch of one: the buffers seen as (1, slots, ...) arrays
         fill_observations(self._obs[None], self._mask[None], self._rows[None], self.features,
-                          [ep.view], np.array([ep.start]), self.need, self.cutoff,
+                          [ep.view], self._start, self.need, self.cutoff,
                           None if ep.users is None else [ep.users])
 
     def _info(self) -> dict[str, Any]:
