@@ -222,3 +222,12 @@ def test_maskable_ppo_learns_on_it_and_acts_validly(make, one_thread):
         actions, _ = model.predict(obs, action_masks=masks, deterministic=True)
         assert actions.shape == (4,) and masks[np.arange(4), actions].all()
         obs, *_ = venv.step(actions)
+
+
+def test_the_action_space_pickles_without_the_env():
+    import pickle
+
+    fast = PickJobVectorEnv(2, trace=prepared_tiny(), episode_jobs=10, slots=8)
+    fast.reset(seed=0)
+    space = pickle.loads(pickle.dumps(fast.action_space))
+    assert space == fast.action_space and space.sample().shape == (2,)

@@ -160,7 +160,7 @@ def interleave(g: np.ndarray, tf: TraceFeatures, slots: int) -> np.ndarray:
 def visible_rows(g: np.ndarray, tf: TraceFeatures, slots: int, cutoff: str) -> np.ndarray:
     """The rows of `g` (waiting jobs, any order) that fill the slots, in slot order."""
     # FCFS: by submit time, then row. Rows are distinct, so any sort gives the same order; the
-    # stable one (timsort) is the fast one on queues that are nearly in order already
+    # stable one is the fast one on queues that are nearly in order already
     g = np.sort(g, kind="stable") if tf.monotone else g[np.lexsort((g, tf.submit[g]))]
     if len(g) <= slots:
         return g

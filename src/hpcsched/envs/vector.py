@@ -42,9 +42,15 @@ class SlotsSpace(spaces.MultiDiscrete):
         self._masks = masks
 
     def sample(self, mask=None, probability=None):
-        if mask is None and probability is None:
+        if mask is None and probability is None and self._masks is not None:
             mask = tuple(m.astype(np.int8) for m in self._masks())
         return super().sample(mask=mask, probability=probability)
+
+    def __getstate__(self):
+        # the mask source is the live vector env: never pickle it with the space
+        state = dict(super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__)
+        state["_masks"] = None
+        return state
 
 
 class MaskedVectorEnv(VectorEnv):
