@@ -205,15 +205,18 @@ def fill_observations(
     users: Sequence[UserScores] | None = None,
 ) -> None:
     """Write the observations of N decisions in place, all together: the one implementation of the
-    observation, for one env (N = 1) as for a batch.
+    observation, for one env as for a batch.
 
-    obs (N, slots, F), mask (N, slots) and rows (N, slots) are the outputs; `views[i]` is env i's
-    decision, on a window that starts at row `base[i]` of `tf`'s table; `need` holds the nodes each
-    row of that table needs; `users[i]` is env i's `UserScores` (fairness variant, F = 9). `rows`
-    gets the row of env i's window in each slot, -1 for padding.
+    obs (N, slots, F), mask (N, slots) and rows (N, slots) are the outputs, or (slots, F), (slots,)
+    and (slots,) for one decision; `views[i]` is env i's decision, on a window that starts at row
+    `base[i]` of `tf`'s table; `need` holds the nodes each row of that table needs; `users[i]` is
+    env i's `UserScores` (fairness variant, F = 9). `rows` gets the row of env i's window in each
+    slot, -1 for padding.
     """
-    n_env, slots = mask.shape
-    single = n_env == 1  # the same rows and values, without a per-row env index: slices instead
+    slots = mask.shape[-1]
+    n_env = len(views)
+    # one decision: the same rows and values without the per-row env index, written by slices
+    single = mask.ndim == 1
     if single:
         view = views[0]
         offset = int(base[0])
@@ -239,12 +242,12 @@ def fill_observations(
             end += k
     if single:
         k = counts[0]
-        obs[0, :k] = x
-        obs[0, k:] = tf.pad
-        mask[0, :k] = True
-        mask[0, k:] = False
-        rows[0, :k] = local
-        rows[0, k:] = -1
+        obs[:k] = x
+        obs[k:] = tf.pad
+        mask[:k] = True
+        mask[k:] = False
+        rows[:k] = local
+        rows[k:] = -1
     else:
         # env i shows its first counts[i] slots: in row-major order the mask's True cells are
         # the rows of x, env after env
@@ -300,12 +303,12 @@ def observe(
                         f"not {type(fairness).__name__}")
     n_features = 8 if fairness is None else 9
     tf = _features_of(view.jobs, norm, n_features)
-    obs = np.empty((1, slots, n_features), dtype=np.float32)
-    mask = np.empty((1, slots), dtype=bool)
-    rows = np.empty((1, slots), dtype=np.int64)
+    obs = np.empty((slots, n_features), dtype=np.float32)
+    mask = np.empty(slots, dtype=bool)
+    rows = np.empty(slots, dtype=np.int64)
     users = None if fairness is None else [fairness]
     fill_observations(obs, mask, rows, tf, [view], _NO_OFFSET, view.nodes_needed, cutoff, users)
-    return obs[0], mask[0], rows[0]
+    return obs, mask, rows
 
 
 __all__ = [

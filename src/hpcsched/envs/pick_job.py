@@ -325,9 +325,8 @@ class PickJobEnv(gym.Env):
     def _observe(self) -> None:
         ep = self.episode
         self._start[0] = ep.start
-        # a batch of one: the buffers seen as (1, slots, ...) arrays
-        fill_observations(self._obs[None], self._mask[None], self._rows[None], self.features,
-                          [ep.view], self._start, self.need, self.cutoff,
+        fill_observations(self._obs, self._mask, self._rows, self.features, [ep.view],
+                          self._start, self.need, self.cutoff,
                           None if ep.users is None else [ep.users])
 
     def _info(self) -> dict[str, Any]:
