@@ -322,12 +322,19 @@ def load_sweep(loads=SWEEP_LOADS, *, rates=None, models: str | Path | None = Non
         policies: list[tuple[str, Any, float | None]] = [(n, get_grid_policy(n), None)
                                                          for n in names]
         if trained:
-            near = min(trained, key=lambda x: abs(x - load))
+            near = nearest_load(load, trained)
             policies.append(("deeprm", load_deeprm_policy(trained[near], sample=sample,
                                                           name="deeprm"), near))
         rows += score_at(load, p, policies, jobsets=jobsets, steps=steps, seed=seed, queue=queue,
                          progress=progress)
     return rows
+
+
+def nearest_load(load: float, loads) -> float:
+    """The training load whose model scores `load`: the nearest, the lower on a tie (distances
+    compared to 1e-9, so 0.9 lies exactly between 0.7 and 1.1 and is scored by the 70 % model;
+    before this rule the tie went to whichever file was found first)."""
+    return min(loads, key=lambda x: (round(abs(x - load), 9), x))
 
 
 def tetris_name(knob: float = TUNED_KNOB) -> str:
