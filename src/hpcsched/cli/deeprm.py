@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (defer_defaults, nonnegative_float, nonnegative_int,
-                                 option_values, positive_float, positive_int)
+from hpcsched.cli.common import (TRAIN_EPILOG, nonnegative_float, nonnegative_int, option_values,
+                                 positive_float, positive_int, train_command)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -16,13 +16,14 @@ EPILOG_TRAIN = """examples:
   hpcsched train deeprm --load 0.7 --out runs/deeprm-70
   hpcsched train deeprm --load 0.7 --out runs/deeprm-70 --epochs 150 --resume   # continue it
   hpcsched train deeprm --load 1.3 --reward completion --out runs/deeprm-130-ct
+  hpcsched train deeprm --config deeprm.toml --load 1.1 --out runs/deeprm-110   # options from a file
 
 An epoch is one pass over the training jobsets (100, drawn with the authors' seed 42), in updates
 of 10 jobsets x 20 rollouts each. The run folder gets model.pt (every epoch), best.pt (best greedy
-slowdown on 50 validation jobsets), log.csv, curve.png and config.json. --resume continues with
-the run's own settings: leave them out, or repeat them (a different value is refused); --threads
-may change.
-"""
+slowdown on 50 validation jobsets), log.csv, curve.png, config.json and TensorBoard events in
+tb/ when tensorboard is installed. --resume continues with the run's own settings: leave them
+out, or repeat them (a different value is refused); --threads may change.
+""" + TRAIN_EPILOG
 
 EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
@@ -97,8 +98,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
     g.add_argument("--validate-jobsets", type=nonnegative_int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
-    defer_defaults(p)
-    p.set_defaults(func=cmd_train)
+    train_command(p, cmd_train)
 
     p = experiment.add_parser("deeprm-load-sweep", parents=[fmt],
                               help="slowdown vs load for SJF, Packer, Tetris*, Random and DeepRM "

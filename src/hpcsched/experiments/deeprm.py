@@ -6,13 +6,13 @@
 
 A run folder holds model.pt (rewritten atomically every epoch; `resume=True` continues it with
 its stored config, see `experiments.training.open_run`), best.pt (the best greedy slowdown on the
-validation jobsets), log.csv, curve.png, config.json.
+validation jobsets), log.csv, curve.png, config.json, and TensorBoard events in tb/ when
+tensorboard is installed (`experiments.runlog`).
 Evaluation jobsets are the authors' "unseen" draw (seed 314159), 100 per load, pooled over jobs.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from dataclasses import asdict
@@ -40,16 +40,6 @@ LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfin
                "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
 
 # -- training --------------------------------------------------------------------------------------
-def _write_log(path: Path, history: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=LOG_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for h in history:
-            w.writerow({k: h.get(k, "") for k in LOG_COLUMNS})
-    tmp.replace(path)
-
-
 def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
     """Greedy heuristics' slowdown on the run's validation jobsets (the curve's flat lines)."""
     model_jobs = generate(config.validate_jobsets, config.rate, config.steps,
@@ -76,9 +66,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
            log: Callable[[str], None] | None) -> DeepRM:
     import torch
 
+    from hpcsched.experiments.runlog import RunLog
     from hpcsched.experiments.training import best_so_far, open_run
     from hpcsched.report.plots import training_curve
-    from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
@@ -126,7 +116,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
         say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
             f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
             f"{key} {row.get(key, float('nan')):.3f} (greedy)")
-    with Progress(todo, f"training deeprm load {config.load:g}", enabled=progress) as bar:
+    with RunLog(out, LOG_COLUMNS, label=f"training deeprm load {config.load:g}",
+                start=model.epoch, last=epochs, history=model.history, progress=progress,
+                say=say) as runlog:
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best
             v = stats.get(key)
@@ -134,16 +126,11 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
                 best = v
                 model.save(out / "best.pt")
             model.save(model_path)
-            _write_log(out / "log.csv", model.history)
+            runlog.epoch(stats, model.history,
+                         f"slowdown {stats['slowdown']:.3f} (sampled) {key} "
+                         f"{v if v is not None else float('nan'):.3f} (greedy)")
             if stats["epoch"] % 5 == 0:
                 curve()
-            bar.note(f"slowdown {stats['slowdown']:.3f} {key} "
-                     f"{v if v is not None else float('nan'):.3f}")
-            bar.update(1)
-            if not bar.enabled:
-                say(f"epoch {stats['epoch']}: slowdown {stats['slowdown']:.3f} (sampled), "
-                    f"{key} {v if v is not None else float('nan'):.3f} (greedy), "
-                    f"{stats['epoch_s']:.1f} s")
 
         model.learn(todo, callback=after_epoch)
     if model.history:
