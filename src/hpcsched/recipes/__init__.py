@@ -131,14 +131,14 @@ def discrete_recipe() -> Recipe:
 
 
 def shipped_models(recipe: Recipe | None = None) -> list[str]:
-    """Names of the models shipped in data/pretrained (not its seeds/ folder): `recipe`'s, or all."""
+    """Names of the models shipped in data/pretrained (not in its seeds/): `recipe`'s, or all."""
     names = sorted(p.stem for p in PRETRAINED.glob("*.pt"))
     if recipe is None:
         return names
     if recipe.shipped is None:
         claimed = tuple(p for r in _REGISTRY.values() for p in (r.shipped or ()))
         return [n for n in names if not n.startswith(claimed)]
-    return [n for n in names if recipe.shipped and n.startswith(recipe.shipped)]
+    return [n for n in names if n.startswith(recipe.shipped)]
 
 
 _NOTED: set[Path] = set()
