@@ -14,7 +14,7 @@ EPILOG_TRAIN = """examples:
   hpcsched train inspector --trace lublin-1 --base sjf --metric bsld --out runs/insp-sjf
   hpcsched train inspector --out runs/insp-sjf --epochs 80 --resume      # continue that run
   hpcsched train inspector --config insp.toml --out runs/insp-f1 --base f1   # options from a file
-  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf/model.pt --windows 50 --jobs 256
+  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf --windows 50 --jobs 256   # its best.pt
 
 Training windows (128 jobs) come from the first 20% of the trace; the run folder gets model.pt
 (every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json

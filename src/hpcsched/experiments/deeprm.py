@@ -23,8 +23,9 @@ import numpy as np
 
 from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
                                        load_deeprm_policy)
-from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
+from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models, resolve_policy
 from hpcsched.policies.deeprm import get_grid_policy
+from hpcsched.recipes import is_run, locate
 from hpcsched.sim.discrete_batch import DiscreteBatch, pooled_metrics, run_batch
 from hpcsched.workload.deeprm import (TEST_SEED, draw_jobsets, expected_load_per_arrival,
                                       generate, rate_for_load)
@@ -142,41 +143,23 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
 def resolve_grid_policy(spec: str, seed: int = 0, sample: bool = False):
     """A deeprm-profile policy by name: a heuristic (sjf, packer, tetris[:K], random) or a model
     (`deeprm:PATH`, `deeprm:pretrained/NAME`)."""
-    if spec.startswith("deeprm:"):
-        return load_deeprm_policy(model_file(spec[len("deeprm:"):]), sample=sample, seed=seed,
-                                  name=spec)
-    return get_grid_policy(spec, seed=seed)
-
-
-def model_file(spec: str) -> Path:
-    if spec.startswith("pretrained/"):
-        name = spec[len("pretrained/"):].removesuffix(".pt")
-        path = PRETRAINED / f"{name}.pt"
-        if not path.exists():
-            known = ", ".join(shipped_models()) or "none"
-            raise ValueError(f"no pretrained DeepRM model {name!r}; shipped: {known}")
-        return path
-    path = Path(spec)
-    if path.is_dir():
-        path = path / "best.pt" if (path / "best.pt").exists() else path / "model.pt"
-    if not path.exists():
-        raise ValueError(f"no model file at {path}")
-    return path
+    return resolve_policy(spec, seed=seed, sample=sample, discrete=True)
 
 
 def shipped_models() -> list[str]:
-    return pretrained_models("deeprm-")
+    return pretrained_models("deeprm")
 
 
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
     """Training load -> model file of the models trained for `reward`, from a folder of
-    deeprm-load-NN*.pt (or run folders) or the shipped ones."""
+    deeprm-load-NN*.pt (or run folders: their best.pt, by `recipes.locate`) or the shipped ones."""
     from hpcsched.agents.checkpoint import OtherKindError, load_checkpoint
     from hpcsched.agents.reinforce import FORMAT
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}
-    candidates = sorted(folder.glob("deeprm-*.pt")) + sorted(folder.glob("*/best.pt"))
+    candidates = sorted(folder.glob("deeprm-*.pt")) + [
+        locate(run) for run in sorted(folder.glob("*")) if run.is_dir() and is_run(run)]
     for path in candidates:
         try:  # a damaged file is refused; another learner's model is passed over
             ck = load_checkpoint(path, fmt=FORMAT)
