@@ -6,7 +6,7 @@ As `test_greedy.py` does for RLScheduler: noise of 1e-13 relative on every float
 another BLAS or CPU changes) and another float64 arithmetic path (torch's or numpy's) change no
 decision of the shipped models on windows / jobsets of their experiments; and each test is shown to
 be able to fail: DRAS's scores tie exactly (identical jobs), so float32-sized noise changes its
-picks; the shipped inspectors and DeepRM models have no decision closer than 7.3e-6 and 1.1e-6
+picks; the shipped inspectors and DeepRM models have no decision closer than 7.3e-6 and 5.4e-5
 relative on their experiments, so the noise that changes one of their schedules is larger (on the
 windows / jobset that hold their closest decisions).
 """
@@ -390,11 +390,12 @@ class _TorchForward:
             return self.net(torch.from_numpy(np.asarray(images, dtype=np.float64))).numpy()
 
 
-# (model, load, jobsets of the sweep's 100 unseen ones at that load): jobset 62 at 150% holds the
-# closest decision of any shipped DeepRM model on the sweep (1.1e-6 relative)
+# (model, load, jobsets of the sweep's 100 unseen ones at that load): jobset 84 at 170% holds the
+# closest decision of any shipped DeepRM model on the sweep (5.4e-5 relative, between the two
+# best allowed logits)
 DEEPRM_CASES = [("deeprm-load-70", 0.7, list(range(10))),
                 ("deeprm-load-110", 1.1, list(range(10))),
-                ("deeprm-load-150", 1.5, [62])]
+                ("deeprm-load-150", 1.7, [84])]
 
 
 def _deeprm(name, load, picks):
@@ -433,7 +434,7 @@ def test_deeprm_schedules_do_not_depend_on_the_arithmetic(name, load, picks):
 def test_deeprm_noise_above_its_closest_decision_does_change_a_schedule():
     policy, _, jobs = _deeprm(*DEEPRM_CASES[2])
     want = _grid_starts(policy, jobs)
-    assert any(not np.array_equal(_grid_starts(policy, jobs, _NoisyForward(policy.forward, 3e-6,
+    assert any(not np.array_equal(_grid_starts(policy, jobs, _NoisyForward(policy.forward, 2e-4,
                                                                            seed)), want)
                for seed in range(4))
 

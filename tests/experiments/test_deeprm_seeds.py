@@ -141,8 +141,9 @@ def test_the_command_prints_rows_and_refuses_other_loads(seeds_folder, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["load"] for r in rows] == [0.7]
     assert {"s0", "s1", "s2", "mean", "sd", "beats", "chosen_seed", "shipped_seed"} <= set(rows[0])
-    assert main(["experiment", "deeprm-seeds", "--loads", "0.8"]) == 2
-    assert "0.8 is not a training load" in capsys.readouterr().err
+    assert main(["experiment", "deeprm-seeds", "--loads", "0.7,2.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--loads" in err and "2.5" in err
 
 
 def test_an_unfinished_run_is_refused(tmp_path):
@@ -157,3 +158,52 @@ def test_an_unfinished_run_is_refused(tmp_path):
         S.seed_paths([LOAD], (0, 1, 2), tmp_path)
     found = S.seed_paths([LOAD], (0, 1), tmp_path)  # the finished ones still serve
     assert found[LOAD, 1] == tmp_path / "deeprm-load-70-s1" / "best.pt"
+
+
+def test_a_load_between_training_loads_takes_the_lower_model_on_a_tie():
+    from hpcsched.experiments.deeprm import nearest_load
+
+    loads = (1.5, 0.7, 1.1)  # the order files are found in must not matter
+    assert nearest_load(0.9, loads) == 0.7  # exactly between 0.7 and 1.1 (0.2 either way)
+    assert nearest_load(1.3, loads) == 1.1
+    assert nearest_load(0.91, loads) == 1.1 and nearest_load(0.89, loads) == 0.7
+    assert nearest_load(1.845, loads) == 1.5 and nearest_load(0.1, loads) == 0.7
+
+
+def test_the_sweep_and_the_seed_study_score_an_off_training_load_with_the_same_model(
+        seeds_folder):
+    from hpcsched.experiments.deeprm import load_sweep
+
+    rows = load_sweep([0.9], jobsets=2)
+    (deeprm,) = [r for r in rows if r["policy"] == "deeprm"]
+    assert deeprm["model_load"] == 0.7
+    (row,) = S.seed_study([0.9], models=seeds_folder, jobsets=2)
+    assert row["model_load"] == 0.7 and row["model"] == "deeprm-load-70"
+    # seed 0's stand-in is the shipped 70% file: the sweep's DeepRM number at 0.9
+    assert row["s0"] == pytest.approx(deeprm["slowdown"], rel=1e-12)
+    assert row["shipped"] == pytest.approx(deeprm["slowdown"], rel=1e-12)
+
+
+def test_the_completion_models_are_judged_on_completion_time():
+    """Fig. 5's completion-reward recipe: its seeds (shipped in pretrained/seeds) scored on mean
+    completion time, each chosen on its validation completion time, not on slowdown."""
+    (row,) = S.seed_study(reward="completion", jobsets=2)
+    assert row["load"] == 1.3 and row["metric"] == "completion"
+    assert row["model"] == "deeprm-load-130-completion"
+    jobs = 2
+
+    def completion(policy):
+        return evaluate(policy, 1.3, jobsets=jobs).metrics()
+
+    for s in range(3):
+        path = S.seed_path(1.3, s, reward="completion")
+        m = completion(load_deeprm_policy(path))
+        assert row[f"s{s}"] == pytest.approx(m["completion"], rel=1e-12)
+        assert row[f"s{s}"] != pytest.approx(m["slowdown"])
+        ck = load_checkpoint(path, fmt=FORMAT)
+        (entry,) = [h for h in ck["history"] if h["epoch"] == ck["epoch"] and "val_completion" in h]
+        assert row[f"val_s{s}"] == entry["val_completion"]
+    assert row["tetris:0.1"] == pytest.approx(
+        completion(get_grid_policy("tetris:0.1"))["completion"], rel=1e-12)
+    vals = [row[f"val_s{s}"] for s in range(3)]
+    assert row["chosen_seed"] == int(np.argmin(vals)) == row["shipped_seed"]

@@ -146,7 +146,7 @@ def test_training_writes_a_line_per_episode_where_stderr_is_not_a_terminal(tmp_p
                               validate_first_days=0.5, validate_every=2,
                               agent={"fc1": 16, "fc2": 8})
     dt.train(config, tmp_path / "run")  # progress left to the stream: capsys's is no terminal
-    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("training dras-pg")]
-    assert [x.split()[2] for x in lines] == ["1/3", "2/3", "3/3"]
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("episode ")]
+    assert [x.split()[1] for x in lines] == ["1/3:", "2/3:", "3/3:"]
     # only the second and last episodes were validated
     assert "val wait nan" in lines[0] and "val wait nan" not in lines[1] + lines[2]

@@ -155,7 +155,44 @@ def add_validation_args(g, *, windows: int, jobs: int) -> None:
     g.add_argument("--validate-jobs", type=positive_int, default=jobs)
 
 
-def defer_defaults(p: argparse.ArgumentParser, *, keep=("out", "resume", "epochs")) -> None:
+#: a `train` command's options that are no setting of its run: the run's folder, whether to
+#: continue it, the file of options; they keep their defaults and are given on the command line
+NOT_SETTINGS = ("out", "resume", "config")
+#: options that a config file may give like the settings, but that are not settings either
+#: (`option_values` leaves them out): how long to train
+NOT_COMPARED = ("epochs",)
+
+CONFIG_HELP = ("take options from a TOML file (JSON when FILE ends in .json) whose keys are the "
+               "options' names, dashes or underscores alike (epochs = 20, pi-lr = 3e-4); an "
+               "option given on the command line overrides the file's")
+
+#: the paragraphs every `train` command's --help ends with
+TRAIN_EPILOG = """
+Progress: a bar on a terminal; elsewhere (nohup, a batch system's log, a pipe) one line per epoch
+(DRAS: per episode). log.csv has one row per epoch; tb/ gets TensorBoard events grouped as
+rollout/, train/, eval/ (validation) and time/ when tensorboard is installed
+(pip install 'hpcsched[tensorboard]').
+
+--config FILE gives options from a file instead of the command line: TOML (JSON when FILE ends in
+.json), one key per option, named as the option with dashes or underscores (epochs = 20,
+init = "tetris", validate-every = 2; a flag is true or false). An option given on the command line
+overrides the file's; an unknown key, a value of the wrong type or an unreadable file is refused in
+one line naming the file and the key. --out, --resume and --config itself are given on the command
+line. The file is just another way of giving options: with --resume, its values must repeat the
+run's own, as options given must.
+"""
+
+
+def train_command(p: argparse.ArgumentParser, func) -> None:
+    """Finish a `train ALGORITHM` parser: add --config, defer its options' defaults
+    (`defer_defaults`) and run `func(args)` with the config file's options filled in (`with_config`)
+    and the defaults of `NOT_COMPARED` where neither gave them."""
+    p.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
+    defer_defaults(p)
+    p.set_defaults(func=lambda args: func(with_config(p, args)))
+
+
+def defer_defaults(p: argparse.ArgumentParser, *, keep=NOT_SETTINGS) -> None:
     """Let a `train` command tell an option left out from one given its default value (a resumed
     run takes the left-out ones from its folder, and refuses given ones that differ): every option
     of `p` but `keep` defaults to None, its real default kept for `option_values`."""
@@ -168,11 +205,105 @@ def defer_defaults(p: argparse.ArgumentParser, *, keep=("out", "resume", "epochs
 
 
 def option_values(args, *, given_only: bool) -> dict:
-    """The values of a `defer_defaults` command's options: those given on the command line
-    (`given_only`), or every one, the defaults filling in the rest."""
-    defaults = args.option_defaults
+    """The values of a `defer_defaults` command's settings (its options but `NOT_COMPARED`):
+    those given (on the command line or in its --config file: `with_config`; `given_only`), or
+    every one, the defaults filling in the rest."""
+    defaults = {k: v for k, v in args.option_defaults.items() if k not in NOT_COMPARED}
     given = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
     return given if given_only else {**defaults, **given}
+
+
+def with_config(p: argparse.ArgumentParser, args):
+    """`args` of `train` parser `p` with its --config file's options (`read_config`) where the
+    command line gave none, and the defaults of `NOT_COMPARED` where neither did."""
+    if getattr(args, "config", None) is not None:
+        for dest, value in read_config(args.config, p).items():
+            if getattr(args, dest) is None:  # the command line's own win
+                setattr(args, dest, value)
+    for dest in NOT_COMPARED:
+        if dest in args.option_defaults and getattr(args, dest) is None:
+            setattr(args, dest, args.option_defaults[dest])
+    return args
+
+
+def read_config(path: str, p: argparse.ArgumentParser) -> dict:
+    """{dest: value} of the options in the TOML (or, named *.json, JSON) file `path`, for parser
+    `p`: its keys are `p`'s long options without the dashes in front, `-` and `_` alike; the
+    values are checked as the command line's are (type, range, choices). A file that cannot be
+    read or parsed, an unknown key, one of `NOT_SETTINGS` or a wrong value is refused with a
+    one-line ValueError naming the file (and the key)."""
+    import json
+    import tomllib
+    from pathlib import Path
+
+    where = f"--config {path}"
+    try:
+        text = Path(path).read_bytes()
+    except OSError as e:
+        raise ValueError(f"{where}: cannot read it ({e.strerror or e})") from None
+    try:
+        if str(path).lower().endswith(".json"):
+            data = json.loads(text)
+        else:
+            data = tomllib.loads(text.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError, TOMLDecodeError
+        kind = "JSON" if str(path).lower().endswith(".json") else "TOML"
+        raise ValueError(f"{where}: not valid {kind} ({_one_line(e)})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a table of options (key = value), not "
+                         f"{type(data).__name__}")
+    actions = {s[2:].replace("-", "_"): a for a in p._actions for s in a.option_strings
+               if s.startswith("--") and a.dest != "help"}
+    values: dict = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name in NOT_SETTINGS:
+            raise ValueError(f"{where}: key {key!r}: give --{name.replace('_', '-')} on the "
+                             f"command line, not in the file")
+        action = actions.get(name)
+        if action is None:
+            import difflib
+
+            near = difflib.get_close_matches(name, list(actions), n=1)
+            hint = f"; did you mean {near[0].replace('_', '-')}?" if near else ""
+            raise ValueError(f"{where}: unknown key {key!r} (not an option of `{p.prog}`{hint})")
+        if action.dest in values:
+            raise ValueError(f"{where}: key {key!r}: that option is given twice")
+        values[action.dest] = _config_value(where, key, value, action)
+    return values
+
+
+def _one_line(e: Exception) -> str:
+    """An error's message on one line (a TOML or JSON error may span several)."""
+    return " ".join(str(e).split())
+
+
+def _config_value(where: str, key: str, value, action: argparse.Action):
+    """A config file's `value` for `action`, checked and converted as the command line's."""
+    def wrong(expected: str) -> ValueError:
+        return ValueError(f"{where}: key {key!r}: expected {expected}, not {value!r}")
+
+    if isinstance(action, argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if action.type in (int, positive_int, nonnegative_int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise wrong("an integer")
+    elif action.type in (float, positive_float, nonnegative_float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise wrong("a number")
+    elif not isinstance(value, str):
+        raise wrong("a string")
+    if action.type is not None:
+        try:  # the command line's own check and conversion (str() of a float reads back equal)
+            value = action.type(str(value))
+        except (argparse.ArgumentTypeError, ValueError) as e:
+            raise ValueError(f"{where}: key {key!r}: {_one_line(e)}") from None
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{where}: key {key!r}: {value!r} is not one of "
+                         f"{', '.join(map(str, action.choices))}")
+    return value
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:

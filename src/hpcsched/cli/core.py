@@ -28,7 +28,7 @@ EPILOG_COMPARE = """examples:
 """
 
 EPILOG_EVALUATE = """examples:
-  hpcsched evaluate runs/l1/model.pt --trace lublin-1 --windows 10 --jobs 1024
+  hpcsched evaluate runs/l1 --trace lublin-1 --windows 10 --jobs 1024      # its best.pt
   hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
   hpcsched evaluate pretrained/inspect-lublin-1-sjf --base f1 --against f1   # an inspector
 """
@@ -78,7 +78,8 @@ def register(sub, fmt) -> None:
 
     p = sub.add_parser("evaluate", parents=[fmt], help="evaluate a trained model beside heuristics",
                        epilog=EPILOG_EVALUATE, formatter_class=RAW)
-    p.add_argument("model", help="a model file, a run folder, or pretrained/NAME")
+    p.add_argument("model", help="a model file, a run folder (its best.pt; its model.pt before its "
+                                 "first validation), or pretrained/NAME")
     p.add_argument("--trace", help="trace to evaluate on (default: the one it was trained on)")
     p.add_argument("--against", type=csv_list, default=["fcfs", "sjf", "f1"],
                    help="heuristics to show beside it (default: fcfs,sjf,f1; 'none' for none)")
@@ -273,36 +274,11 @@ def cmd_evaluate(args) -> int:
 def cmd_policies(args) -> int:
     from hpcsched.policies.priority import DESCRIPTIONS
 
-    from hpcsched.experiments.policyspec import pretrained_models
+    from hpcsched.experiments.policyspec import listing
 
     for name, text in DESCRIPTIONS.items():
         print(f"{name:<12}{text}")
-    print("\ntrained models: rl:PATH (a model file or run folder), or a shipped one:")
-    for name in pretrained_models():
-        print(f"  rl:pretrained/{name}")
-    inspectors = pretrained_models("inspect-")
-    if inspectors:
-        print("\nSchedInspector models (run under the profile they were trained with, unless "
-              "--profile says otherwise; the shipped ones: schedinspector-paper): "
-              "inspect:PATH[@BASE], or:")
-        for name in inspectors:
-            print(f"  inspect:pretrained/{name}")
-        print("  inspect:reject-unfit@BASE (a fixed rule for reference: reject exactly the "
-              "proposals that do not fit)")
-    dras_models = pretrained_models("dras-") + pretrained_models("decima-")
-    if dras_models:
-        print("\nDRAS models (run under the dras profile unless --profile says otherwise; "
-              "--backfill easy, Decima-PG none): dras:PATH, or:")
-        for name in dras_models:
-            print(f"  dras:pretrained/{name}")
-    from hpcsched.experiments.deeprm import shipped_models
-    from hpcsched.policies.deeprm import DESCRIPTIONS as GRID
-
-    print("\nunder --profile deeprm (discrete time, several resources):")
-    for name, text in GRID.items():
-        print(f"  {name:<10}{text}")
-    print("  deeprm:PATH, or a shipped model: " +
-          ", ".join(f"deeprm:pretrained/{n}" for n in shipped_models()))
+    print("\n".join(listing()))
     return 0
 
 

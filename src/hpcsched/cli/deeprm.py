@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (defer_defaults, nonnegative_float, nonnegative_int,
-                                 option_values, positive_float, positive_int)
+from hpcsched.cli.common import (TRAIN_EPILOG, nonnegative_float, nonnegative_int, option_values,
+                                 positive_float, positive_int, train_command)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -16,13 +16,14 @@ EPILOG_TRAIN = """examples:
   hpcsched train deeprm --load 0.7 --out runs/deeprm-70
   hpcsched train deeprm --load 0.7 --out runs/deeprm-70 --epochs 150 --resume   # continue it
   hpcsched train deeprm --load 1.3 --reward completion --out runs/deeprm-130-ct
+  hpcsched train deeprm --config deeprm.toml --load 1.1 --out runs/deeprm-110   # options from a file
 
 An epoch is one pass over the training jobsets (100, drawn with the authors' seed 42), in updates
 of 10 jobsets x 20 rollouts each. The run folder gets model.pt (every epoch), best.pt (best greedy
-slowdown on 50 validation jobsets), log.csv, curve.png and config.json. --resume continues with
-the run's own settings: leave them out, or repeat them (a different value is refused); --threads
-may change.
-"""
+slowdown on 50 validation jobsets), log.csv, curve.png, config.json and TensorBoard events in
+tb/ when tensorboard is installed. --resume continues with the run's own settings: leave them
+out, or repeat them (a different value is refused); --threads may change.
+""" + TRAIN_EPILOG
 
 EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
@@ -40,18 +41,20 @@ load: the nearest one shipped). sjf, packer and random are DeepRM's baselines an
 code's numbers on the same settings (random: its evaluation script's draws, one at a time).
 """
 
-SEEDS_CAPTION = ("DeepRM's shipped slowdown models over training seeds 0, 1, 2: each seed's best.pt "
-                 "(chosen on 50 validation jobsets, seed 27182) at its own training load, scored "
-                 "as deeprm-load-sweep scores its DeepRM column (greedy, mean slowdown pooled over "
+SEEDS_CAPTION = ("DeepRM's shipped {reward} models over training seeds 0, 1, 2: each seed's best.pt "
+                 "(chosen on 50 validation jobsets, seed 27182) at each load (model_load: the "
+                 "nearest training load, whose seeds score it, as the sweep does), scored as "
+                 "deeprm-load-sweep scores its DeepRM column (greedy, mean {reward} pooled over "
                  "the jobs of {jobsets} unseen jobsets, seed 314159), beside SJF, Packer and "
                  "Tetris* (tetris:0.1) of the same run; mean and sample sd over the seeds, how "
                  "many beat the best heuristic (at 2 decimals), the seed chosen on validation, "
-                 "the seed of the file shipped now and its slowdown (the sweep's DeepRM number)")
+                 "the seed of the file shipped now and its {reward} (the sweep's DeepRM number)")
 
 EPILOG_SEEDS = """examples:
   hpcsched experiment deeprm-seeds                          # data/pretrained/seeds/
   hpcsched experiment deeprm-seeds --models runs/seeds      # NAME-sK.pt or NAME-sK/best.pt
   hpcsched experiment deeprm-seeds --models runs/seeds --loads 0.7,1.1 --json
+  hpcsched experiment deeprm-seeds --sweep --markdown       # every load of the sweep
 
 Seeds are trained by MODELS.md's commands with --seed K, e.g.
   hpcsched train deeprm --load 0.7 --init tetris --epochs 20 --seed 1 \\
@@ -95,8 +98,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
     g.add_argument("--validate-jobsets", type=nonnegative_int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
-    defer_defaults(p)
-    p.set_defaults(func=cmd_train)
+    train_command(p, cmd_train)
 
     p = experiment.add_parser("deeprm-load-sweep", parents=[fmt],
                               help="slowdown vs load for SJF, Packer, Tetris*, Random and DeepRM "
@@ -134,14 +136,22 @@ def register(train, experiment, fmt) -> None:
     p = experiment.add_parser("deeprm-seeds", parents=[fmt],
                               help="the shipped DeepRM models (loads 70%%, 110%%, 150%%) over "
                                    "training seeds 0, 1, 2, against SJF, Packer and Tetris*",
-                              description=SEEDS_CAPTION.format(jobsets=100).replace("%", "%%"),
+                              description=SEEDS_CAPTION.format(
+                                  jobsets=100, reward="slowdown (or completion-time)"
+                              ).replace("%", "%%"),
                               epilog=EPILOG_SEEDS, formatter_class=RAW)
     p.add_argument("--models", help="take the seeds' models from this folder "
                                     "(deeprm-load-NN-sK.pt or the run folder deeprm-load-NN-sK/, "
                                     "its best.pt) instead of data/pretrained/seeds/")
-    p.add_argument("--loads", default="0.7,1.1,1.5",
-                   help="the rows: comma-separated training loads among 0.7,1.1,1.5 "
-                        "(default: all three)")
+    p.add_argument("--loads",
+                   help="the rows: comma-separated loads (default: the training loads, "
+                        "0.7,1.1,1.5, or 1.3 with --reward completion); another load is scored "
+                        "with the seeds of the nearest training load, as the sweep scores it")
+    p.add_argument("--reward", choices=("slowdown", "completion"), default="slowdown",
+                   help="the models trained for this reward, scored on its metric (completion: "
+                        "Fig. 5's completion-time model, mean completion time)")
+    p.add_argument("--sweep", action="store_true",
+                   help="every load of deeprm-load-sweep (replaces --loads)")
     p.add_argument("--seeds", default="0,1,2",
                    help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--jobsets", type=positive_int, default=100,
@@ -278,6 +288,8 @@ def shown_path(path) -> str:
 def cmd_seeds(args) -> int:
     from hpcsched.cli.common import csv_list
     from hpcsched.experiments import deeprm_seeds as seeds
+    from hpcsched.experiments.deeprm import SWEEP_LOADS
+    from hpcsched.workload.deeprm import rate_for_load
 
     def values(option: str, text: str, kind, allowed=None) -> list:
         try:
@@ -285,39 +297,53 @@ def cmd_seeds(args) -> int:
         except (ValueError, argparse.ArgumentTypeError):
             raise ValueError(f"{option} {text!r}: expected comma-separated "
                              f"{'numbers' if kind is float else 'integers'}") from None
-        bad = [x for x in out if allowed is not None and x not in allowed]
-        if bad:
-            raise ValueError(f"{option}: {', '.join(f'{x:g}' for x in bad)} is not a training "
-                             f"load of a shipped model ({', '.join(f'{x:g}' for x in allowed)})")
+        if allowed is not None:
+            for x in out:
+                allowed(x)
         return list(dict.fromkeys(out))
 
-    loads = values("--loads", args.loads, float, seeds.LOADS)
+    def load_ok(x: float) -> None:
+        try:
+            rate_for_load(x)
+        except ValueError as e:
+            raise ValueError(f"--loads: {e}") from None
+
+    loads = (list(SWEEP_LOADS) if args.sweep else
+             None if args.loads is None else values("--loads", args.loads, float, load_ok))
     chosen_seeds = values("--seeds", args.seeds, int)
-    with Progress(seeds.simulations(loads, chosen_seeds), args.name) as bar:
+    metric = args.reward
+    with Progress(seeds.simulations(loads, chosen_seeds, metric), args.name) as bar:
         rows = seeds.seed_study(loads, models=args.models, seeds=chosen_seeds,
-                                jobsets=args.jobsets, progress=bar.update)
+                                jobsets=args.jobsets, progress=bar.update, reward=metric)
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
         return 0
     if args.fmt is None:
-        print(seeds_caption(args.jobsets) + "\n")
+        print(seeds_caption(args.jobsets, metric) + "\n")
     digits = {k: seeds.DIGITS for r in rows for k, v in r.items() if isinstance(v, float)}
-    cols = ["load", *seeds.HEURISTICS, "best_heuristic", *(f"s{s}" for s in chosen_seeds),
+    digits.update(load=3, model_load=3)  # 1.845, the sweep's last load
+    cols = ["load", "model_load", *seeds.HEURISTICS, "best_heuristic", *(f"s{s}" for s in chosen_seeds),
             "mean", "sd", "beats", "chosen_seed", "shipped_seed", "shipped"]
     print(format_rows(rows, args.fmt or "table", columns=cols, digits=digits))
-    per_seed = [{"load": r["load"], "seed": s, "file": shown_path(r[f"file_s{s}"]),
-                 "epoch": r[f"epoch_s{s}"], "val_slowdown": r[f"val_s{s}"],
-                 "slowdown": r[f"s{s}"]} for r in rows for s in chosen_seeds]
+    # one row per model: its slowdown at its own training load (where that load is a row)
+    own = {r["model_load"]: r for r in rows if r["load"] == r["model_load"]}
+    models = {r["model_load"]: own.get(r["model_load"], {}) for r in rows}
+    first = {r["model_load"]: r for r in reversed(rows)}
+    val = f"val_{metric}"
+    per_seed = [{"load": load, "seed": s, "file": shown_path(first[load][f"file_s{s}"]),
+                 "epoch": first[load][f"epoch_s{s}"], val: first[load][f"val_s{s}"],
+                 metric: r.get(f"s{s}", float("nan"))}
+                for load, r in models.items() for s in chosen_seeds]
     if args.fmt is None:
-        print("\neach seed's best.pt: its epoch, the validation slowdown it was chosen with, "
-              "its slowdown above\n")
+        print(f"\neach seed's best.pt: its epoch, the validation {metric} it was chosen with, "
+              f"its {metric} above at its own training load\n")
     else:
         print()
     print(format_rows(per_seed, args.fmt or "table",
-                      columns=["load", "seed", "epoch", "val_slowdown", "slowdown", "file"],
-                      digits={"load": 2, "val_slowdown": 3, "slowdown": seeds.DIGITS}))
+                      columns=["load", "seed", "epoch", val, metric, "file"],
+                      digits={"load": 2, val: 3, metric: seeds.DIGITS}))
     return 0
 
 
-def seeds_caption(jobsets: int = 100) -> str:
-    return SEEDS_CAPTION.format(jobsets=jobsets)
+def seeds_caption(jobsets: int = 100, reward: str = "slowdown") -> str:
+    return SEEDS_CAPTION.format(jobsets=jobsets, reward=reward)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (defer_defaults, nonnegative_float, option_values,
-                                 positive_float, positive_int)
+from hpcsched.cli.common import (TRAIN_EPILOG, nonnegative_float, option_values, positive_float,
+                                 positive_int, train_command)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -15,14 +15,16 @@ EPILOG_TRAIN = """examples:
   hpcsched train dras --algo decima --trace ricc --out runs/decima-pg-ricc
   hpcsched train dras --algo pg --curriculum real:20 --out runs/real-only   # the ablation
   hpcsched train dras --out runs/dras-pg-ricc --resume                      # continue a run
+  hpcsched train dras --config dras.toml --seed 1 --out runs/dras-s1         # options from a file
 
 One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty
 machine; updates every 10 scheduling instances; after every second episode the greedy agent is
 scored on the validation week. The run folder gets model.pt (every episode), best.pt (the lowest
-validation wait, or with --select reward the highest validation reward),
-log.csv, curve.png and config.json. --resume continues with the run's own settings: leave them
-out, or repeat them (a different value is refused); --threads may change.
-"""
+validation wait, or with --select reward the highest validation reward), log.csv, curve.png,
+config.json and TensorBoard events in tb/ when tensorboard is installed. --resume continues with
+the run's own settings: leave them out, or repeat them (a different value is refused); --threads
+may change.
+""" + TRAIN_EPILOG
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment dras --trace ricc
@@ -106,8 +108,7 @@ def register(train, experiment, fmt) -> None:
                      help="gradient steps per update (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
-    defer_defaults(p)
-    p.set_defaults(func=cmd_train)
+    train_command(p, cmd_train)
 
     p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
                               "test period, Kiviat plot and tables", epilog=EPILOG_EXPERIMENT,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (add_validation_args, defer_defaults, option_values,
-                                 positive_float, positive_int)
+from hpcsched.cli.common import (TRAIN_EPILOG, add_validation_args, option_values, positive_float,
+                                 positive_int, train_command)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS
@@ -13,13 +13,15 @@ from hpcsched.sim.profiles import BACKFILLS
 EPILOG_TRAIN = """examples:
   hpcsched train inspector --trace lublin-1 --base sjf --metric bsld --out runs/insp-sjf
   hpcsched train inspector --out runs/insp-sjf --epochs 80 --resume      # continue that run
-  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf/model.pt --windows 50 --jobs 256
+  hpcsched train inspector --config insp.toml --out runs/insp-f1 --base f1   # options from a file
+  hpcsched compare lublin-1 --policies sjf,inspect:runs/insp-sjf --windows 50 --jobs 256   # its best.pt
 
 Training windows (128 jobs) come from the first 20% of the trace; the run folder gets model.pt
-(every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json.
+(every epoch), best.pt (best greedy validation improvement), log.csv, curve.png, config.json
+and TensorBoard events in tb/ when tensorboard is installed.
 --resume continues with the run's own settings (validation included): leave them out, or repeat
 them (a different value is refused); --threads may change.
-"""
+""" + TRAIN_EPILOG
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment schedinspector-table4
@@ -109,8 +111,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     add_validation_args(g, windows=10, jobs=256)
-    defer_defaults(p)
-    p.set_defaults(func=cmd_train)
+    train_command(p, cmd_train)
 
     p = experiment.add_parser("schedinspector-table4", parents=[fmt],
                               help="SchedInspector's Table 4/5: base heuristics with and without "

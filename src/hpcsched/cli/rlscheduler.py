@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (add_validation_args, defer_defaults, nonnegative_int,
-                                 option_values, positive_float, positive_int)
+from hpcsched.cli.common import (TRAIN_EPILOG, add_validation_args, nonnegative_int, option_values,
+                                 positive_float, positive_int, train_command)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -33,12 +33,13 @@ EPILOG_TRAIN = """examples:
   hpcsched train rlscheduler --trace lublin-1 --metric bsld --backfill none --epochs 60 --out runs/l1
   hpcsched train rlscheduler --out runs/l1 --epochs 100 --resume      # continue that run
   hpcsched train rlscheduler --trace hpc2n --metric fairness --episode-jobs 128 --out runs/h-fair
+  hpcsched train rlscheduler --config l1.toml --seed 1 --out runs/l1-s1   # options from a file
 
 The run folder gets model.pt (every epoch), best.pt (best greedy validation score), log.csv,
 curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed. --resume
 continues with the run's own settings (validation included): leave them out, or repeat them
 (a different value is refused); --threads may change.
-"""
+""" + TRAIN_EPILOG
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment rlscheduler-table5
@@ -95,8 +96,7 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--validate-avoid", choices=["paper", "none"], default="paper",
                    help="validation windows share no job with the paper's test windows (paper), "
                         "or are drawn from the whole training range (none)")
-    defer_defaults(p)
-    p.set_defaults(func=cmd_train)
+    train_command(p, cmd_train)
 
     for name, caption in EXPERIMENT_CAPTIONS.items():
         p = experiment.add_parser(name, parents=[fmt], help=caption.split(";")[0],

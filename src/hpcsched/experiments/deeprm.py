@@ -6,13 +6,13 @@
 
 A run folder holds model.pt (rewritten atomically every epoch; `resume=True` continues it with
 its stored config, see `experiments.training.open_run`), best.pt (the best greedy slowdown on the
-validation jobsets), log.csv, curve.png, config.json.
+validation jobsets), log.csv, curve.png, config.json, and TensorBoard events in tb/ when
+tensorboard is installed (`experiments.runlog`).
 Evaluation jobsets are the authors' "unseen" draw (seed 314159), 100 per load, pooled over jobs.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from dataclasses import asdict
@@ -23,8 +23,9 @@ import numpy as np
 
 from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
                                        load_deeprm_policy)
-from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
+from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models, resolve_policy
 from hpcsched.policies.deeprm import get_grid_policy
+from hpcsched.recipes import is_run, locate
 from hpcsched.sim.discrete_batch import DiscreteBatch, pooled_metrics, run_batch
 from hpcsched.workload.deeprm import (TEST_SEED, draw_jobsets, expected_load_per_arrival,
                                       generate, rate_for_load)
@@ -40,16 +41,6 @@ LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfin
                "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
 
 # -- training --------------------------------------------------------------------------------------
-def _write_log(path: Path, history: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=LOG_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for h in history:
-            w.writerow({k: h.get(k, "") for k in LOG_COLUMNS})
-    tmp.replace(path)
-
-
 def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
     """Greedy heuristics' slowdown on the run's validation jobsets (the curve's flat lines)."""
     model_jobs = generate(config.validate_jobsets, config.rate, config.steps,
@@ -76,9 +67,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
            log: Callable[[str], None] | None) -> DeepRM:
     import torch
 
+    from hpcsched.experiments.runlog import RunLog
     from hpcsched.experiments.training import best_so_far, open_run
     from hpcsched.report.plots import training_curve
-    from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
@@ -126,7 +117,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
         say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
             f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
             f"{key} {row.get(key, float('nan')):.3f} (greedy)")
-    with Progress(todo, f"training deeprm load {config.load:g}", enabled=progress) as bar:
+    with RunLog(out, LOG_COLUMNS, label=f"training deeprm load {config.load:g}",
+                start=model.epoch, last=epochs, history=model.history, progress=progress,
+                say=say) as runlog:
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best
             v = stats.get(key)
@@ -134,16 +127,11 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
                 best = v
                 model.save(out / "best.pt")
             model.save(model_path)
-            _write_log(out / "log.csv", model.history)
+            runlog.epoch(stats, model.history,
+                         f"slowdown {stats['slowdown']:.3f} (sampled) {key} "
+                         f"{v if v is not None else float('nan'):.3f} (greedy)")
             if stats["epoch"] % 5 == 0:
                 curve()
-            bar.note(f"slowdown {stats['slowdown']:.3f} {key} "
-                     f"{v if v is not None else float('nan'):.3f}")
-            bar.update(1)
-            if not bar.enabled:
-                say(f"epoch {stats['epoch']}: slowdown {stats['slowdown']:.3f} (sampled), "
-                    f"{key} {v if v is not None else float('nan'):.3f} (greedy), "
-                    f"{stats['epoch_s']:.1f} s")
 
         model.learn(todo, callback=after_epoch)
     if model.history:
@@ -155,41 +143,23 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
 def resolve_grid_policy(spec: str, seed: int = 0, sample: bool = False):
     """A deeprm-profile policy by name: a heuristic (sjf, packer, tetris[:K], random) or a model
     (`deeprm:PATH`, `deeprm:pretrained/NAME`)."""
-    if spec.startswith("deeprm:"):
-        return load_deeprm_policy(model_file(spec[len("deeprm:"):]), sample=sample, seed=seed,
-                                  name=spec)
-    return get_grid_policy(spec, seed=seed)
-
-
-def model_file(spec: str) -> Path:
-    if spec.startswith("pretrained/"):
-        name = spec[len("pretrained/"):].removesuffix(".pt")
-        path = PRETRAINED / f"{name}.pt"
-        if not path.exists():
-            known = ", ".join(shipped_models()) or "none"
-            raise ValueError(f"no pretrained DeepRM model {name!r}; shipped: {known}")
-        return path
-    path = Path(spec)
-    if path.is_dir():
-        path = path / "best.pt" if (path / "best.pt").exists() else path / "model.pt"
-    if not path.exists():
-        raise ValueError(f"no model file at {path}")
-    return path
+    return resolve_policy(spec, seed=seed, sample=sample, discrete=True)
 
 
 def shipped_models() -> list[str]:
-    return pretrained_models("deeprm-")
+    return pretrained_models("deeprm")
 
 
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
     """Training load -> model file of the models trained for `reward`, from a folder of
-    deeprm-load-NN*.pt (or run folders) or the shipped ones."""
+    deeprm-load-NN*.pt (or run folders: their best.pt, by `recipes.locate`) or the shipped ones."""
     from hpcsched.agents.checkpoint import OtherKindError, load_checkpoint
     from hpcsched.agents.reinforce import FORMAT
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}
-    candidates = sorted(folder.glob("deeprm-*.pt")) + sorted(folder.glob("*/best.pt"))
+    candidates = sorted(folder.glob("deeprm-*.pt")) + [
+        locate(run) for run in sorted(folder.glob("*")) if run.is_dir() and is_run(run)]
     for path in candidates:
         try:  # a damaged file is refused; another learner's model is passed over
             ck = load_checkpoint(path, fmt=FORMAT)
@@ -322,12 +292,19 @@ def load_sweep(loads=SWEEP_LOADS, *, rates=None, models: str | Path | None = Non
         policies: list[tuple[str, Any, float | None]] = [(n, get_grid_policy(n), None)
                                                          for n in names]
         if trained:
-            near = min(trained, key=lambda x: abs(x - load))
+            near = nearest_load(load, trained)
             policies.append(("deeprm", load_deeprm_policy(trained[near], sample=sample,
                                                           name="deeprm"), near))
         rows += score_at(load, p, policies, jobsets=jobsets, steps=steps, seed=seed, queue=queue,
                          progress=progress)
     return rows
+
+
+def nearest_load(load: float, loads) -> float:
+    """The training load whose model scores `load`: the nearest, the lower on a tie (distances
+    compared to 1e-9, so 0.9 lies exactly between 0.7 and 1.1 and is scored by the 70 % model;
+    before this rule the tie went to whichever file was found first)."""
+    return min(loads, key=lambda x: (round(abs(x - load), 9), x))
 
 
 def tetris_name(knob: float = TUNED_KNOB) -> str:

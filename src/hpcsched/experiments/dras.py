@@ -47,20 +47,18 @@ def model_name(method: str, trace: str, reward: str) -> str:
 
 
 def model_file(method: str, trace: str, reward: str, models: str | Path | None) -> Path:
-    from hpcsched.experiments.policyspec import PRETRAINED
+    """The model of `method` for `trace` and `reward`: the shipped one, or NAME.pt or the run
+    folder NAME/ (its best.pt) in the folder `models`."""
+    from hpcsched.recipes import PRETRAINED, in_folder
 
     name = model_name(method, trace, reward)
-    if models is None:
-        path = PRETRAINED / f"{name}.pt"
-    else:
-        folder = Path(models)
-        path = folder / f"{name}.pt"
-        if not path.exists():
-            path = folder / name / "best.pt"
-    if not path.exists():
-        raise ValueError(f"no {method} model for {trace} ({reward}): {path} does not exist; train "
-                         f"one with `hpcsched train dras --algo {LEARNED[method]} --trace {trace} "
-                         f"--reward {reward} --out DIR/{name}` and pass --models DIR")
+    folder = PRETRAINED if models is None else Path(models)
+    path = in_folder(folder, name)
+    if path is None:
+        raise ValueError(f"no {method} model for {trace} ({reward}): no {folder / name}.pt nor run "
+                         f"folder {folder / name}; train one with `hpcsched train dras --algo "
+                         f"{LEARNED[method]} --trace {trace} --reward {reward} --out DIR/{name}` "
+                         f"and pass --models DIR")
     return path
 
 

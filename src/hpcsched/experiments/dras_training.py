@@ -12,7 +12,9 @@
   scheduling instances (10). After every `validate_every`-th episode the greedy agent is scored on
   the validation period (its total reward, and its metrics), and the run folder gets model.pt
   (atomic, every episode; `resume` continues from it), best.pt (the best validation by `select`:
-  lowest average wait, or highest reward), log.csv, curve.png and config.json. A resumed run
+  lowest average wait, or highest reward), log.csv, curve.png, config.json, and TensorBoard events
+  in tb/ when tensorboard is installed (`experiments.runlog`: the log every trainer writes, a line
+  per episode where stderr is no terminal). A resumed run
   continues with its stored settings (a different one given is refused, threads excepted) and
   its random states; a DRAS-DQL model.pt also holds the replay memory (its `replay` transitions:
   tens of MB on RICC), so that a run stopped and resumed writes what one that never stopped does.
@@ -24,7 +26,6 @@ training, validation and test (with `learn=True` at test, the paper's online upd
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import time
@@ -355,16 +356,6 @@ LOG_COLUMNS = ["episode", "phase", "jobs", "mean_reward", "reward", "picks", "up
                "val_slowdown", "episode_s"]
 
 
-def _write_log(path: Path, history: list[dict]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=LOG_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for h in history:
-            w.writerow(h)
-    tmp.replace(path)
-
-
 def effective_settings(config: DrasRunConfig) -> dict:
     """The run's settings as they act: the agent's overrides resolved into its full config (its
     defaults depend on the algorithm), one entry per agent setting ("agent.lr", ...)."""
@@ -402,9 +393,9 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
     import torch
 
     from hpcsched.agents.checkpoint import config_of, restore_rng_states
+    from hpcsched.experiments.runlog import RunLog
     from hpcsched.experiments.training import best_so_far, resumed_config
     from hpcsched.report.plots import training_curve
-    from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
@@ -446,8 +437,9 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
 
     best = best_so_far(history, key, improves, True)  # a resumed run's best so far
     # episodes take minutes: where stderr is a log file, one line per episode
-    with Progress(len(jobsets) - done, f"training dras-{config.algo}", enabled=progress,
-                  lines=True) as bar:
+    with RunLog(out, LOG_COLUMNS, label=f"training dras-{config.algo}", step="episode",
+                start=done, last=len(jobsets), history=history, progress=progress,
+                say=say) as runlog:
         for episode in range(done + 1, len(jobsets) + 1):
             phase, jobs = jobsets[episode - 1]
             t0 = time.monotonic()
@@ -474,14 +466,12 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
                 best = row[key]
                 save(out / "best.pt", agent, config, episode, history, norm)
             save(model_path, agent, config, episode, history, norm, resumable=True)
-            _write_log(out / "log.csv", history)
+            runlog.epoch(row, history, f"{phase} reward/pick {row['mean_reward']:.4f} val wait "
+                                       f"{row.get('val_wait', float('nan')):.0f}")
             training_curve([dict(h, epoch=h["episode"]) for h in history], out / "curve.png",
                            "mean_reward",
                            title=f"dras-{config.algo} {config.trace} {config.reward} "
                                  f"({config.curriculum})")
-            bar.note(f"{phase} reward/pick {row['mean_reward']:.4f} val wait "
-                     f"{row.get('val_wait', float('nan')):.0f}")
-            bar.update(1)
     return history
 
 

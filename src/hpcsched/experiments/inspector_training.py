@@ -1,9 +1,10 @@
 """A SchedInspector training run on disk: `hpcsched train inspector` is `train(config, out, epochs)`.
 
-The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose log writer,
-progress bar, curve, folder lock and resume rules this reuses): model.pt after every epoch (atomic;
-`resume=True` continues, with the run's stored config and validation options), best.pt (best
-greedy validation improvement), log.csv, curve.png and config.json.
+The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose curve,
+folder lock and resume rules this reuses, and `experiments/runlog.py`, the log every trainer
+writes): model.pt after every epoch (atomic; `resume=True` continues, with the run's stored config
+and validation options), best.pt (best greedy validation improvement), log.csv, curve.png,
+config.json, and TensorBoard events in tb/ when tensorboard is installed.
 
 Validation runs the greedy inspector on fixed windows of the training part of the trace (drawn
 with their own seed) and scores the mean relative improvement over the base heuristic on them, in
@@ -86,9 +87,9 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import InspectorPPO
-    from hpcsched.experiments.training import _write_log, best_so_far, open_with_options
+    from hpcsched.experiments.runlog import RunLog
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, best_so_far, open_with_options
     from hpcsched.report.plots import training_curve
-    from hpcsched.report.progress import Progress
 
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
@@ -128,8 +129,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                        title=f"{config.trace} {config.base} {config.metric} "
                              f"backfill={config.backfill}: improvement over the base")
 
-    with Progress(todo, f"training inspector {config.trace}/{config.base}",
-                  enabled=progress) as bar:
+    with RunLog(out, LOG_FIRST + LOG_METRICS + LOG_LAST, extra="val_",
+                label=f"training inspector {config.trace}/{config.base}", start=model.epoch,
+                last=epochs, history=model.history, progress=progress, say=say) as runlog:
         def after_epoch(stats: dict[str, Any]) -> None:
             nonlocal best
             note = (f"reward {stats['mean_reward']:.3f} rejections "
@@ -143,14 +145,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                     best = v
                     model.save(out / "best.pt")
             model.save(model_path)
-            _write_log(out / "log.csv", [h for h in model.history if "mean_reward" in h],
-                       LOG_METRICS)
+            runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note)
             if plot_every and stats["epoch"] % plot_every == 0:
                 curve()
-            bar.note(note)
-            bar.update(1)
-            if not bar.enabled:
-                say(f"epoch {stats['epoch']}: {note} ({stats['epoch_s']:.1f} s)")
 
         model.learn(todo, callback=after_epoch)
     if model.history:

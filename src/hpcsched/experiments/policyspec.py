@@ -1,132 +1,122 @@
-"""Policies named on the command line: a heuristic (`sjf`), a trained model (`rl:PATH`), or a model
-shipped with the package (`rl:pretrained/NAME`, see `hpcsched.data.pretrained`).
+"""Policies named on the command line: a heuristic (`sjf`), or a learned scheduler's model,
+``PREFIX:MODEL`` with the prefix of a recipe registered in `hpcsched.recipes` (``rl``, ``inspect``,
+``dras``, ``deeprm``). MODEL is a model file, a run folder (its best.pt; its model.pt while it has
+none) or ``pretrained/NAME``, a model shipped with the package (see `hpcsched.data.pretrained`).
 
-`inspect:PATH` (or `inspect:pretrained/NAME`) is a SchedInspector model around the base heuristic it
-was trained with; `inspect:PATH@BASE` puts it around another base heuristic. `inspect:reject-unfit@BASE`
-is a fixed rule in the inspector's place, for reference: reject the proposed job exactly when it does
-not fit in the free nodes now.
+`inspect:PATH` is a SchedInspector model around the base heuristic it was trained with;
+`inspect:PATH@BASE` puts it around another base heuristic. `inspect:reject-unfit@BASE` is a fixed
+rule in the inspector's place, for reference: reject the proposed job exactly when it does not fit
+in the free nodes now.
 
-`dras:PATH` (or `dras:pretrained/NAME`, e.g. `dras:pretrained/dras-pg-ricc`) is a trained DRAS-PG,
-DRAS-DQL or Decima-PG agent; it runs under the dras profile, with `--backfill easy` (Decima-PG:
-`none`)."""
+`dras:PATH` (e.g. `dras:pretrained/dras-pg-ricc`) is a trained DRAS-PG, DRAS-DQL or Decima-PG
+agent; it runs under the dras profile, with `--backfill easy` (Decima-PG: `none`). Under a
+discrete-time profile (deeprm) the names are DeepRM's: its heuristics and `deeprm:PATH`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hpcsched import recipes
+from hpcsched.recipes import PRETRAINED, Recipe
 from hpcsched.sim.run import Prepared
-
-PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
-
-
-#: file-name prefixes of the shipped models of the other learned schedulers; RLScheduler's have none
-FAMILY_PREFIXES = ("inspect-", "deeprm-", "dras-", "decima-")
 
 
 def pretrained_models(prefix: str | None = None) -> list[str]:
-    """Names of the shipped models: RLScheduler's (``rl:pretrained/NAME``) by default, or those
-    whose names start with `prefix` (``inspect-``, ``deeprm-``, ``dras-``, ``decima-``)."""
-    names = sorted(p.stem for p in PRETRAINED.glob("*.pt"))
-    if prefix is not None:
-        return [n for n in names if n.startswith(prefix)]
-    return [n for n in names if not n.startswith(FAMILY_PREFIXES)]
+    """Names of the shipped models of the recipe with policy prefix `prefix` (default:
+    RLScheduler's, ``rl``); a file-name prefix such as ``inspect-`` selects by name."""
+    recipe = recipes.find(prefix or "rl")
+    if recipe is not None:
+        return recipes.shipped_models(recipe)
+    return [n for n in recipes.shipped_models() if n.startswith(prefix)]
 
 
-def model_path(spec: str, prefixes: tuple[str, ...] | None = None) -> Path:
-    """The checkpoint file a model spec names (without its `rl:`, `inspect:`, `dras:` prefix);
-    `prefixes`: the shipped names to list when a pretrained name is unknown (default:
-    RLScheduler's)."""
-    if spec.startswith("pretrained/"):
-        name = spec[len("pretrained/"):].removesuffix(".pt")
-        path = PRETRAINED / f"{name}.pt"
-        if not path.exists():
-            names = (pretrained_models() if prefixes is None else
-                     [n for p in prefixes for n in pretrained_models(p)])
-            known = ", ".join(names) or "none"
-            raise ValueError(f"no pretrained model {name!r}; shipped models: {known}")
-        return path
-    path = Path(spec)
-    if path.is_dir():  # a run folder: its model.pt
-        path = path / "model.pt"
-    if not path.exists():
-        raise ValueError(f"no model file at {path}")
-    return path
+def model_path(spec: str, prefix: str | None = None) -> Path:
+    """The checkpoint file a model spec names (without its ``rl:``, ``inspect:``, ... prefix), by
+    `hpcsched.recipes.locate`; `prefix`: the recipe whose shipped models to list when a pretrained
+    name is unknown (default: all)."""
+    return recipes.locate(spec, recipes.get(prefix) if prefix else None)
+
+
+def _recipe_of(spec: str) -> tuple[Recipe | None, str]:
+    """(the recipe a name's prefix registers, what follows the prefix); (None, spec) for a name
+    without one."""
+    prefix, colon, arg = spec.partition(":")
+    return (recipes.find(prefix), arg) if colon else (None, spec)
 
 
 def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0,
-                   sample: bool = False):
+                   sample: bool = False, discrete: bool | None = None):
     """The `Policy` a name stands for. A trained model observes with the constants of the trace it
     schedules (`prepared`), like the authors' test script; `sample=True` samples its actions.
-    Under the discrete `deeprm` profile (or for `deeprm:PATH`) the names are DeepRM's: sjf, packer,
-    tetris[:KNOB], random, deeprm:PATH or deeprm:pretrained/NAME."""
-    if spec.startswith("deeprm:") or (prepared is not None and prepared.profile.discrete):
-        from hpcsched.experiments.deeprm import resolve_grid_policy
-
-        return resolve_grid_policy(spec, seed=seed, sample=sample)
-    if spec.startswith("inspect:"):
-        return _inspector(spec, prepared, seed=seed, sample=sample)
-    if spec.startswith("dras:"):
-        from hpcsched.experiments.dras_training import DrasPolicy, load_agent
-
-        if prepared is None:
-            raise ValueError(f"{spec}: a DRAS model needs the trace it schedules")
-        agent, config = load_agent(model_path(spec[len("dras:"):], prefixes=("dras-",
-                                                                              "decima-")))
-        return DrasPolicy(agent, config, prepared, spec)
-    if spec.startswith("rl:"):
-        from hpcsched.agents.checkpoint import load_policy
-
-        norm = prepared.report.norm if prepared is not None else None
-        return load_policy(model_path(spec[3:]), sample=sample, seed=seed, name=spec, norm=norm)
+    Under a discrete profile (`prepared`'s, or `discrete=True`) the names are those of the
+    recipe that runs there (DeepRM's: sjf, packer, tetris[:KNOB], random, deeprm:PATH)."""
+    recipe, arg = _recipe_of(spec)
+    if discrete is None:
+        discrete = prepared is not None and prepared.profile.discrete
+    if discrete:
+        grid = recipes.discrete_recipe()
+        if recipe is not grid:  # its heuristics (which refuse other recipes' models)
+            return recipes.entry(grid.heuristics)(spec, seed=seed)
+    if recipe is not None:
+        return _model(recipe, arg, prepared, spec, seed=seed, sample=sample)
+    if ":" in spec:  # no heuristic's name has one: an unknown prefix
+        try:
+            recipes.get(spec.partition(":")[0])
+        except ValueError as e:
+            raise ValueError(f"unknown policy {spec!r}: {e}") from None
     from hpcsched.policies.priority import get_policy
 
     return get_policy(spec, seed=seed, profile=prepared.profile if prepared is not None else None)
 
 
+def _model(recipe: Recipe, arg: str, prepared: Prepared | None, name: str, *, seed: int,
+           sample: bool):
+    model, option = recipe.split(arg)
+    rule = recipe.rule(model)
+    if rule is not None:
+        return recipes.entry(rule.entry)(prepared, option=option, seed=seed, sample=sample,
+                                         name=name)
+    return recipes.entry(recipe.load)(recipes.locate(model, recipe), prepared, option=option,
+                                      seed=seed, sample=sample, name=name)
+
+
 def model_profiles(specs: list[str]) -> dict[str, str]:
-    """{spec: profile} for the SchedInspector and DRAS policies among `specs`: the profile a model
-    was trained with (the fixed reject-unfit rule: schedinspector; DRAS: dras). Heuristics and `rl:` models are left
-    out: `rl:` models keep the standard default they have always had."""
+    """{spec: profile} for the models among `specs` whose recipe names the profile they run under:
+    the one a SchedInspector model was trained with (the fixed reject-unfit rule: schedinspector),
+    DRAS's dras. Heuristics and recipes without one (`rl:` models keep the standard default they
+    have always had) are left out."""
     out: dict[str, str] = {}
     for spec in specs:
-        if spec.startswith("dras:"):
-            out[spec] = "dras"
+        recipe, arg = _recipe_of(spec)
+        if recipe is None:
             continue
-        if not spec.startswith("inspect:"):
-            continue
-        path = spec[len("inspect:"):].partition("@")[0]
-        if path == "reject-unfit":
-            out[spec] = "schedinspector"
-            continue
-        from hpcsched.agents.inspector import load_inspector_checkpoint
-
-        out[spec] = load_inspector_checkpoint(model_path(path))["config"].get(
-            "profile", "schedinspector")
+        model, _ = recipe.split(arg)
+        if recipe.profile_of is not None and recipe.rule(model) is None:
+            out[spec] = recipes.entry(recipe.profile_of)(recipes.locate(model, recipe))
+        elif recipe.profile is not None:
+            out[spec] = recipe.profile
     return out
 
 
-def _inspector(spec: str, prepared: Prepared | None, *, seed: int, sample: bool):
-    from hpcsched.agents.inspector import load_inspector
-    from hpcsched.policies.priority import get_policy
-
-    path, _, base = spec[len("inspect:"):].partition("@")
-    if base:
-        get_policy(base)  # an unknown base fails here with the list of heuristics
-    if prepared is not None and not prepared.profile.commit:
-        raise ValueError(f"{spec}: an inspector delays the base heuristic's committed pick, which "
-                         f"needs commit semantics; use --profile schedinspector or leave "
-                         f"--profile out (not {prepared.profile.name})")
-    norm = prepared.report.norm if prepared is not None else None
-    profile = prepared.profile if prepared is not None else None
-    if path == "reject-unfit":
-        from hpcsched.agents.inspector import InspectedPolicy, reject_unfit
-
-        if not base:
-            raise ValueError(f"{spec}: name the base heuristic, e.g. inspect:reject-unfit@sjf")
-        return InspectedPolicy(None, get_policy(base, profile=profile or "schedinspector"),
-                               norm or {}, decide=reject_unfit, name=spec)
-    return load_inspector(model_path(path), base=base or None, norm=norm, sample=sample,
-                          seed=seed, name=spec, profile=profile)
+def listing() -> list[str]:
+    """The lines of `hpcsched policies` after the heuristics: each recipe's names and shipped
+    models."""
+    lines: list[str] = []
+    for recipe in recipes.recipes():
+        lines.append("")
+        shipped = recipes.shipped_models(recipe)
+        if recipe.heuristics is not None:  # a discrete profile's own heuristics come first
+            lines.append(f"{recipe.title}:")
+            for name, text in recipes.entry(recipe.heuristic_help).items():
+                lines.append(f"  {name:<10}{text}")
+            lines.append(f"  {recipe.usage}" + (", or a shipped one:" if shipped else ""))
+        else:
+            lines.append(f"{recipe.title}: {recipe.usage}" +
+                         (", or a shipped one:" if shipped else ""))
+        lines += [f"  {recipe.prefix}:pretrained/{name}" for name in shipped]
+        lines += [f"  {recipe.prefix}:{rule.usage} ({rule.help})" for rule in recipe.rules]
+    return lines
 
 
-__all__ = ["PRETRAINED", "model_path", "model_profiles", "pretrained_models", "resolve_policy"]
+__all__ = ["PRETRAINED", "listing", "model_path", "model_profiles", "pretrained_models",
+           "resolve_policy"]

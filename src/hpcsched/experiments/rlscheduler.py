@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Sequence
 
 from hpcsched.experiments.compare import compare
 from hpcsched.experiments.policyspec import PRETRAINED, resolve_policy
+from hpcsched.recipes import in_folder
 from hpcsched.sim.run import prepare
 from hpcsched.workload.windows import paper_windows
 
@@ -68,15 +69,14 @@ def model_name(trace: str, metric: str = "bsld", backfilling: bool = False) -> s
 
 def model_spec(name: str, models: str | Path | None = None) -> str:
     """`rl:pretrained/NAME`, or the model called NAME in folder `models` (NAME.pt, or a run folder
-    NAME/ holding best.pt or model.pt)."""
+    NAME/: its best.pt, or its model.pt before its first validation)."""
     if models is None or Path(models).resolve() == PRETRAINED:
         return f"rl:pretrained/{name}"
-    folder = Path(models)
-    for path in (folder / f"{name}.pt", folder / name / "best.pt", folder / name / "model.pt"):
-        if path.exists():
-            return f"rl:{path}"
-    raise ValueError(f"no model {name!r} in {folder} (looked for {name}.pt, {name}/best.pt, "
-                     f"{name}/model.pt)")
+    path = in_folder(models, name)
+    if path is None:
+        raise ValueError(f"no model {name!r} in {models} (looked for {name}.pt and a run folder "
+                         f"{name}/ holding best.pt or model.pt)")
+    return f"rl:{path}"
 
 
 def _windows(prepared, windows: int, jobs: int, first: int) -> list[int]:

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.compare import simulate_windows, summarize
-from hpcsched.experiments.policyspec import PRETRAINED
+from hpcsched.recipes import PRETRAINED, in_folder
 
 TRACES = ("lublin-1", "hpc2n", "ctc-sp2")
 BASES = ("sjf", "f1")
@@ -57,15 +57,9 @@ def model_name(trace: str, base: str, backfill: str = "none") -> str:
 
 
 def model_file(name: str, models: str | Path | None = None) -> Path | None:
-    """The checkpoint of model `name`: NAME.pt or NAME/best.pt in `models`, else the shipped one.
-    None when there is none."""
-    if models is not None:
-        for path in (Path(models) / f"{name}.pt", Path(models) / name / "best.pt"):
-            if path.exists():
-                return path
-        return None
-    path = PRETRAINED / f"{name}.pt"
-    return path if path.exists() else None
+    """The checkpoint of model `name`: NAME.pt or the run folder NAME/ (its best.pt) in `models`,
+    else the shipped one. None when there is none."""
+    return in_folder(PRETRAINED if models is None else models, name)
 
 
 def simulations(traces: Sequence[str], bases: Sequence[str], windows: int,

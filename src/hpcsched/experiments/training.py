@@ -11,6 +11,9 @@ The run's folder holds
     tb/          TensorBoard events, when the tensorboard package is installed
     .lock        held (flock) by the training writing the folder: a second one is refused
 
+log.csv, tb/ and the progress shown (a bar on a terminal, else a line per epoch) are written by
+`experiments.runlog.RunLog`, as every trainer's are.
+
 Validation (every `validate_every` epochs) runs the greedy policy on fixed windows drawn from the
 training range with their own seed, so that `best.pt` is chosen on the same windows each time, and
 clear of the test windows' jobs; the training metric itself is measured with sampled actions on
@@ -26,7 +29,6 @@ those that do not change the run (`NOT_SHAPING`: threads). A run stopped at any 
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import math
 import os
@@ -106,40 +108,6 @@ def better(metric: str, a: float, b: float | None) -> bool:
     if b is None or (isinstance(b, float) and math.isnan(b)):
         return True
     return a > b if metric == "utilization" else a < b
-
-
-class _TensorBoard:
-    def __init__(self, folder: Path):
-        self.writer = None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except Exception:  # tensorboard is optional
-            return
-        self.writer = SummaryWriter(str(folder))
-
-    def log(self, row: dict[str, Any]) -> None:
-        if self.writer is None:
-            return
-        for k, v in row.items():
-            if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.writer.add_scalar(k, v, row["epoch"])
-        self.writer.flush()
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-def _write_log(path: Path, history: list[dict[str, Any]], metric_keys: list[str]) -> None:
-    cols = LOG_FIRST + metric_keys + LOG_LAST
-    cols += sorted({k for h in history for k in h if k.startswith("val_")})
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for h in history:
-            w.writerow({k: h.get(k, "") for k in cols})
-    tmp.replace(path)
 
 
 class RunInUseError(OSError):
@@ -338,8 +306,8 @@ def locked_run(body: Callable, config_class, run_options: dict[str, Any], config
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
+    from hpcsched.experiments.runlog import RunLog
     from hpcsched.report.plots import training_curve
-    from hpcsched.report.progress import Progress
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
@@ -360,7 +328,6 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     # a resumed run keeps its best so far, as the run that never stopped has it
     best = best_so_far(model.history, f"val_{key}", lambda a, b: better(metric, a, b), warm)
     metric_keys = [k for k in METRIC_KEYS if k not in ("first_job_id", "last_job_id")]
-    tb = _TensorBoard(out / "tb")
     todo = max(0, epochs - model.epoch)
     if warm and model.epoch == 0 and todo:
         stats = model.warm_start()
@@ -386,7 +353,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                        title=f"{config.trace} {metric} backfill={config.backfill}")
 
     try:
-        with Progress(todo, f"training {config.trace} {metric}", enabled=progress) as bar:
+        with RunLog(out, LOG_FIRST + metric_keys + LOG_LAST, extra="val_",
+                    label=f"training {config.trace} {metric}", start=model.epoch, last=epochs,
+                    history=model.history, progress=progress, say=say) as runlog:
             def after_epoch(stats: dict[str, Any]) -> None:
                 nonlocal best
                 note = f"reward {stats['mean_reward']:.4g} {key} {stats.get(key, float('nan')):.4g}"
@@ -399,17 +368,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                         best = v
                         model.save(out / "best.pt")
                 model.save(model_path)
-                _write_log(out / "log.csv", [h for h in model.history if "mean_reward" in h],
-                           metric_keys)
-                tb.log(stats)
+                runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note)
                 if plot_every and stats["epoch"] % plot_every == 0:
                     curve()
-                bar.note(note)
-                bar.update(1)
 
             model.learn(todo, callback=after_epoch)
     finally:
-        tb.close()
         if model.history:
             curve()
     return model

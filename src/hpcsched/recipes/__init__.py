@@ -1,0 +1,195 @@
+"""The learned schedulers, registered in one place (DESIGN decision 13).
+
+A learned scheduler is a `Recipe`: its name, the prefix of its policy names (``rl`` in
+``rl:PATH``), its Gymnasium environment, the file names of its shipped models, the profile its
+models run under, and where its code is: "module:attribute" strings, imported only when a model is
+loaded or trained, so that listing the recipes or resolving a heuristic such as ``sjf`` imports no
+network code. Registering a recipe is all it takes for ``PREFIX:PATH`` and
+``PREFIX:pretrained/NAME`` to name policies of `simulate`, `compare` and the experiments::
+
+    from hpcsched.recipes import Recipe, register
+    register(Recipe(name="mine", prefix="mine", env_id="hpcsched/PickJob-v0",
+                    load="mypackage.mine:policy"))
+
+Importing this package registers hpcsched's four, one module each: `rlscheduler` (``rl:``),
+`schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``).
+
+Model files are found by one rule for all (`locate`): ``pretrained/NAME`` is the shipped file
+``data/pretrained/NAME.pt``; a file is itself; a run folder is its ``best.pt`` (the checkpoint its
+validation chose), or its ``model.pt`` while it has no ``best.pt`` yet (said once on stderr).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A name a recipe takes in place of a model file: a fixed rule, for reference."""
+
+    name: str  # e.g. "reject-unfit"
+    #: "module:function" called as ``f(prepared, *, option, seed, sample, name)``, -> a Policy
+    entry: str
+    usage: str  # how it is written after the prefix, e.g. "reject-unfit@BASE"
+    help: str  # one line for `hpcsched policies`
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A learned scheduler. Entry points are "module:attribute" strings (see `entry`)."""
+
+    name: str  # "rlscheduler"
+    prefix: str  # of its policy names: "rl" in rl:PATH
+    env_id: str  # the Gymnasium environment it trains on
+    #: the model file as an engine Policy: ``f(path, prepared, *, option, seed, sample, name)``;
+    #: `prepared` is the trace it schedules (or None), `option` what follows `separator`
+    load: str
+    #: its trainer (``f(config, out, ...)``), None where it has none
+    train: str | None = None
+    #: file-name prefixes of its shipped models in data/pretrained; None: the files no other
+    #: recipe's prefixes claim (RLScheduler's, named by trace and metric)
+    shipped: tuple[str, ...] | None = ()
+    #: the profile its models run under when the command names none (None: the command's default)
+    profile: str | None = None
+    #: "module:function" reading that profile from a model file (``f(path) -> str``), if it varies
+    profile_of: str | None = None
+    #: what separates the model from an option in its names: "@" in inspect:PATH@BASE
+    separator: str = ""
+    rules: tuple[Rule, ...] = ()
+    #: under a discrete-time profile every name is this recipe's: its models, or these heuristics
+    #: (``f(name, seed=) -> Policy``); None: it runs under the event-driven profiles
+    heuristics: str | None = None
+    #: {name: description} of those heuristics, for `hpcsched policies`
+    heuristic_help: str | None = None
+    title: str = ""  # the heading of its models in `hpcsched policies`
+    usage: str = ""  # e.g. "inspect:PATH[@BASE]"
+
+    def split(self, arg: str) -> tuple[str, str]:
+        """(model, option) of what follows the prefix in a policy name."""
+        if not self.separator:
+            return arg, ""
+        model, _, option = arg.partition(self.separator)
+        return model, option
+
+    def rule(self, model: str) -> Rule | None:
+        return next((r for r in self.rules if r.name == model), None)
+
+
+_REGISTRY: dict[str, Recipe] = {}
+
+
+def register(recipe: Recipe) -> Recipe:
+    """Add `recipe`; its prefix must be new (registering the same recipe again is a no-op)."""
+    if ":" in recipe.prefix or not recipe.prefix:
+        raise ValueError(f"recipe {recipe.name}: a prefix is a word without ':' "
+                         f"(not {recipe.prefix!r})")
+    held = _REGISTRY.get(recipe.prefix)
+    if held is not None and held != recipe:
+        raise ValueError(f"the prefix {recipe.prefix}: is {held.name}'s already")
+    _REGISTRY[recipe.prefix] = recipe
+    return recipe
+
+
+def recipes() -> tuple[Recipe, ...]:
+    """The registered recipes, in the order they were registered."""
+    return tuple(_REGISTRY.values())
+
+
+def find(prefix: str) -> Recipe | None:
+    return _REGISTRY.get(prefix)
+
+
+def get(prefix: str) -> Recipe:
+    """The recipe of policy-name prefix `prefix`; an unknown one is a one-line error naming the
+    known prefixes."""
+    recipe = _REGISTRY.get(prefix)
+    if recipe is None:
+        raise ValueError(f"no learned scheduler has the prefix {prefix + ':'!r} (known: "
+                         f"{', '.join(p + ':' for p in _REGISTRY)}; see `hpcsched policies`)")
+    return recipe
+
+
+def entry(ref: str) -> Any:
+    """The attribute a "module:attribute" string names, its module imported now."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def discrete_recipe() -> Recipe:
+    """The recipe whose names a discrete-time profile reads (DeepRM's)."""
+    found = next((r for r in _REGISTRY.values() if r.heuristics), None)
+    if found is None:
+        raise ValueError("no learned scheduler runs under a discrete-time profile")
+    return found
+
+
+def shipped_models(recipe: Recipe | None = None) -> list[str]:
+    """Names of the models shipped in data/pretrained (not in its seeds/): `recipe`'s, or all."""
+    names = sorted(p.stem for p in PRETRAINED.glob("*.pt"))
+    if recipe is None:
+        return names
+    if recipe.shipped is None:
+        claimed = tuple(p for r in _REGISTRY.values() for p in (r.shipped or ()))
+        return [n for n in names if not n.startswith(claimed)]
+    return [n for n in names if n.startswith(recipe.shipped)]
+
+
+_NOTED: set[Path] = set()
+
+
+def is_run(folder: Path) -> bool:
+    """Whether `folder` is a training run's folder (it holds best.pt or model.pt)."""
+    return (folder / "best.pt").is_file() or (folder / "model.pt").is_file()
+
+
+def locate(spec: str | Path, recipe: Recipe | None = None) -> Path:
+    """The model file `spec` names: ``pretrained/NAME`` the shipped one, a file itself, a run
+    folder its best.pt, or its model.pt while it has no best.pt yet (noted once on stderr). An
+    unknown pretrained name is an error listing `recipe`'s shipped models (all, without one)."""
+    spec = str(spec)
+    if spec.startswith("pretrained/"):
+        name = spec[len("pretrained/"):].removesuffix(".pt")
+        path = PRETRAINED / f"{name}.pt"
+        if not path.is_file():
+            known = ", ".join(shipped_models(recipe)) or "none"
+            whose = f" ({recipe.prefix}:)" if recipe is not None else ""
+            raise ValueError(f"no pretrained model {name!r}; shipped models{whose}: {known}")
+        return path
+    path = Path(spec)
+    if path.is_dir():
+        if (path / "best.pt").is_file():
+            return path / "best.pt"
+        if not (path / "model.pt").is_file():
+            raise ValueError(f"no model file in {path}: neither best.pt nor model.pt")
+        if path.resolve() not in _NOTED:
+            _NOTED.add(path.resolve())
+            print(f"note: {path} has no best.pt yet (no validation so far): using its model.pt",
+                  file=sys.stderr)
+        return path / "model.pt"
+    if not path.exists():
+        raise ValueError(f"no model file at {path}")
+    return path
+
+
+def in_folder(folder: str | Path, name: str) -> Path | None:
+    """Model `name` of a folder of models (`--models DIR`): DIR/NAME.pt, else the run folder
+    DIR/NAME/ (by `locate`); None when there is neither."""
+    path = Path(folder) / f"{name}.pt"
+    if path.is_file():
+        return path
+    run = Path(folder) / name
+    return locate(run) if run.is_dir() and is_run(run) else None
+
+
+# the package's own, in the order `hpcsched policies` lists them
+from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm  # noqa: E402,F401,I001
+
+__all__ = ["PRETRAINED", "Recipe", "Rule", "discrete_recipe", "entry", "find", "get", "in_folder",
+           "is_run", "locate", "recipes", "register", "shipped_models"]

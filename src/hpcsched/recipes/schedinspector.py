@@ -1,0 +1,70 @@
+"""SchedInspector (Zhang et al., HPDC'22): a network accepts or rejects the pick of a base
+heuristic, trained with PPO on `hpcsched/Inspect-v0` (`agents/inspector.py`,
+`experiments/inspector_training.py`).
+
+``inspect:PATH`` wraps the base heuristic the model was trained with, ``inspect:PATH@BASE``
+another; ``inspect:reject-unfit@BASE`` is a fixed rule in the inspector's place, for reference:
+reject the proposed job exactly when it does not fit in the free nodes now. A model runs under the
+profile it was trained with (the fixed rule: schedinspector)."""
+
+from __future__ import annotations
+
+from hpcsched.envs import INSPECT
+from hpcsched.recipes import Recipe, Rule, register
+
+
+def _checked(name: str, base: str, prepared) -> None:
+    from hpcsched.policies.priority import get_policy
+
+    if base:
+        get_policy(base)  # an unknown base fails here with the list of heuristics
+    if prepared is not None and not prepared.profile.commit:
+        raise ValueError(f"{name}: an inspector delays the base heuristic's committed pick, which "
+                         f"needs commit semantics; use --profile schedinspector or leave "
+                         f"--profile out (not {prepared.profile.name})")
+
+
+def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
+    """The inspector at `path` around base heuristic `option` (default: its own)."""
+    from hpcsched.agents.inspector import load_inspector
+
+    _checked(name, option, prepared)
+    norm = prepared.report.norm if prepared is not None else None
+    profile = prepared.profile if prepared is not None else None
+    return load_inspector(path, base=option or None, norm=norm, sample=sample, seed=seed,
+                          name=name, profile=profile)
+
+
+def reject_unfit(prepared, *, option: str, seed: int, sample: bool, name: str):
+    """The fixed rule around base heuristic `option`."""
+    from hpcsched.agents.inspector import InspectedPolicy, reject_unfit as decide
+    from hpcsched.policies.priority import get_policy
+
+    _checked(name, option, prepared)
+    if not option:
+        raise ValueError(f"{name}: name the base heuristic, e.g. inspect:reject-unfit@sjf")
+    norm = prepared.report.norm if prepared is not None else None
+    profile = prepared.profile if prepared is not None else None
+    return InspectedPolicy(None, get_policy(option, profile=profile or "schedinspector"),
+                           norm or {}, decide=decide, name=name)
+
+
+def trained_profile(path) -> str:
+    """The profile the model at `path` was trained under."""
+    from hpcsched.agents.inspector import load_inspector_checkpoint
+
+    return load_inspector_checkpoint(path)["config"].get("profile", "schedinspector")
+
+
+RECIPE = register(Recipe(
+    name="schedinspector", prefix="inspect", env_id=INSPECT,
+    load="hpcsched.recipes.schedinspector:policy",
+    train="hpcsched.experiments.inspector_training:train",
+    shipped=("inspect-",), profile="schedinspector",
+    profile_of="hpcsched.recipes.schedinspector:trained_profile", separator="@",
+    rules=(Rule("reject-unfit", "hpcsched.recipes.schedinspector:reject_unfit",
+                "reject-unfit@BASE", "a fixed rule for reference: reject exactly the proposals "
+                "that do not fit"),),
+    title="SchedInspector models (run under the profile they were trained with, unless --profile "
+          "says otherwise; the shipped ones: schedinspector-paper)",
+    usage="inspect:PATH[@BASE]"))
