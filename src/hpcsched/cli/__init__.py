@@ -1,23 +1,30 @@
 """The `hpcsched` command.
 
-The commands that work on traces and policies live in `core`; each learned scheduler adds its own
-`train ALGORITHM` and `experiment NAME` subcommands from a module of its own, listed in `FAMILIES`
-(a module with ``register(train, experiment, fmt)``)."""
+The commands that work on traces and policies live in `core` (`evaluate` in `evaluate`); `train`
+and `experiment` are generated from the registry of learned schedulers (`hpcsched.recipes`): each
+recipe's `Command`s, plus the experiments of no learned scheduler (`EXPERIMENTS`). A subcommand's
+code is imported when it is chosen, not when the commands are listed, so that `--help` imports no
+network code (`_Parser`'s `fill`)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
-from hpcsched import __version__
+from hpcsched import __version__, recipes
 from hpcsched.cli import cluster, core
-from hpcsched.cli.common import fmt_parent
+from hpcsched.cli.common import TRAIN_EPILOG, fmt_parent, train_command
 from hpcsched.cluster.pool import ClusterError
+from hpcsched.recipes import Command
 
-# one module per learned scheduler, under hpcsched.cli
-FAMILIES = ("rlscheduler", "inspector", "deeprm", "dras", "herasched")
+#: experiments of no learned scheduler (the recipes' own come from `hpcsched.recipes`)
+EXPERIMENTS = (
+    Command("herasched-grid",
+            "Wang's thesis, Appendix B: 7 selectors x 3 allocators with EASY on Spartan-like "
+            "workloads; the combined score (Fig. 4.8) and the heatmap (Fig. 4.5)",
+            "hpcsched.cli.herasched:add_grid_arguments", "hpcsched.cli.herasched:cmd_grid"),
+)
 
 
 class UsageError(Exception):
@@ -26,7 +33,32 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose errors are one line (`main` prints them as every other error)
-    instead of the usage block."""
+    instead of the usage block. `fill(parser)`, when given, adds its options the first time it is
+    used (parsed, or its help or usage shown): a subcommand's code is imported only when it is
+    chosen."""
+
+    def __init__(self, *args, fill: Callable[[argparse.ArgumentParser], None] | None = None,
+                 **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._fill = fill
+
+    def filled(self) -> "_Parser":
+        if self._fill is not None:
+            fill, self._fill = self._fill, None
+            fill(self)
+        return self
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self.filled()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self.filled()
+        return super().format_usage()
 
     def error(self, message: str):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
@@ -54,9 +86,33 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--help` says what it computes.")
     experiment = p.add_subparsers(dest="name", metavar="NAME")
     p.set_defaults(func=_needs(p))
-    for family in FAMILIES:
-        importlib.import_module(f"hpcsched.cli.{family}").register(train, experiment, fmt)
+    for recipe in recipes.recipes():
+        if recipe.train_command is not None:
+            _add_command(train, recipe.train_command, training=True)
+        for command in recipe.experiments:
+            _add_command(experiment, command)
+    for command in EXPERIMENTS:
+        _add_command(experiment, command)
     return parser
+
+
+def _add_command(sub, command: Command, *, training: bool = False) -> None:
+    """Add `command` to the subparsers `sub`, its options added when it is chosen: a train
+    command's with --config and the paragraphs every train command's --help ends with."""
+    if command.name in sub.choices:
+        raise ValueError(f"two commands are named {command.name!r}")
+
+    def fill(p: argparse.ArgumentParser) -> None:
+        recipes.entry(command.arguments)(p)
+        run = recipes.entry(command.run)
+        if training:
+            p.epilog = (p.epilog or "") + TRAIN_EPILOG
+            train_command(p, run)
+        else:
+            p.set_defaults(func=run)
+
+    sub.add_parser(command.name, help=command.help.replace("%", "%%"), fill=fill,
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def _needs(parser: argparse.ArgumentParser):

@@ -8,15 +8,20 @@ import argparse
 from hpcsched.sim.profiles import PROFILES
 
 
-def fmt_parent() -> argparse.ArgumentParser:
-    """A parent parser with --json / --csv / --markdown (dest ``fmt``; None means a human table)."""
-    fmt = argparse.ArgumentParser(add_help=False)
-    out = fmt.add_mutually_exclusive_group()
+def add_format_options(p: argparse.ArgumentParser) -> None:
+    """--json / --csv / --markdown (dest ``fmt``; None means a human table)."""
+    out = p.add_mutually_exclusive_group()
     out.add_argument("--json", dest="fmt", action="store_const", const="json",
                      help="print JSON (flat rows)")
     out.add_argument("--csv", dest="fmt", action="store_const", const="csv", help="print CSV")
     out.add_argument("--markdown", dest="fmt", action="store_const", const="markdown",
                      help="print a Markdown table")
+
+
+def fmt_parent() -> argparse.ArgumentParser:
+    """A parent parser with the format options (`add_format_options`)."""
+    fmt = argparse.ArgumentParser(add_help=False)
+    add_format_options(fmt)
     return fmt
 
 

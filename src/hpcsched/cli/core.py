@@ -1,4 +1,5 @@
-"""The commands that work on traces and policies: simulate, compare, evaluate, policies, trace."""
+"""The commands that work on traces and policies: simulate, compare, policies, trace (evaluate has a
+module of its own, `hpcsched.cli.evaluate`)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,6 @@ EPILOG_COMPARE = """examples:
   hpcsched compare hpc2n --profile rlscheduler --policies fcfs,wfp3-rls,unicep-rls,sjf,f1 \\
       --backfill none,schedgym --windows 10 --jobs 1024 --first 10000      # the paper's own windows
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
-"""
-
-EPILOG_EVALUATE = """examples:
-  hpcsched evaluate runs/l1 --trace lublin-1 --windows 10 --jobs 1024      # its best.pt
-  hpcsched evaluate pretrained/hpc2n-bsld --trace ctc-sp2 --backfill none,schedgym --json
-  hpcsched evaluate pretrained/inspect-lublin-1-sjf --base f1 --against f1   # an inspector
 """
 
 EPILOG_TRACE = """examples:
@@ -76,23 +71,9 @@ def register(sub, fmt) -> None:
     add_window_args(p)
     add_cluster_args(p)
 
-    p = sub.add_parser("evaluate", parents=[fmt], help="evaluate a trained model beside heuristics",
-                       epilog=EPILOG_EVALUATE, formatter_class=RAW)
-    p.add_argument("model", help="a model file, a run folder (its best.pt; its model.pt before its "
-                                 "first validation), or pretrained/NAME")
-    p.add_argument("--trace", help="trace to evaluate on (default: the one it was trained on)")
-    p.add_argument("--against", type=csv_list, default=["fcfs", "sjf", "f1"],
-                   help="heuristics to show beside it (default: fcfs,sjf,f1; 'none' for none)")
-    p.add_argument("--backfill", type=csv_list,
-                   help="backfilling choices (default: the one it was trained with)")
-    p.add_argument("--profile", choices=list(PROFILES),
-                   help="simulation semantics (default: the one it was trained with)")
-    p.add_argument("--sample", action="store_true",
-                   help="sample the model's actions instead of taking the most probable job")
-    p.add_argument("--base", help="a SchedInspector model's base heuristic (default: the one it "
-                                  "was trained with)")
-    add_window_args(p)
-    add_cluster_args(p)
+    from hpcsched.cli import evaluate
+
+    evaluate.register(sub, fmt)
 
     sub.add_parser("policies", help="list the heuristics")
 
@@ -141,7 +122,7 @@ def register(sub, fmt) -> None:
 
     add_generate_parser(tsub)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
-                       ("evaluate", cmd_evaluate), ("policies", cmd_policies), ("trace", cmd_trace)):
+                       ("policies", cmd_policies), ("trace", cmd_trace)):
         sub.choices[name].set_defaults(func=func)
 
 
@@ -219,50 +200,6 @@ def cmd_compare(args) -> int:
             print(profile_note)
         print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
               f"{','.join(map(str, starts))}; mean over windows\n")
-    print(format_rows(rows, args.fmt or "table"))
-    if args.fmt is None and any("rejection_ratio" in r for r in rows):
-        from hpcsched.experiments.schedinspector import inspector_summary
-
-        print("\n" + "\n".join(inspector_summary(rows, policies)))
-    return 0
-
-
-def cmd_evaluate(args) -> int:
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.experiments.compare import choose_windows, compare
-    from hpcsched.experiments.policyspec import model_path
-
-    path = model_path(args.model)
-    checkpoint = load_checkpoint(path)
-    inspector = checkpoint.get("algorithm") == "schedinspector-ppo"
-    config = checkpoint["config"]
-    if inspector:
-        from hpcsched.agents.inspector import trained_config
-
-        config = trained_config(config)  # the profile its semantics are called by today
-    args.trace = args.trace or config["trace"]
-    args.profile = args.profile or config["profile"]
-    backfills = args.backfill or [config["backfill"]]
-    check_backfills(backfills)
-    prepared = prepare_from_args(args)
-    if args.start is None and not args.starts and args.windows is None:
-        args.windows, args.jobs = 10, args.jobs or 1024
-    starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
-                                    windows=args.windows, jobs=args.jobs, first=args.first,
-                                    seed=args.seed, paper=args.paper_windows)
-    if args.base and not inspector:
-        raise ValueError(f"--base: {path} is not a SchedInspector model")
-    label = f"inspect:{args.model}" + (f"@{args.base}" if args.base else "") if inspector \
-        else f"rl:{args.model}"
-    policies = [(label, resolve(label, args.seed or 0, prepared, sample=args.sample))]
-    policies += [(h, resolve(h, args.seed or 0, prepared)) for h in args.against if h != "none"]
-    total = len(policies) * len(backfills) * len(starts)
-    with Progress(total, "evaluating") as bar:
-        rows = compare(prepared, policies, backfills, starts, length, progress=bar.update)
-    if args.fmt is None:
-        print(f"{prepared.summary()}\nmodel {path} (trained on {config['trace']}, metric "
-              f"{config['metric']}, backfill {config['backfill']}); {len(starts)} window(s) of "
-              f"{length} jobs, starts {','.join(map(str, starts))}; mean over windows\n")
     print(format_rows(rows, args.fmt or "table"))
     if args.fmt is None and any("rejection_ratio" in r for r in rows):
         from hpcsched.experiments.schedinspector import inspector_summary

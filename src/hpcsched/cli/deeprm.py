@@ -1,12 +1,13 @@
-"""DeepRM's commands: `train deeprm`, `experiment deeprm-load-sweep` (HotNets'16 Figs. 4, 7) and
-`experiment deeprm-seeds` (the shipped models over training seeds)."""
+"""DeepRM's commands: `train deeprm`, `experiment deeprm-load-sweep` (HotNets'16 Figs. 4, 7),
+`experiment deeprm-seeds` (the shipped models over training seeds) and how `evaluate` scores its
+models; registered by `hpcsched.recipes.deeprm`."""
 
 from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (TRAIN_EPILOG, nonnegative_float, nonnegative_int, option_values,
-                                 positive_float, positive_int, train_command)
+from hpcsched.cli.common import (add_format_options, nonnegative_float, nonnegative_int,
+                                 option_values, positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -23,7 +24,7 @@ of 10 jobsets x 20 rollouts each. The run folder gets model.pt (every epoch), be
 slowdown on 50 validation jobsets), log.csv, curve.png, config.json and TensorBoard events in
 tb/ when tensorboard is installed. --resume continues with the run's own settings: leave them
 out, or repeat them (a different value is refused); --threads may change.
-""" + TRAIN_EPILOG
+"""
 
 EPILOG_SWEEP = """examples:
   hpcsched experiment deeprm-load-sweep
@@ -62,11 +63,9 @@ Seeds are trained by MODELS.md's commands with --seed K, e.g.
 """
 
 
-def register(train, experiment, fmt) -> None:
-    RAW = argparse.RawDescriptionHelpFormatter
-    p = train.add_parser("deeprm", help="DeepRM (HotNets'16): REINFORCE on cluster images, "
-                                        "multi-resource packing", epilog=EPILOG_TRAIN,
-                         formatter_class=RAW)
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """`train deeprm`'s options."""
+    p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
     p.add_argument("--load", type=positive_float, default=0.7,
                    help="offered load of the training jobsets (0.7 = 70%%; at most 1.845)")
@@ -98,13 +97,12 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
     g.add_argument("--validate-jobsets", type=nonnegative_int, default=50,
                    help="greedy validation jobsets each epoch, keeping best.pt (0: off)")
-    train_command(p, cmd_train)
 
-    p = experiment.add_parser("deeprm-load-sweep", parents=[fmt],
-                              help="slowdown vs load for SJF, Packer, Tetris*, Random and DeepRM "
-                                   "(paper Fig. 4), and what DeepRM learned (Fig. 7)",
-                              description="DeepRM's Fig. 4 and Fig. 7 on unseen synthetic jobsets",
-                              epilog=EPILOG_SWEEP, formatter_class=RAW)
+
+def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "DeepRM's Fig. 4 and Fig. 7 on unseen synthetic jobsets"
+    p.epilog = EPILOG_SWEEP
+    add_format_options(p)
     p.add_argument("--models", help="folder of DeepRM models (deeprm-*.pt or run folders) instead "
                                     "of the shipped ones")
     p.add_argument("--heuristics-only", action="store_true", help="leave DeepRM out")
@@ -131,15 +129,12 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--plot", default="deeprm-load-sweep.png", help="PNG file of the curves")
     p.add_argument("--analysis-load", type=nonnegative_float, default=1.1,
                    help="load of the Fig. 7 analysis (0: skip)")
-    p.set_defaults(func=cmd_sweep)
 
-    p = experiment.add_parser("deeprm-seeds", parents=[fmt],
-                              help="the shipped DeepRM models (loads 70%%, 110%%, 150%%) over "
-                                   "training seeds 0, 1, 2, against SJF, Packer and Tetris*",
-                              description=SEEDS_CAPTION.format(
-                                  jobsets=100, reward="slowdown (or completion-time)"
-                              ).replace("%", "%%"),
-                              epilog=EPILOG_SEEDS, formatter_class=RAW)
+
+def add_seeds_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = seeds_caption(100, "slowdown (or completion-time)")
+    p.epilog = EPILOG_SEEDS
+    add_format_options(p)
     p.add_argument("--models", help="take the seeds' models from this folder "
                                     "(deeprm-load-NN-sK.pt or the run folder deeprm-load-NN-sK/, "
                                     "its best.pt) instead of data/pretrained/seeds/")
@@ -156,7 +151,6 @@ def register(train, experiment, fmt) -> None:
                    help="comma-separated training seeds (default 0,1,2)")
     p.add_argument("--jobsets", type=positive_int, default=100,
                    help="unseen jobsets per load (default 100, the sweep's)")
-    p.set_defaults(func=cmd_seeds)
 
 
 def cmd_train(args) -> int:
@@ -347,3 +341,83 @@ def cmd_seeds(args) -> int:
 
 def seeds_caption(jobsets: int = 100, reward: str = "slowdown") -> str:
     return SEEDS_CAPTION.format(jobsets=jobsets, reward=reward)
+
+
+#: the sweep's heuristics beside a DeepRM model in `evaluate` (deeprm-seeds' three)
+EVALUATE_AGAINST = ("sjf", "packer", f"tetris:{TUNED_KNOB:g}")
+EVALUATE_JOBSETS, EVALUATE_STEPS = 100, 50  # deeprm-load-sweep's
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "DeepRM models (deeprm:)",
+        "scored by default as deeprm-load-sweep scores its DeepRM column: on 100 unseen "
+        "synthetic jobsets of 50 steps drawn with --seed (default 314159, DeepRM's unseen draw) "
+        "at the load the model was trained at, in the queue it was trained with, greedy "
+        "(--sample: sampled); slowdown and completion time (in steps) pooled over the jobs, "
+        "beside sjf, packer and tetris:0.1 (random: DeepRM's own script's draws). With --trace: "
+        "windows of that trace under the deeprm profile, as an rl: model's (10 x 1024 jobs)")
+    g.add_argument("--load", help="comma-separated loads of the jobsets (default: the one it "
+                                  "was trained at; at most 1.845)")
+    g.add_argument("--jobsets", type=positive_int, help="unseen jobsets per load (default 100)")
+
+
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of a DeepRM model: its jobsets (`experiments.deeprm.score_at`, the
+    sweep's rows), or with --trace windows of a trace."""
+    from hpcsched.cli.evaluate import WINDOW_OPTIONS, drawn_windows, given, on_windows
+    from hpcsched.experiments import deeprm as exp
+    from hpcsched.workload.deeprm import TEST_SEED, rate_for_load
+
+    config = checkpoint["config"]
+    label = f"deeprm:{args.model}"
+    queue = config.get("queue", "bounded")
+    about = (f"DeepRM trained at load {config['load']:g}, reward "
+             f"{config.get('reward', 'slowdown')}, {queue} queue")
+    if args.trace is not None:
+        mixed = given(args, ("load", "jobsets"))
+        if mixed:
+            raise ValueError(f"{mixed[0]}: with --trace a DeepRM model is scored on windows of "
+                             f"the trace; leave --trace out to score it on synthetic jobsets")
+        return on_windows(args, path, label=label, about=about, trace=args.trace,
+                          profile="deeprm", backfills=["none"], windows=drawn_windows(10, 1024),
+                          against=EVALUATE_AGAINST)
+    mixed = given(args, WINDOW_OPTIONS)
+    if mixed:
+        raise ValueError(f"{mixed[0]}: a DeepRM model is scored on synthetic jobsets (--load, "
+                         f"--jobsets, --seed); name a trace with --trace to score it on windows")
+    if args.load is None:
+        loads = [float(config["load"])]
+    else:
+        try:
+            loads = [float(x) for x in args.load.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--load {args.load!r}: expected comma-separated numbers") from None
+        if not loads:
+            raise ValueError(f"--load {args.load!r}: expected at least one load")
+    rates = {}
+    for load in loads:
+        try:
+            rates[load] = rate_for_load(load)
+        except ValueError as e:
+            raise ValueError(f"--load: {e}") from None
+    jobsets = args.jobsets or EVALUATE_JOBSETS
+    seed = TEST_SEED if args.seed is None else args.seed
+    policies = [(label, exp.resolve_grid_policy(label, sample=args.sample), config["load"])]
+    policies += [(h, exp.resolve_grid_policy(h), None)
+                 for h in (args.against or EVALUATE_AGAINST) if h != "none"]
+    rows = []
+    with Progress(len(loads) * len(policies), "evaluating") as bar:
+        for load in loads:
+            rows += exp.score_at(load, rates[load], policies, jobsets=jobsets,
+                                 steps=EVALUATE_STEPS, seed=seed, queue=queue,
+                                 progress=bar.update)
+    if args.fmt is None:
+        print(f"model {path} ({about}); {jobsets} unseen jobsets of {EVALUATE_STEPS} steps "
+              f"(seed {seed}) per load, {'sampled' if args.sample else 'greedy'}; slowdown and "
+              f"completion time (steps) pooled over their jobs\n")
+    columns = None if args.fmt in ("json", "csv") else [
+        "load", "policy", "slowdown", "completion", "withheld_share", "jobs", "unfinished",
+        "dropped"]
+    print(format_rows(rows, args.fmt or "table", columns=columns))
+    return 0

@@ -1,11 +1,12 @@
-"""DRAS's commands: `train dras` (DRAS-PG, DRAS-DQL, Decima-PG) and `experiment dras`."""
+"""DRAS's commands: `train dras` (DRAS-PG, DRAS-DQL, Decima-PG), `experiment dras`, `dras-seeds` and
+`dras-curriculum`, and how `evaluate` scores its models; registered by `hpcsched.recipes.dras`."""
 
 from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (TRAIN_EPILOG, nonnegative_float, option_values, positive_float,
-                                 positive_int, train_command)
+from hpcsched.cli.common import (add_format_options, nonnegative_float, option_values,
+                                 positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -24,7 +25,7 @@ validation wait, or with --select reward the highest validation reward), log.csv
 config.json and TensorBoard events in tb/ when tensorboard is installed. --resume continues with
 the run's own settings: leave them out, or repeat them (a different value is refused); --threads
 may change.
-""" + TRAIN_EPILOG
+"""
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment dras --trace ricc
@@ -49,15 +50,13 @@ SEEDS_CAPTION = ("DRAS's recipes over training seeds 0, 1, 2 (DRAS-DQL on RICC w
                  "validation, the seed shipped")
 
 
-def register(train, experiment, fmt) -> None:
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """`train dras`'s options."""
     from hpcsched.envs.dras import REWARDS
-    from hpcsched.experiments.dras import METHODS
     from hpcsched.experiments.dras_training import ALGOS, DrasRunConfig
 
-    RAW = argparse.RawDescriptionHelpFormatter
     d = DrasRunConfig()
-    p = train.add_parser("dras", help="DRAS (IPDPS'21): reserve then backfill, picked by a "
-                                      "PG or DQL agent", epilog=EPILOG_TRAIN, formatter_class=RAW)
+    p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--algo", default="pg", choices=ALGOS,
@@ -108,14 +107,16 @@ def register(train, experiment, fmt) -> None:
                      help="gradient steps per update (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
-    train_command(p, cmd_train)
 
-    p = experiment.add_parser("dras", parents=[fmt], help="DRAS (IPDPS'21): every method on the "
-                              "test period, Kiviat plot and tables", epilog=EPILOG_EXPERIMENT,
-                              formatter_class=RAW,
-                              description="FCFS+EASY, BinPacking, Random, Optimization, Decima-PG, "
-                                          "DRAS-PG and DRAS-DQL on the test period of a "
-                                          "chronological split, dras profile")
+
+def add_experiment_arguments(p: argparse.ArgumentParser) -> None:
+    from hpcsched.envs.dras import REWARDS
+    from hpcsched.experiments.dras import METHODS
+
+    p.description = ("FCFS+EASY, BinPacking, Random, Optimization, Decima-PG, DRAS-PG and "
+                     "DRAS-DQL on the test period of a chronological split, dras profile")
+    p.epilog = EPILOG_EXPERIMENT
+    add_format_options(p)
     p.add_argument("--trace", default="ricc")
     p.add_argument("--reward", default="capability", choices=REWARDS)
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
@@ -127,31 +128,27 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--plots", help="folder for kiviat.png, wait_by_size.png, wait_by_mode.png, "
                                     "wait_by_week.png")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_experiment)
 
-    p = experiment.add_parser("dras-seeds", parents=[fmt],
-                              help="DRAS-DQL over training seeds 0, 1, 2 on the test period, "
-                                   "against FCFS+EASY", description=SEEDS_CAPTION,
-                              epilog=EPILOG_SEEDS, formatter_class=RAW)
+
+def add_seeds_arguments(p: argparse.ArgumentParser) -> None:
+    p.description, p.epilog = SEEDS_CAPTION, EPILOG_SEEDS
+    add_format_options(p)
     p.add_argument("--models", help="take the seeds' models from this folder (NAME-sK.pt or the "
                                     "run folder NAME-sK/, its best.pt) instead of the shipped "
                                     "data/pretrained/seeds/")
     p.add_argument("--test-days", type=positive_float, default=21.0,
                    help="score on the test period's first days only (default: all 21)")
-    p.set_defaults(func=cmd_seeds)
 
-    p = experiment.add_parser("dras-curriculum", help="DRAS's curriculum ablation: validation "
-                              "curves of training runs (paper Fig. 4)",
-                              epilog="examples:\n  hpcsched experiment dras-curriculum --runs "
-                                     "curriculum=runs/dras-pg-ricc,real-only=runs/real-only "
-                                     "--out curriculum.png\n", formatter_class=RAW)
+
+def add_curriculum_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("examples:\n  hpcsched experiment dras-curriculum --runs "
+                "curriculum=runs/dras-pg-ricc,real-only=runs/real-only --out curriculum.png\n")
     p.add_argument("--runs", required=True,
                    help="LABEL=RUN_FOLDER[+RUN_FOLDER...],... (folders written by `hpcsched train "
                         "dras`; several folders under one label are seeds, drawn with their mean)")
     p.add_argument("--out", required=True, help="the PNG file to write")
     p.add_argument("--key", default="val_reward",
                    help="log.csv column to draw (val_reward, val_wait, val_max_wait, ...)")
-    p.set_defaults(func=cmd_curriculum)
 
 
 #: the options that override the agent's settings (PGConfig, DQLConfig), besides --hidden
@@ -293,3 +290,71 @@ def cmd_curriculum(args) -> int:
                   f"{best['val_wait']:.0f} s)")
     print(f"plot: {args.out}")
     return 0
+
+
+#: the agents' names, by `--algo`
+ALGO_NAMES = {"pg": "DRAS-PG", "dql": "DRAS-DQL", "decima": "Decima-PG"}
+DAY = 86400.0
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "DRAS models (dras:)",
+        "scored by default as experiment dras scores them: greedy and frozen, from an empty "
+        "machine, on the test period of the model's own chronological split of the trace it was "
+        "trained on (the jobs submitted in the test days after its training and validation "
+        "days: days 35 to 56 for the shipped models), under the dras profile with EASY "
+        "backfilling (Decima-PG: none); --jobs N takes the period's first N jobs")
+    g.add_argument("--test-days", type=positive_float,
+                   help="days of the test period (default: the model's own, 21 for the shipped)")
+
+
+def test_window(prepared, config: dict, days: float | None = None) -> tuple[int, int]:
+    """(position of its first job, jobs) of the test period of a DRAS model's `config` in
+    `prepared` (`experiments.dras_training.split`'s): the jobs submitted from `train_days +
+    validate_days` to `days` (default: the config's `test_days`) after the first submission."""
+    import numpy as np
+
+    jobs = prepared.jobs
+    t = (jobs.submit - jobs.submit[0]) / DAY
+    begin = float(config["train_days"]) + float(config["validate_days"])
+    end = begin + (float(config["test_days"]) if days is None else days)
+    inside = np.flatnonzero((t >= begin) & (t < end))
+    if len(inside) == 0:
+        raise ValueError(f"{prepared.name}: the test period (days {begin:g} to {end:g}) has no "
+                         f"job; the trace spans {t[-1]:.1f} days")
+    if inside[-1] - inside[0] + 1 != len(inside):
+        raise ValueError(f"{prepared.name}: its jobs are not in submission order, so the test "
+                         f"period is no window; give --start/--starts and --jobs")
+    return int(inside[0]), len(inside)
+
+
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of a DRAS-PG, DRAS-DQL or Decima-PG model."""
+    from hpcsched.cli.evaluate import chosen_windows, on_windows
+    from hpcsched.experiments.compare import choose_windows
+
+    config = checkpoint["config"]
+    if args.sample:
+        raise ValueError("--sample: a DRAS model is scored greedy, as experiment dras scores it")
+    placed = args.start is not None or args.starts or args.windows is not None
+    if placed and args.test_days is not None:
+        raise ValueError("--test-days: the test period is the default window; leave it out with "
+                         "--start, --starts or --windows")
+    about = (f"{ALGO_NAMES.get(config['algo'], config['algo'])} trained on {config['trace']}, "
+             f"reward {config['reward']}")
+    if not placed:
+        days = config["test_days"] if args.test_days is None else args.test_days
+        begin = config["train_days"] + config["validate_days"]
+        about += f"; its test period: days {begin:g} to {begin + days:g}"
+
+    def windows(args, prepared) -> tuple[list[int], int]:
+        if placed:
+            return chosen_windows(args, prepared)
+        start, length = test_window(prepared, config, args.test_days)
+        return choose_windows(prepared, starts=[start], jobs=args.jobs or length)
+
+    return on_windows(args, path, label=f"dras:{args.model}", about=about,
+                      trace=config["trace"], profile="dras",
+                      backfills=["none" if config["algo"] == "decima" else "easy"],
+                      windows=windows)

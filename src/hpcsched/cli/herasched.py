@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hpcsched.cli.common import csv_list
+from hpcsched.cli.common import add_format_options, csv_list
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 
@@ -36,16 +36,14 @@ score, awt_rel, mwt_rel, reference, best_awt, best_mwt, cpu_s.
 """
 
 
-def register(train, experiment, fmt) -> None:
+def add_grid_arguments(p: argparse.ArgumentParser) -> None:
+    """`experiment herasched-grid`'s options (listed by `hpcsched.cli.EXPERIMENTS`)."""
     from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
 
-    p = experiment.add_parser(
-        "herasched-grid", parents=[fmt], epilog=EPILOG_GRID,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="Wang's thesis, Appendix B: 7 selectors x 3 allocators with EASY on Spartan-like "
-             "workloads; the combined score (Fig. 4.8) and the heatmap (Fig. 4.5)",
-        description="The thesis's heuristic grid (Appendix B) on generated stand-ins of its "
-                    "workloads, or on your own trace.")
+    p.description = ("The thesis's heuristic grid (Appendix B) on generated stand-ins of its "
+                     "workloads, or on your own trace.")
+    p.epilog = EPILOG_GRID
+    add_format_options(p)
     p.add_argument("--cluster", type=csv_list, default=["spartan-physical"],
                    help="spartan-physical and/or spartan-deeplearn, comma-separated (each with its "
                         "generated workload); with --trace, one cluster: a bundled name, a "
@@ -76,7 +74,6 @@ def register(train, experiment, fmt) -> None:
                         "NAME-WORKLOAD-PROFILE.png ('' for none; default: herasched-grid.png)")
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
-    p.set_defaults(func=cmd_grid)
 
 
 def _reference(text: str | None, selectors, allocators):

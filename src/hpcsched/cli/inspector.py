@@ -1,11 +1,13 @@
-"""SchedInspector's commands: `train inspector` and `experiment schedinspector-table4`."""
+"""SchedInspector's commands: `train inspector`, `experiment schedinspector-table4` and
+`schedinspector-seeds`, and how `evaluate` scores its models; registered by
+`hpcsched.recipes.schedinspector`."""
 
 from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (TRAIN_EPILOG, add_validation_args, option_values, positive_float,
-                                 positive_int, train_command)
+from hpcsched.cli.common import (add_format_options, add_validation_args, option_values,
+                                 positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS
@@ -21,7 +23,7 @@ Training windows (128 jobs) come from the first 20% of the trace; the run folder
 and TensorBoard events in tb/ when tensorboard is installed.
 --resume continues with the run's own settings (validation included): leave them out, or repeat
 them (a different value is refused); --threads may change.
-""" + TRAIN_EPILOG
+"""
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment schedinspector-table4
@@ -64,11 +66,9 @@ def window_draw(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r}: choose code or ours")
 
 
-def register(train, experiment, fmt) -> None:
-    RAW = argparse.RawDescriptionHelpFormatter
-    p = train.add_parser("inspector", help="SchedInspector (HPDC'22): PPO learns to accept or "
-                                           "reject a base heuristic's pick",
-                         epilog=EPILOG_TRAIN, formatter_class=RAW)
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """`train inspector`'s options."""
+    p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
     p.add_argument("--epochs", type=positive_int, default=60,
                    help="train until this many epochs in all")
@@ -111,12 +111,11 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation")
     add_validation_args(g, windows=10, jobs=256)
-    train_command(p, cmd_train)
 
-    p = experiment.add_parser("schedinspector-table4", parents=[fmt],
-                              help="SchedInspector's Table 4/5: base heuristics with and without "
-                                   "their inspector", description=caption("code", 50, 256),
-                              epilog=EPILOG_EXPERIMENT, formatter_class=RAW)
+
+def add_table4_arguments(p: argparse.ArgumentParser) -> None:
+    p.description, p.epilog = caption("code", 50, 256), EPILOG_EXPERIMENT
+    add_format_options(p)
     p.add_argument("--traces", default="lublin-1,hpc2n,ctc-sp2",
                    help="comma-separated traces (default: the paper's three that we bundle)")
     p.add_argument("--bases", default="sjf,f1", help="comma-separated base heuristics")
@@ -135,17 +134,15 @@ def register(train, experiment, fmt) -> None:
     p.add_argument("--no-rule", action="store_true",
                    help="leave out the reference rows of the fixed reject-unfit rule (source "
                         "'rule': reject exactly when the proposed job does not fit now)")
-    p.set_defaults(func=cmd_experiment)
 
-    p = experiment.add_parser(
-        "schedinspector-seeds", parents=[fmt],
-        help="every shipped inspector recipe over training seeds 0, 1, 2 (both protocols)",
-        description=SEEDS_CAPTION, formatter_class=RAW)
+
+def add_seeds_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = SEEDS_CAPTION
+    add_format_options(p)
     p.add_argument("--models", help="take the seeds' models from this folder (NAME-sK.pt or "
                                     "NAME-sK/best.pt) instead of the shipped ones")
     p.add_argument("--windows", default="code,ours",
                    help="the protocols, comma-separated (default: code,ours)")
-    p.set_defaults(func=cmd_seeds)
 
 
 SEEDS_CAPTION = ("SchedInspector's recipes over training seeds 0, 1, 2: each seed's best.pt (chosen "
@@ -229,3 +226,51 @@ def cmd_experiment(args) -> int:
         print()
         print("\n".join(notes))
     return 0
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "SchedInspector models (inspect:)",
+        "scored by default as schedinspector-table4 scores them: around the base heuristic they "
+        "were trained with, on their trace, profile and backfilling, 50 windows of 256 jobs "
+        "(--jobs to change) drawn by the protocol of that profile (schedinspector: the authors' "
+        "test script's draw, seed 1; schedinspector-paper, the shipped models': seed 0, from the "
+        "last 80% of the trace)")
+    g.add_argument("--base", help="a SchedInspector model's base heuristic (default: the one it "
+                                  "was trained with)")
+
+
+#: the window draw of schedinspector-table4 (`experiments.schedinspector.WINDOWS`) by profile
+DRAWS = {"schedinspector": "code", "schedinspector-paper": "ours"}
+
+
+def evaluation_windows(args, prepared) -> tuple[list[int], int]:
+    """Unless windows are placed, counted or drawn otherwise (--start, --starts, --windows,
+    --first, --paper-windows): 50 windows of --jobs (default 256) jobs drawn as table4 draws them
+    under this profile (with --seed, if given)."""
+    from hpcsched.cli.evaluate import chosen_windows
+    from hpcsched.experiments.schedinspector import protocol_windows
+
+    chosen = args.start is not None or args.starts or args.windows is not None
+    if chosen or args.first is not None or args.paper_windows:
+        return chosen_windows(args, prepared)
+    jobs = args.jobs or 256
+    draw = DRAWS.get(prepared.profile.name)
+    if draw is None:  # another commit profile: a plain draw
+        args.windows, args.jobs = 50, jobs
+        return chosen_windows(args, prepared)
+    return protocol_windows(prepared, draw, 50, jobs, seed=args.seed), jobs
+
+
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of a SchedInspector model."""
+    from hpcsched.agents.inspector import trained_config
+    from hpcsched.cli.evaluate import on_windows
+
+    config = trained_config(checkpoint["config"])  # the profile its semantics are called by today
+    label = f"inspect:{args.model}" + (f"@{args.base}" if args.base else "")
+    return on_windows(args, path, label=label,
+                      about=f"trained on {config['trace']} around {config['base']}, metric "
+                            f"{config['metric']}, backfill {config['backfill']}",
+                      trace=config["trace"], profile=config["profile"],
+                      backfills=[config["backfill"]], windows=evaluation_windows)

@@ -1,12 +1,12 @@
-"""RLScheduler's commands: `train rlscheduler` and the experiments of its paper (Tables V, VII,
-VIII)."""
+"""RLScheduler's commands: `train rlscheduler`, the experiments of its paper (Tables V, VII, VIII,
+and the seed study) and how `evaluate` scores its models; registered by `hpcsched.recipes.rlscheduler`."""
 
 from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import (TRAIN_EPILOG, add_validation_args, nonnegative_int, option_values,
-                                 positive_float, positive_int, train_command)
+from hpcsched.cli.common import (add_format_options, add_validation_args, nonnegative_int,
+                                 option_values, positive_float, positive_int)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -39,7 +39,7 @@ The run folder gets model.pt (every epoch), best.pt (best greedy validation scor
 curve.png, config.json and TensorBoard events in tb/ when tensorboard is installed. --resume
 continues with the run's own settings (validation included): leave them out, or repeat them
 (a different value is refused); --threads may change.
-""" + TRAIN_EPILOG
+"""
 
 EPILOG_EXPERIMENT = """examples:
   hpcsched experiment rlscheduler-table5
@@ -47,12 +47,9 @@ EPILOG_EXPERIMENT = """examples:
 """
 
 
-def register(train, experiment, fmt) -> None:
-    """Add `train rlscheduler` and the rlscheduler-table* experiments."""
-    RAW = argparse.RawDescriptionHelpFormatter
-    p = train.add_parser("rlscheduler", help="RLScheduler (SC'20): PPO with the kernel network picks "
-                                             "the next job", epilog=EPILOG_TRAIN,
-                         formatter_class=RAW)
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """`train rlscheduler`'s options."""
+    p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
     p.add_argument("--epochs", type=positive_int, default=100,
                    help="train until this many epochs in all")
@@ -96,19 +93,34 @@ def register(train, experiment, fmt) -> None:
     g.add_argument("--validate-avoid", choices=["paper", "none"], default="paper",
                    help="validation windows share no job with the paper's test windows (paper), "
                         "or are drawn from the whole training range (none)")
-    train_command(p, cmd_train)
 
-    for name, caption in EXPERIMENT_CAPTIONS.items():
-        p = experiment.add_parser(name, parents=[fmt], help=caption.split(";")[0],
-                                  description=caption, epilog=EPILOG_EXPERIMENT,
-                                  formatter_class=RAW)
-        p.add_argument("--models", help="take the trained models from this folder instead of "
-                                        "the shipped ones (NAME.pt or NAME/best.pt; for "
-                                        "rlscheduler-seeds NAME-sK.pt or NAME-sK/best.pt)")
-        if name == "rlscheduler-table5":
-            p.add_argument("--heuristics-only", action="store_true",
-                           help="leave the trained models out")
-        p.set_defaults(func=cmd_experiment, heuristics_only=False)
+
+def _add_experiment_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    p.description, p.epilog = EXPERIMENT_CAPTIONS[name], EPILOG_EXPERIMENT
+    add_format_options(p)
+    p.add_argument("--models", help="take the trained models from this folder instead of "
+                                    "the shipped ones (NAME.pt or NAME/best.pt; for "
+                                    "rlscheduler-seeds NAME-sK.pt or NAME-sK/best.pt)")
+    if name == "rlscheduler-table5":
+        p.add_argument("--heuristics-only", action="store_true",
+                       help="leave the trained models out")
+    p.set_defaults(heuristics_only=False)
+
+
+def add_table5_arguments(p: argparse.ArgumentParser) -> None:
+    _add_experiment_arguments(p, "rlscheduler-table5")
+
+
+def add_table7_arguments(p: argparse.ArgumentParser) -> None:
+    _add_experiment_arguments(p, "rlscheduler-table7")
+
+
+def add_table8_arguments(p: argparse.ArgumentParser) -> None:
+    _add_experiment_arguments(p, "rlscheduler-table8")
+
+
+def add_seeds_arguments(p: argparse.ArgumentParser) -> None:
+    _add_experiment_arguments(p, "rlscheduler-seeds")
 
 
 def cmd_experiment(args) -> int:
@@ -206,3 +218,24 @@ def cmd_train(args) -> int:
     if last is not None:
         print(f"last epoch: mean reward {last['mean_reward']:.6g}, {last['epoch_s']:.1f} s")
     return 0
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument_group(
+        "RLScheduler models (rl:)",
+        "scored by default as rlscheduler-table5 scores them: on the trace, profile and "
+        "backfilling they were trained with, 10 windows of 1024 jobs (--jobs to change) drawn as "
+        "the paper draws them under the rlscheduler profile (from the first 10,000 jobs), else "
+        "with seed 0")
+
+
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of an RLScheduler model."""
+    from hpcsched.cli.evaluate import drawn_windows, on_windows
+
+    config = checkpoint["config"]
+    return on_windows(args, path, label=f"rl:{args.model}",
+                      about=f"trained on {config['trace']}, metric {config['metric']}, backfill "
+                            f"{config['backfill']}",
+                      trace=config["trace"], profile=config["profile"],
+                      backfills=[config["backfill"]], windows=drawn_windows(10, 1024))

@@ -11,6 +11,13 @@ network code. Registering a recipe is all it takes for ``PREFIX:PATH`` and
     register(Recipe(name="mine", prefix="mine", env_id="hpcsched/PickJob-v0",
                     load="mypackage.mine:policy"))
 
+A recipe also names its commands (`Command`): ``hpcsched train NAME``, ``hpcsched experiment
+NAME`` for each protocol of its paper, and how ``hpcsched evaluate`` scores its model files
+(`Evaluation`). The command line is generated from the registry: a recipe registered before
+``hpcsched.cli.main`` runs is listed under ``train``, ``experiment`` and ``evaluate`` like the four,
+and its code is imported only when one of its commands is chosen (so ``--help`` imports no
+network code).
+
 Importing this package registers hpcsched's four, one module each: `rlscheduler` (``rl:``),
 `schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``).
 
@@ -42,6 +49,35 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Command:
+    """A subcommand of a recipe: ``hpcsched train NAME`` or ``hpcsched experiment NAME``."""
+
+    name: str
+    help: str  # its line in the listing (`hpcsched train --help`), plain text
+    #: "module:function" adding its options to its (empty) parser, ``f(parser)``; it may set the
+    #: parser's description and epilog too. A train command's parser then gets --config and the
+    #: paragraphs every train command ends with (`hpcsched.cli.common.train_command`).
+    arguments: str
+    #: "module:function" running it, ``f(args) -> exit status``
+    run: str
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How ``hpcsched evaluate MODEL`` scores a recipe's model files."""
+
+    #: the model files it scores: a checkpoint's ``algorithm`` where it names one, else its
+    #: ``format`` (see `model_kind`)
+    kind: str
+    #: "module:function" scoring one, ``f(path, checkpoint, args) -> exit status``
+    run: str
+    #: "module:function" adding the recipe's own options to the evaluate parser, ``f(parser)``
+    #: (one argument group, its description saying what a model is scored on by default); each
+    #: defaults to None, so that `hpcsched evaluate` can refuse one given for another recipe's model
+    arguments: str | None = None
+
+
+@dataclass(frozen=True)
 class Recipe:
     """A learned scheduler. Entry points are "module:attribute" strings (see `entry`)."""
 
@@ -70,6 +106,12 @@ class Recipe:
     heuristic_help: str | None = None
     title: str = ""  # the heading of its models in `hpcsched policies`
     usage: str = ""  # e.g. "inspect:PATH[@BASE]"
+    #: ``hpcsched train NAME`` (None: it has none)
+    train_command: Command | None = None
+    #: ``hpcsched experiment NAME``, one per protocol of its paper
+    experiments: tuple[Command, ...] = ()
+    #: how ``hpcsched evaluate`` scores its model files (None: it does not)
+    evaluation: Evaluation | None = None
 
     def split(self, arg: str) -> tuple[str, str]:
         """(model, option) of what follows the prefix in a policy name."""
@@ -86,13 +128,32 @@ _REGISTRY: dict[str, Recipe] = {}
 
 
 def register(recipe: Recipe) -> Recipe:
-    """Add `recipe`; its prefix must be new (registering the same recipe again is a no-op)."""
+    """Add `recipe`; its prefix, its train command's name, its experiments' names and the kind of
+    its model files must be new (registering the same recipe again is a no-op)."""
     if ":" in recipe.prefix or not recipe.prefix:
         raise ValueError(f"recipe {recipe.name}: a prefix is a word without ':' "
                          f"(not {recipe.prefix!r})")
     held = _REGISTRY.get(recipe.prefix)
-    if held is not None and held != recipe:
+    if held == recipe:
+        return recipe
+    if held is not None:
         raise ValueError(f"the prefix {recipe.prefix}: is {held.name}'s already")
+    names = [c.name for c in recipe.experiments]
+    if len(set(names)) < len(names):
+        raise ValueError(f"recipe {recipe.name}: an experiment name is given twice ({names})")
+    for other in _REGISTRY.values():
+        if recipe.train_command and other.train_command and \
+                recipe.train_command.name == other.train_command.name:
+            raise ValueError(f"recipe {recipe.name}: `hpcsched train {recipe.train_command.name}` "
+                             f"is {other.name}'s already")
+        taken = set(names) & {c.name for c in other.experiments}
+        if taken:
+            raise ValueError(f"recipe {recipe.name}: `hpcsched experiment {taken.pop()}` is "
+                             f"{other.name}'s already")
+        if recipe.evaluation and other.evaluation and \
+                recipe.evaluation.kind == other.evaluation.kind:
+            raise ValueError(f"recipe {recipe.name}: model files of kind "
+                             f"{recipe.evaluation.kind!r} are {other.name}'s already")
     _REGISTRY[recipe.prefix] = recipe
     return recipe
 
@@ -178,6 +239,39 @@ def locate(spec: str | Path, recipe: Recipe | None = None) -> Path:
     return path
 
 
+def model_kind(checkpoint: dict) -> str:
+    """What kind of model a checkpoint holds: its ``algorithm`` where it names one (a
+    SchedInspector's ``schedinspector-ppo``, beside RLScheduler's files of the same format), else
+    its ``format`` (``hpcsched.ppo/1``, ``hpcsched.dras/1``, ...)."""
+    return str(checkpoint.get("algorithm") or checkpoint.get("format") or "")
+
+
+def model_of(path: str | Path) -> tuple[Recipe, dict]:
+    """(the recipe whose model the file at `path` is, by its kind (`model_kind`), the file's
+    checkpoint). A file that is no checkpoint, a damaged one, or one of no registered recipe is a
+    one-line ValueError."""
+    import torch
+
+    from hpcsched.agents.checkpoint import load_checkpoint
+
+    try:  # a first look, for the format to check the file against
+        peek = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001
+        load_checkpoint(path)  # says in one line what is wrong: damaged, truncated, not torch's
+        raise
+    if not isinstance(peek, dict) or not isinstance(peek.get("format"), str):
+        raise ValueError(f"{path} is not an hpcsched model checkpoint (it names no format)")
+    kind = model_kind(peek)
+    found = next((r for r in _REGISTRY.values()
+                  if r.evaluation is not None and r.evaluation.kind == kind), None)
+    if found is None:
+        known = ", ".join(f"{r.evaluation.kind} ({r.prefix}:)" for r in _REGISTRY.values()
+                          if r.evaluation is not None)
+        raise ValueError(f"{path} is a model of kind {kind!r}, which no registered learned "
+                         f"scheduler evaluates (known: {known})")
+    return found, load_checkpoint(path, fmt=peek["format"])
+
+
 def in_folder(folder: str | Path, name: str) -> Path | None:
     """Model `name` of a folder of models (`--models DIR`): DIR/NAME.pt, else the run folder
     DIR/NAME/ (by `locate`); None when there is neither."""
@@ -191,5 +285,6 @@ def in_folder(folder: str | Path, name: str) -> Path | None:
 # the package's own, in the order `hpcsched policies` lists them
 from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm  # noqa: E402,F401,I001
 
-__all__ = ["PRETRAINED", "Recipe", "Rule", "discrete_recipe", "entry", "find", "get", "in_folder",
-           "is_run", "locate", "recipes", "register", "shipped_models"]
+__all__ = ["PRETRAINED", "Command", "Evaluation", "Recipe", "Rule", "discrete_recipe", "entry", "find",
+           "get", "in_folder", "is_run", "locate", "model_kind", "model_of", "recipes", "register",
+           "shipped_models"]

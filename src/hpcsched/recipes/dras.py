@@ -6,7 +6,9 @@ window, trained on `hpcsched/DRAS-v0` (`agents/dras_pg.py`, `agents/dql.py`,
 from __future__ import annotations
 
 from hpcsched.envs import DRAS
-from hpcsched.recipes import Recipe, register
+from hpcsched.recipes import Command, Evaluation, Recipe, register
+
+CLI = "hpcsched.cli.dras"
 
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
@@ -25,4 +27,19 @@ RECIPE = register(Recipe(
     shipped=("dras-", "decima-"), profile="dras",
     title="DRAS models (run under the dras profile unless --profile says otherwise; --backfill "
           "easy, Decima-PG none)",
-    usage="dras:PATH"))
+    usage="dras:PATH",
+    train_command=Command("dras", "DRAS (IPDPS'21): reserve then backfill, picked by a PG or DQL "
+                                  "agent",
+                          f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(
+        Command("dras", "DRAS (IPDPS'21): every method on the test period, Kiviat plot and "
+                        "tables",
+                f"{CLI}:add_experiment_arguments", f"{CLI}:cmd_experiment"),
+        Command("dras-seeds", "DRAS-DQL over training seeds 0, 1, 2 on the test period, against "
+                              "FCFS+EASY",
+                f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_seeds"),
+        Command("dras-curriculum", "DRAS's curriculum ablation: validation curves of training "
+                                   "runs (paper Fig. 4)",
+                f"{CLI}:add_curriculum_arguments", f"{CLI}:cmd_curriculum"),
+    ),
+    evaluation=Evaluation("hpcsched.dras/1", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments")))

@@ -4,7 +4,9 @@ trained with PPO on `hpcsched/PickJob-v0` (`agents/ppo.py`, `experiments/trainin
 from __future__ import annotations
 
 from hpcsched.envs import PICK_JOB
-from hpcsched.recipes import Recipe, register
+from hpcsched.recipes import Command, Evaluation, Recipe, register
+
+CLI = "hpcsched.cli.rlscheduler"
 
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
@@ -20,4 +22,24 @@ RECIPE = register(Recipe(
     name="rlscheduler", prefix="rl", env_id=PICK_JOB,
     load="hpcsched.recipes.rlscheduler:policy", train="hpcsched.experiments.training:train",
     shipped=None, title="RLScheduler models",
-    usage="rl:PATH (a model file, or a run folder: its best.pt)"))
+    usage="rl:PATH (a model file, or a run folder: its best.pt)",
+    train_command=Command("rlscheduler", "RLScheduler (SC'20): PPO with the kernel network picks "
+                                         "the next job",
+                          f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(
+        Command("rlscheduler-table5", "bsld, mean over the paper's 10 windows x 1024 jobs (first "
+                                      "10,000 jobs)",
+                f"{CLI}:add_table5_arguments", f"{CLI}:cmd_experiment"),
+        Command("rlscheduler-table7", "bsld of every trace's model on every trace (paper Table "
+                                      "VII), 10 x 1024-job windows, rlscheduler profile",
+                f"{CLI}:add_table7_arguments", f"{CLI}:cmd_experiment"),
+        Command("rlscheduler-table8", "largest per-user mean bsld on HPC2N (paper Table VIII), 10 "
+                                      "x 1024-job windows, rlscheduler profile",
+                f"{CLI}:add_table8_arguments", f"{CLI}:cmd_experiment"),
+        Command("rlscheduler-seeds", "Table V's and VIII's RLScheduler recipes over training "
+                                     "seeds 0, 1, 2: each seed's best.pt (chosen on validation "
+                                     "windows that share no job with these) on the paper's 10 x "
+                                     "1024-job windows, rlscheduler profile",
+                f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_experiment"),
+    ),
+    evaluation=Evaluation("hpcsched.ppo/1", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments")))

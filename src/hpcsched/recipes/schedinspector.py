@@ -10,7 +10,9 @@ profile it was trained with (the fixed rule: schedinspector)."""
 from __future__ import annotations
 
 from hpcsched.envs import INSPECT
-from hpcsched.recipes import Recipe, Rule, register
+from hpcsched.recipes import Command, Evaluation, Recipe, Rule, register
+
+CLI = "hpcsched.cli.inspector"
 
 
 def _checked(name: str, base: str, prepared) -> None:
@@ -67,4 +69,17 @@ RECIPE = register(Recipe(
                 "that do not fit"),),
     title="SchedInspector models (run under the profile they were trained with, unless --profile "
           "says otherwise; the shipped ones: schedinspector-paper)",
-    usage="inspect:PATH[@BASE]"))
+    usage="inspect:PATH[@BASE]",
+    train_command=Command("inspector", "SchedInspector (HPDC'22): PPO learns to accept or reject "
+                                       "a base heuristic's pick",
+                          f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(
+        Command("schedinspector-table4", "SchedInspector's Table 4/5: base heuristics with and "
+                                         "without their inspector",
+                f"{CLI}:add_table4_arguments", f"{CLI}:cmd_experiment"),
+        Command("schedinspector-seeds", "every shipped inspector recipe over training seeds 0, 1, "
+                                        "2 (both protocols)",
+                f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_seeds"),
+    ),
+    evaluation=Evaluation("schedinspector-ppo", f"{CLI}:evaluate",
+                          f"{CLI}:add_evaluate_arguments")))
