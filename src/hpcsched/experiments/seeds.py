@@ -15,15 +15,21 @@ SEED_FOLDER = PRETRAINED / "seeds"
 
 def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
     """`name`'s model trained with `seed`: the shipped data/pretrained/seeds/NAME-sK.pt, or in the
-    folder `models` NAME-sK.pt or the run folder NAME-sK/ (its best.pt), in that order. A missing
-    one is named with every path looked at."""
+    folder `models` NAME-sK.pt or the run folder NAME-sK/ (`recipes.in_folder`: its best.pt, its
+    model.pt while it has none, said on stderr), in that order. A missing one is named with every
+    path looked at."""
+    from hpcsched.recipes import in_folder
+
     folder = SEED_FOLDER if models is None else Path(models)
     looked = [folder / f"{name}-s{seed}.pt"]
-    if models is not None:
+    if models is None:
+        if looked[0].is_file():
+            return looked[0]
+    else:
+        found = in_folder(folder, f"{name}-s{seed}")
+        if found is not None:
+            return found
         looked.append(folder / f"{name}-s{seed}" / "best.pt")
-    for path in looked:
-        if path.exists():
-            return path
     raise ValueError(f"no model for {name} seed {seed} in {folder} (looked for "
                      + " and ".join(str(p) for p in looked) + ")")
 
