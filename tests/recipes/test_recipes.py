@@ -49,8 +49,11 @@ def test_the_registry_holds_the_four_learned_schedulers_with_their_envs():
 
 def test_every_entry_point_imports():
     for recipe in recipes.recipes():
+        commands = [recipe.train_command, *recipe.experiments]
         refs = [recipe.load, recipe.train, recipe.profile_of, recipe.heuristics,
-                *(rule.entry for rule in recipe.rules)]
+                *(rule.entry for rule in recipe.rules),
+                *(ref for c in commands for ref in (c.arguments, c.run)),
+                recipe.evaluation.run, recipe.evaluation.arguments]
         for ref in filter(None, refs):
             assert callable(recipes.entry(ref)), ref
         assert recipe.train is not None  # all four have a trainer
