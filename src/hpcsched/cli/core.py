@@ -8,9 +8,10 @@ import json
 import sys
 from dataclasses import replace
 
+from hpcsched.cli import evaluate
 from hpcsched.cli.common import (add_cluster_args, add_profile_arg, add_window_args,
-                                 check_backfills, csv_list, nonnegative_int, positive_float,
-                                 positive_int, prepare_from_args, resolve, resolve_profile)
+                                 check_backfills, csv_list, nonnegative_int, positive_int,
+                                 prepare_from_args, resolve, resolve_profile)
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_json, format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -70,8 +71,6 @@ def register(sub, fmt) -> None:
     add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
-
-    from hpcsched.cli import evaluate
 
     evaluate.register(sub, fmt)
 
