@@ -223,3 +223,22 @@ def test_python_dash_m_hpcsched_is_the_command():
                           text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: hpcsched")
     assert "evaluate" in proc.stdout and "experiment" in proc.stdout
+
+
+def test_train_rlscheduler_starts_from_a_run_folders_best_pt(capsys, tmp_path):
+    """--init model:PATH finds its file as every model is found (a run folder: its best.pt)."""
+    start = tmp_path / "start"
+    start.mkdir()
+    shutil.copy(PRETRAINED / "lublin-1-bsld.pt", start / "best.pt")
+    (start / "model.pt").write_bytes(b"not a model: only best.pt may be read")
+    out = tmp_path / "run"
+    code, printed, err = run(capsys, "train", "rlscheduler", "--init", f"model:{start}",
+                             "--epochs", 1, "--episode-jobs", 32, "--trajectories", 2,
+                             "--pi-iters", 1, "--v-iters", 1, "--validate-every", 0,
+                             "--threads", 1, "--out", out)
+    assert code == 0, err
+    assert json.loads((out / "config.json").read_text())["init"] == f"model:{start / 'best.pt'}"
+    code, _, err = run(capsys, "train", "rlscheduler", "--init", f"model:{tmp_path / 'none'}",
+                       "--out", tmp_path / "other")
+    assert code == 2 and "no model file at" in err and err.count("\n") == 1
+    assert not (tmp_path / "other").exists()

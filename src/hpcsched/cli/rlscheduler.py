@@ -7,6 +7,7 @@ import argparse
 
 from hpcsched.cli.common import (add_format_options, add_validation_args, nonnegative_int,
                                  option_values, positive_float, positive_int)
+from hpcsched.recipes import get, locate
 from hpcsched.report.progress import Progress
 from hpcsched.report.table import format_rows
 from hpcsched.sim.profiles import BACKFILLS, PROFILES
@@ -86,7 +87,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--init", default="none",
                    help="none (random weights, the paper), a heuristic to imitate before PPO "
                         "(fcfs, sjf, f1, ...: a fixed score per job), or model:PATH to start "
-                        "from a trained model's networks")
+                        "from a trained model's networks (PATH: a model file, a run folder, its "
+                        "best.pt, or pretrained/NAME)")
     g.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
     g = p.add_argument_group("validation and output")
     add_validation_args(g, windows=20, jobs=256)
@@ -208,6 +210,9 @@ def cmd_train(args) -> int:
 
     # a resumed run: the options given (the others are the run's own); a new one: all
     values = option_values(args, given_only=args.resume)
+    init = values.get("init", "")
+    if init.startswith("model:"):  # the file, found as every model is (a run folder: best.pt)
+        values["init"] = "model:" + str(locate(init[len("model:"):], get("rl")))
     settings = config_settings(values)
     config = settings if args.resume else PPOConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume,
