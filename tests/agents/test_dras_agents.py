@@ -61,12 +61,12 @@ def bandit(agent, steps, w=4, nodes=3, best=2, rng=None):
     mask = np.ones(w, dtype=bool)
     for k in range(steps):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         agent.observe(obs, mask, a, float(a == best), obs, mask, True)
         if k % 10 == 9:
             agent.update()
     obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-    return [agent.act(rng.random((2 * w + nodes, 2)).astype(np.float32), mask, False)
+    return [agent.predict(rng.random((2 * w + nodes, 2)).astype(np.float32), mask)
             for _ in range(20)]
 
 
@@ -90,7 +90,7 @@ def test_dql_learns_the_paying_job():
 
     for k in range(1500):
         obs = state()
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         best = int(np.argmax(obs[0:2 * w:2, 0]))
         agent.observe(obs, mask, a, float(a == best), obs, mask, True)
         if k % 10 == 9:
@@ -98,7 +98,7 @@ def test_dql_learns_the_paying_job():
     hits = 0
     for _ in range(50):
         obs = state()
-        hits += agent.act(obs, mask, False) == int(np.argmax(obs[0:2 * w:2, 0]))
+        hits += agent.predict(obs, mask) == int(np.argmax(obs[0:2 * w:2, 0]))
     assert hits >= 40  # chance: 12.5 of 50
     assert agent.epsilon < 0.1
 
@@ -126,12 +126,12 @@ def test_per_job_pg_learns_the_paying_job():
     mask = np.ones(w, dtype=bool)
     for k in range(3000):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         agent.observe(obs, mask, a, float(a == int(np.argmax(obs[0:2 * w:2, 0]))), obs, mask, True)
         if k % 20 == 19:
             agent.update()
     hits = 0
     for _ in range(50):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        hits += agent.act(obs, mask, False) == int(np.argmax(obs[0:2 * w:2, 0]))
+        hits += agent.predict(obs, mask) == int(np.argmax(obs[0:2 * w:2, 0]))
     assert hits >= 35  # chance: 12.5 of 50

@@ -94,9 +94,8 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     env = dt.make_env(config, p)
     obs, info = env.reset(options={"jobs": p.jobs.window(0, 60)})
     for _ in range(20):
-        assert slim.act(obs, info["action_mask"], False) == agent.act(obs, info["action_mask"],
-                                                                      False)
-        obs, _, term, _, info = env.step(agent.act(obs, info["action_mask"], False))
+        assert slim.predict(obs, info["action_mask"]) == agent.predict(obs, info["action_mask"])
+        obs, _, term, _, info = env.step(agent.predict(obs, info["action_mask"]))
         if term:
             break
 
