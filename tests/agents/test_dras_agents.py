@@ -1,6 +1,6 @@
 """DRAS's networks and agents: the paper's parameter counts (Table III, spec section 17), the DQL
 network's shared-node arithmetic against the paper's one-job-at-a-time form, and learning checks on
-a bandit whose best slot is known."""
+a bandit whose best slot is known; their model files."""
 
 import numpy as np
 import pytest
@@ -135,3 +135,31 @@ def test_per_job_pg_learns_the_paying_job():
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
         hits += agent.predict(obs, mask) == int(np.argmax(obs[0:2 * w:2, 0]))
     assert hits >= 35  # chance: 12.5 of 50
+
+
+@pytest.mark.parametrize("cls, config", [(DrasPG, PGConfig(window=4, fc1=16, fc2=8)),
+                                         (DrasDQL, DQLConfig(window=4, fc1=16, fc2=8, batch=8))])
+def test_save_and_load_give_the_same_agent_and_refuse_another_kind(tmp_path, cls, config):
+    from hpcsched.agents.checkpoint import ModelFileError
+
+    agent = cls(config, rows=11, seed=0)
+    bandit(agent, 30)
+    agent.save(tmp_path / "a.pt", config={"algo": agent.algo}, episode=1)
+    back = cls.load(tmp_path / "a.pt")
+    assert back.updates == agent.updates > 0
+    x = torch.rand(3, 11, 2)
+    torch.testing.assert_close(agent.net(x), back.net(x))
+    other = DrasDQL if cls is DrasPG else DrasPG
+    with pytest.raises(ModelFileError, match=f"holds a DRAS-{agent.algo.upper()} agent, not a "
+                                             f"{other.__name__}"):
+        other.load(tmp_path / "a.pt")
+
+
+def test_training_state_carries_the_random_state_and_the_replay():
+    dql = DrasDQL(DQLConfig(window=4, fc1=16, fc2=8, batch=8, replay=50), rows=11, seed=0)
+    bandit(dql, 30)
+    again = DrasDQL.from_state(dql.state())
+    again.restore_training_state(dql.training_state())
+    assert again.replay.size == dql.replay.size == 30 and again.replay.at == dql.replay.at
+    np.testing.assert_array_equal(again.replay.obs, dql.replay.obs)
+    assert again.rng.random() == dql.rng.random()

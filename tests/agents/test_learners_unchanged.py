@@ -93,7 +93,8 @@ def deeprm_run(name: str, out: Path) -> dict:
     ck = load_checkpoint(out / "model.pt", fmt="hpcsched.deeprm/1")
     best = out / "best.pt"
     return {"model": digest({k: ck[k] for k in ("epoch", "policy", "optimizer", "np_rng")}),
-            "best_epoch": load_checkpoint(best, fmt="hpcsched.deeprm/1")["epoch"] if best.exists() else None,
+            "best_epoch": (load_checkpoint(best, fmt="hpcsched.deeprm/1")["epoch"]
+                           if best.exists() else None),
             "log": logged(out)}
 
 
@@ -110,7 +111,8 @@ def dras_run(name: str, out: Path, prepared) -> dict:
         dt.prepared_for = original
     ck = load_checkpoint(out / "model.pt", fmt=dt.FORMAT)
     return {"model": digest({k: ck[k] for k in ("episode", "agent", "training")}),
-            "best_episode": load_checkpoint(out / "best.pt", fmt=dt.FORMAT)["episode"], "log": logged(out)}
+            "best_episode": load_checkpoint(out / "best.pt", fmt=dt.FORMAT)["episode"],
+            "log": logged(out)}
 
 
 def run_all(folder: Path, names: list[str] | None = None) -> dict:

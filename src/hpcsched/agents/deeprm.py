@@ -92,7 +92,7 @@ class DeepRMConfig:
                                  gamma=1.0, baseline="time", chunk=CHUNK)
 
 
-# -- the network -------------------------------------------------------------------------------------
+# -- the network -----------------------------------------------------------------------------------
 def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:
     """inputs -> hidden ReLU -> actions logits, initialised as the authors' Lasagne net."""
     net = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, actions))
@@ -144,7 +144,7 @@ def choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator
     return np.minimum((np.cumsum(p, axis=1) < u).sum(axis=1), p.shape[1] - 1)
 
 
-# -- a batched rollout -------------------------------------------------------------------------------
+# -- a batched rollout -----------------------------------------------------------------------------
 @dataclass
 class Rollout:
     """One batch of episodes: per decision the image, action and mask (flat over environments and
@@ -192,7 +192,7 @@ def rollout(policy: NumpyPolicy, batch: DiscreteBatch, jobs: GridJobs, *, mask_i
                    np.concatenate(envs), np.concatenate(index), R, batch)
 
 
-# -- the learner -------------------------------------------------------------------------------------
+# -- the learner -----------------------------------------------------------------------------------
 class DeepRM:
     """`DeepRM(config).learn(epochs)`, `predict`, `save(path)`, `DeepRM.load(path)`, `policy()`."""
 

@@ -1,4 +1,5 @@
-"""A trained DeepRM network in use: the engine policy, the model file it loads from, its slim copy."""
+"""A trained DeepRM network in use: the engine policy, the model file it loads from, its slim
+copy."""
 
 from __future__ import annotations
 

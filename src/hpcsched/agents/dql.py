@@ -133,7 +133,7 @@ class DrasDQL:
         self.replay.add(obs, mask, action, reward, next_obs, next_mask, done)
 
     def update(self) -> dict[str, float]:
-        """`gradient_steps` TD steps on replayed transitions; the target copy and epsilon's decay."""
+        """`gradient_steps` TD steps on replayed transitions, then the target copy and epsilon."""
         c = self.config
         if self.replay.size < c.batch:
             return {}

@@ -152,7 +152,8 @@ class Reinforce:
 # DeepRM's learner lived in this module before issue 15 (now `agents.deeprm` and
 # `agents.deeprm_policy`); its names stay importable from here.
 _MOVED = {
-    "DeepRM": "deeprm", "ReinforceConfig": "deeprm", "FORMAT": "deeprm", "VALIDATION_SEED": "deeprm",
+    "DeepRM": "deeprm", "ReinforceConfig": "deeprm", "FORMAT": "deeprm",
+    "VALIDATION_SEED": "deeprm",
     "policy_network": "deeprm", "count_parameters": "deeprm", "rollout": "deeprm",
     "Rollout": "deeprm", "GridNetPolicy": "deeprm_policy", "NumpyPolicy": "deeprm_policy",
     "load_deeprm_policy": "deeprm_policy", "slim": "deeprm_policy", "SLIM_KEYS": "deeprm_policy",
