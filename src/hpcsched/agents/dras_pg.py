@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from hpcsched.agents import dras_episode, dras_policy
 from hpcsched.agents.dras_nets import PolicyNet, QNet, scaled_sizes
 from hpcsched.agents.greedy import Float64Copy, greedy
 from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
@@ -136,9 +137,7 @@ class DrasPG:
 
     def learn(self, env, jobsets, callback=None) -> "DrasPG":
         """Play each jobset as a training episode (`agents.dras_episode.learn`)."""
-        from hpcsched.agents.dras_episode import learn
-
-        return learn(self, env, jobsets, callback)
+        return dras_episode.learn(self, env, jobsets, callback)
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -167,21 +166,15 @@ class DrasPG:
 
     def save(self, path, **run) -> None:
         """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
-        from hpcsched.agents.dras_policy import save_agent
-
-        save_agent(path, self, **run)
+        dras_policy.save_agent(path, self, **run)
 
     @classmethod
     def load(cls, path) -> "DrasPG":
-        from hpcsched.agents.dras_policy import load_agent_of
-
-        return load_agent_of(path, cls)
+        return dras_policy.load_agent_of(path, cls)
 
     def policy(self, config, prepared, name: str = "dras"):
         """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
-        from hpcsched.agents.dras_policy import DrasPolicy
-
-        return DrasPolicy(self, config, prepared, name)
+        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 __all__ = ["DrasPG", "PGConfig"]
