@@ -15,7 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 import torch
 
-from hpcsched.agents.reinforce import DeepRM, NumpyPolicy, ReinforceConfig, rollout
+from hpcsched.agents.deeprm import DeepRM, DeepRMConfig, NumpyPolicy, rollout
 from hpcsched.policies.deeprm import ShortestJobFirst
 from hpcsched.sim.discrete import DiscreteBatch, grid_engine, run_batch
 from hpcsched.workload.deeprm import TEST_SEED, generate, rate_for_load
@@ -45,7 +45,7 @@ print(f"  one engine at a time          {t_one:7.2f} s  {decisions / t_one:9.0f}
 results["sjf_batched_decisions_per_s"] = round(decisions / t_batch)
 results["sjf_batch_speedup"] = round(t_one / t_batch, 2)
 
-model = DeepRM(ReinforceConfig(load=1.1, validate_jobsets=0))
+model = DeepRM(DeepRMConfig(load=1.1, validate_jobsets=0))
 c = model.config
 group = model.train_jobs.take(np.arange(10)).repeat(c.rollouts)
 t_roll, ro = best(lambda: rollout(NumpyPolicy(model.net), c.batch(), group, mask_invalid=True,

@@ -1,6 +1,6 @@
 """DRAS's networks and agents: the paper's parameter counts (Table III, spec section 17), the DQL
 network's shared-node arithmetic against the paper's one-job-at-a-time form, and learning checks on
-a bandit whose best slot is known."""
+a bandit whose best slot is known; their model files."""
 
 import numpy as np
 import pytest
@@ -61,12 +61,12 @@ def bandit(agent, steps, w=4, nodes=3, best=2, rng=None):
     mask = np.ones(w, dtype=bool)
     for k in range(steps):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         agent.observe(obs, mask, a, float(a == best), obs, mask, True)
         if k % 10 == 9:
             agent.update()
     obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-    return [agent.act(rng.random((2 * w + nodes, 2)).astype(np.float32), mask, False)
+    return [agent.predict(rng.random((2 * w + nodes, 2)).astype(np.float32), mask)
             for _ in range(20)]
 
 
@@ -90,7 +90,7 @@ def test_dql_learns_the_paying_job():
 
     for k in range(1500):
         obs = state()
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         best = int(np.argmax(obs[0:2 * w:2, 0]))
         agent.observe(obs, mask, a, float(a == best), obs, mask, True)
         if k % 10 == 9:
@@ -98,7 +98,7 @@ def test_dql_learns_the_paying_job():
     hits = 0
     for _ in range(50):
         obs = state()
-        hits += agent.act(obs, mask, False) == int(np.argmax(obs[0:2 * w:2, 0]))
+        hits += agent.predict(obs, mask) == int(np.argmax(obs[0:2 * w:2, 0]))
     assert hits >= 40  # chance: 12.5 of 50
     assert agent.epsilon < 0.1
 
@@ -126,12 +126,40 @@ def test_per_job_pg_learns_the_paying_job():
     mask = np.ones(w, dtype=bool)
     for k in range(3000):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        a = agent.act(obs, mask, True)
+        a = agent.predict(obs, mask, deterministic=False)
         agent.observe(obs, mask, a, float(a == int(np.argmax(obs[0:2 * w:2, 0]))), obs, mask, True)
         if k % 20 == 19:
             agent.update()
     hits = 0
     for _ in range(50):
         obs = rng.random((2 * w + nodes, 2)).astype(np.float32)
-        hits += agent.act(obs, mask, False) == int(np.argmax(obs[0:2 * w:2, 0]))
+        hits += agent.predict(obs, mask) == int(np.argmax(obs[0:2 * w:2, 0]))
     assert hits >= 35  # chance: 12.5 of 50
+
+
+@pytest.mark.parametrize("cls, config", [(DrasPG, PGConfig(window=4, fc1=16, fc2=8)),
+                                         (DrasDQL, DQLConfig(window=4, fc1=16, fc2=8, batch=8))])
+def test_save_and_load_give_the_same_agent_and_refuse_another_kind(tmp_path, cls, config):
+    from hpcsched.agents.checkpoint import ModelFileError
+
+    agent = cls(config, rows=11, seed=0)
+    bandit(agent, 30)
+    agent.save(tmp_path / "a.pt", config={"algo": agent.algo}, episode=1)
+    back = cls.load(tmp_path / "a.pt")
+    assert back.updates == agent.updates > 0
+    x = torch.rand(3, 11, 2)
+    torch.testing.assert_close(agent.net(x), back.net(x))
+    other = DrasDQL if cls is DrasPG else DrasPG
+    with pytest.raises(ModelFileError, match=f"holds a DRAS-{agent.algo.upper()} agent, not a "
+                                             f"{other.__name__}"):
+        other.load(tmp_path / "a.pt")
+
+
+def test_training_state_carries_the_random_state_and_the_replay():
+    dql = DrasDQL(DQLConfig(window=4, fc1=16, fc2=8, batch=8, replay=50), rows=11, seed=0)
+    bandit(dql, 30)
+    again = DrasDQL.from_state(dql.state())
+    again.restore_training_state(dql.training_state())
+    assert again.replay.size == dql.replay.size == 30 and again.replay.at == dql.replay.at
+    np.testing.assert_array_equal(again.replay.obs, dql.replay.obs)
+    assert again.rng.random() == dql.rng.random()

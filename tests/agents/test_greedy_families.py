@@ -220,22 +220,22 @@ def _dras_picks(agent, env, jobs, scores=None):
     from hpcsched.experiments.dras_training import run_episode
 
     picks, seen = [], []
-    own_scores, act = agent.greedy_scores, agent.act
+    own_scores, predict = agent.greedy_scores, agent.predict
 
-    def recording(obs, mask, explore):
-        assert not explore
-        a = act(obs, mask, explore)
+    def recording(obs, mask, deterministic=True):
+        assert deterministic
+        a = predict(obs, mask, deterministic)
         picks.append(a)
         seen.append((np.where(mask, decision_scores(own_scores(obs, mask)), -np.inf)))
         return a
 
-    agent.act = recording
+    agent.predict = recording
     if scores is not None:
         agent.greedy_scores = scores
     try:
         result = run_episode(agent, env, jobs, learn=False, explore=False)["result"]
     finally:
-        del agent.act
+        del agent.predict
         if scores is not None:
             del agent.greedy_scores
     return picks, result.start.copy(), seen
@@ -298,14 +298,14 @@ def test_dras_equal_scores_for_two_slots_the_first_wins():
             agent.net.out.weight.zero_()
         mask = np.zeros(50, dtype=bool)
         mask[[7, 3, 30]] = True
-        assert agent.act(obs, mask, False) == 3
+        assert agent.predict(obs, mask) == 3
         with torch.no_grad():  # now slot k scores 0.25 + 1e-10 k: one float32, still a tie
             agent.net.out.bias.fill_(0.25)
         base = agent.greedy_scores
         agent.greedy_scores = lambda o, m: base(o, m) + 1e-10 * np.arange(50)
-        assert agent.act(obs, mask, False) == 3
+        assert agent.predict(obs, mask) == 3
         agent.greedy_scores = lambda o, m: base(o, m) + 1e-6 * np.arange(50)
-        assert agent.act(obs, mask, False) == 30
+        assert agent.predict(obs, mask) == 30
 
 
 def test_dras_greedy_scores_follow_training_and_loading():
@@ -327,7 +327,7 @@ def test_dras_greedy_scores_follow_training_and_loading():
         assert not np.allclose(before, after)
         np.testing.assert_array_equal(after, want)
         for _ in range(40):  # remember picks and learn from them (DQL: enough for a batch)
-            a = agent.act(obs, mask, True)
+            a = agent.predict(obs, mask, deterministic=False)
             agent.observe(obs, mask, a, 1.0, obs, mask, False)
         assert agent.update()
         np.testing.assert_array_equal(
@@ -347,13 +347,14 @@ def test_dras_exploring_picks_draw_from_the_float32_network_as_before():
     with torch.no_grad():
         q = dql.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
     dql.epsilon = 0.0  # exploit: the argmax of the float32 Q-values
-    assert q.dtype == np.float32 and dql.act(obs, mask, True) == int(np.argmax(q))
+    assert q.dtype == np.float32
+    assert dql.predict(obs, mask, deterministic=False) == int(np.argmax(q))
     with torch.no_grad():
         logits = pg.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
     p = np.exp(logits - logits.max())
     p /= p.sum()
     pg.rng, ref = np.random.default_rng(5), np.random.default_rng(5)
-    draws = [pg.act(obs, mask, True) for _ in range(20)]
+    draws = [pg.predict(obs, mask, deterministic=False) for _ in range(20)]
     assert draws == [int(ref.choice(p.size, p=p)) for _ in range(20)]
     assert len(set(draws)) > 1
     # training never scores in float64: no float64 copy of the network was made
@@ -474,18 +475,18 @@ def test_deeprm_ties_go_to_the_lowest_action_and_void_comes_last():
 def test_deeprm_greedy_validation_scores_in_float64_and_training_samples_in_float32(monkeypatch):
     """`best.pt` is chosen on `DeepRM.evaluate` (greedy: float64, the same schedules as the
     sweep's policy); the sampled rollouts of an update keep the network's float32."""
-    import hpcsched.agents.reinforce as reinforce
+    import hpcsched.agents.deeprm as deeprm
     from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
 
-    model = reinforce.DeepRM.load(PRETRAINED / "deeprm-load-70.pt")
+    model = deeprm.DeepRM.load(PRETRAINED / "deeprm-load-70.pt")
     seen = []
-    real = reinforce.rollout
+    real = deeprm.rollout
 
     def spy(policy, *args, **kwargs):
         seen.append((policy.dtype, kwargs.get("greedy", False)))
         return real(policy, *args, **kwargs)
 
-    monkeypatch.setattr(reinforce, "rollout", spy)
+    monkeypatch.setattr(deeprm, "rollout", spy)
     jobs = model.validation_jobs().take(list(range(10)))
     validated = model.evaluate(jobs)
     assert seen == [(np.float64, True)]

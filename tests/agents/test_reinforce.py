@@ -1,22 +1,24 @@
-"""DeepRM's learner: the network's size, the time-dependent baseline, a run on disk."""
+"""REINFORCE with a baseline (`agents.reinforce`): returns, the three baselines, the step's
+gradient, chunks, the entropy bonus, clipping, and the settings' errors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from hpcsched.agents.reinforce import (DeepRM, ReinforceConfig, advantages, count_parameters,
-                                       policy_network)
-
-
-def test_the_paper_network_has_89451_parameters():
-    # the paper's count: 20 x 223 inputs -> 20 -> 11 = 4460*20 + 20 + 20*11 + 11
-    assert count_parameters(policy_network(20 * 223, 20, 11)) == 89_451
-    model = DeepRM(ReinforceConfig(jobsets=2, validate_jobsets=0))
-    assert count_parameters(model.net) == 89_451
+from hpcsched.agents.reinforce import (Reinforce, ReinforceSettings, advantages, make_optimizer,
+                                       returns_to_go)
 
 
-def test_the_baseline_is_the_mean_return_to_go_at_each_decision_index_over_the_rollouts():
+def test_returns_to_go_discount_and_truncate_at_the_batch_end():
+    rewards = np.array([[1.0, 2.0, 4.0], [0.0, 0.0, 8.0]])
+    np.testing.assert_allclose(returns_to_go(rewards, 0.5), [[1 + 1 + 1, 2 + 2, 4], [2, 4, 8]])
+    np.testing.assert_array_equal(returns_to_go(rewards, 1.0),
+                                  np.flip(np.cumsum(np.flip(rewards, 1), 1), 1))
+
+
+def test_the_time_baseline_is_the_mean_return_to_go_at_each_decision_index_over_the_group():
     # one jobset, two rollouts of lengths 2 and 3 (zero-padded)
     rewards = np.array([[-1.0, -3.0, 0.0], [-2.0, -1.0, -1.0]])
     env = np.array([0, 0, 1, 1, 1])
@@ -27,93 +29,111 @@ def test_the_baseline_is_the_mean_return_to_go_at_each_decision_index_over_the_r
     np.testing.assert_allclose(adv, [0, -0.5, 0, 0.5, -0.5])
 
 
-def test_two_jobsets_have_their_own_baselines():
+def test_two_groups_have_their_own_time_baselines():
     rewards = np.array([[-1.0], [-3.0], [-10.0], [-20.0]])
     adv, _ = advantages(rewards, np.array([0, 0, 1, 1]), np.arange(4), np.zeros(4, int))
     np.testing.assert_allclose(adv, [1, -1, 5, -5])
 
 
-def small_config(**kw) -> ReinforceConfig:
-    return ReinforceConfig(load=0.5, steps=10, jobsets=4, rollouts=3, jobsets_per_update=2,
-                           validate_jobsets=3, **kw)
+def one_trajectory(update: Reinforce, rewards):
+    rewards = np.asarray(rewards, dtype=float)[None]
+    n = rewards.shape[1]
+    return update.advantages(rewards, np.zeros(1, int), np.zeros(n, int), np.arange(n))[0]
 
 
-def test_train_writes_every_epoch_and_resumes(tmp_path):
-    from hpcsched.experiments.deeprm import train
-
-    out = tmp_path / "run"
-    model = train(small_config(), out, 1, progress=False, log=lambda t: None)
-    assert model.epoch == 1
-    for name in ("model.pt", "best.pt", "log.csv", "curve.png", "config.json"):
-        assert (out / name).exists(), name
-    with pytest.raises(FileExistsError):
-        train(small_config(), out, 2, progress=False, log=lambda t: None)
-    first = DeepRM.load(out / "model.pt")
-    model = train(small_config(), out, 2, resume=True, progress=False, log=lambda t: None)
-    assert model.epoch == 2 and [h["epoch"] for h in model.history] == [1, 2]
-    assert len((out / "log.csv").read_text().strip().splitlines()) == 3
-    # the update changed the weights it resumed from
-    assert not np.allclose(first.net[0].weight.detach().numpy(),
-                           model.net[0].weight.detach().numpy())
+def test_standardize_gives_zero_mean_unit_spread():
+    update = Reinforce([torch.nn.Parameter(torch.zeros(1))],
+                       ReinforceSettings(lr=1e-3, gamma=0.6, baseline="standardize"))
+    adv = one_trajectory(update, [1.0, 0.0, 3.0, 2.0])
+    assert adv.mean() == pytest.approx(0, abs=1e-12) and adv.std() == pytest.approx(1, rel=1e-6)
 
 
-def _rng_fingerprint(model) -> tuple:
-    import random
+def test_the_running_baseline_is_the_mean_of_past_updates_returns_per_index():
+    update = Reinforce([torch.nn.Parameter(torch.zeros(1))],
+                       ReinforceSettings(lr=1e-3, baseline="running"))
+    np.testing.assert_allclose(one_trajectory(update, [1.0, 1.0]), [2, 1])  # baseline 0 at first
+    update.updates += 1
+    np.testing.assert_allclose(one_trajectory(update, [3.0, 1.0, 2.0]), [6 - 2, 3 - 1, 2 - 0])
+    update.updates += 1
+    # index 0 has seen 2 and 6, index 2 has seen 2 (and 0 from the update it did not reach)
+    np.testing.assert_allclose(update.running, [4, 2, 1])
 
-    import torch
 
-    return (repr(model.rng.bit_generator.state), torch.get_rng_state().numpy().tobytes(),
-            repr(np.random.get_state(legacy=False)), repr(random.getstate()))
-
-
-def _seed_globals(seed: int) -> None:
-    import random
-
-    import torch
-
-    np.random.seed(seed)
-    random.seed(seed)
+def linear_policy(seed=0):
     torch.manual_seed(seed)
+    return torch.nn.Linear(3, 4)
 
 
-def test_resume_restores_every_random_state_and_continues_as_if_never_stopped(tmp_path):
-    """Two epochs in one go and one epoch + a resumed one give the same model, optimiser state,
-    history and random states: the learner's numpy generator (which orders the jobsets and samples
-    the actions) and the global torch, numpy and Python ones."""
-    from hpcsched.experiments.deeprm import train
-
-    quiet = {"progress": False, "log": lambda t: None}
-    _seed_globals(7)
-    straight = train(small_config(), tmp_path / "a", 2, **quiet)
-    after_straight = _rng_fingerprint(straight)
-    _seed_globals(7)
-    train(small_config(), tmp_path / "b", 1, **quiet)
-    _seed_globals(12345)  # a new process: nothing of the first run's random states survives
-    resumed = train(small_config(), tmp_path / "b", 2, resume=True, **quiet)
-    for a, b in zip(straight.net.state_dict().values(), resumed.net.state_dict().values()):
-        assert np.array_equal(a.numpy(), b.numpy())
-    opt_a, opt_b = straight.optimizer.state_dict(), resumed.optimizer.state_dict()
-    for k in opt_a["state"]:
-        for name, value in opt_a["state"][k].items():
-            assert np.array_equal(np.asarray(value), np.asarray(opt_b["state"][k][name])), name
-    timing = {"rollout_s", "update_s", "epoch_s"}
-    assert [{k: v for k, v in h.items() if k not in timing} for h in straight.history] == \
-        [{k: v for k, v in h.items() if k not in timing} for h in resumed.history]
-    assert _rng_fingerprint(resumed) == after_straight
-    # the saved files agree too
-    again = DeepRM.load(tmp_path / "b" / "model.pt")
-    assert repr(again.rng.bit_generator.state) == repr(straight.rng.bit_generator.state)
+def batch(n=10, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.randn(n, 3, generator=g)
+    masks = torch.rand(n, 4, generator=g) < 0.7
+    masks[:, 0] = True
+    actions = torch.stack([torch.multinomial(m.float(), 1, generator=g)[0] for m in masks])
+    adv = torch.randn(n, generator=g)
+    return obs, masks, actions, adv
 
 
-def test_a_warm_starts_best_pt_holds_its_own_validation_entry(tmp_path, monkeypatch):
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.reinforce import FORMAT
-    from hpcsched.experiments.deeprm import train
+def masked(net):
+    return lambda obs, masks: net(obs).masked_fill(~masks, float("-inf"))
 
-    # the warm start only: its best.pt is the one checked
-    monkeypatch.setattr(DeepRM, "learn", lambda self, epochs, callback=None: None)
-    train(small_config(init="sjf", init_passes=1), tmp_path / "run", 1, progress=False,
-          log=lambda t: None)
-    ck = load_checkpoint(tmp_path / "run" / "best.pt", fmt=FORMAT)
-    assert ck["epoch"] == 0 and [h["epoch"] for h in ck["history"]] == [0]
-    assert "val_slowdown" in ck["history"][0]
+
+def test_the_step_follows_the_policy_gradient():
+    net = linear_policy()
+    obs, masks, actions, adv = batch()
+    update = Reinforce(net.parameters(), ReinforceSettings(lr=0.1, optimizer="rmsprop"))
+    update.optimizer = torch.optim.SGD(net.parameters(), lr=0.1)  # the plain gradient step
+    before = [p.detach().clone() for p in net.parameters()]
+    logp = torch.log_softmax(masked(net)(obs, masks), -1)
+    loss = -(logp[torch.arange(10), actions] * adv).mean()
+    want = torch.autograd.grad(loss, list(net.parameters()))
+    stats = update.step(masked(net), obs, masks, actions, adv)
+    for b, p, g in zip(before, net.parameters(), want):
+        torch.testing.assert_close(p.detach(), b - 0.1 * g)
+    assert update.updates == 1 and stats["entropy"] > 0
+
+
+def test_chunks_sum_to_the_whole_batchs_gradient():
+    obs, masks, actions, adv = batch(n=11)
+    nets = [linear_policy(), linear_policy()]
+    for net, chunk in zip(nets, (0, 4)):
+        update = Reinforce(net.parameters(), ReinforceSettings(lr=0.1, chunk=chunk))
+        update.optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+        update.step(masked(net), obs, masks, actions, adv)
+    for a, b in zip(*(n.parameters() for n in nets)):
+        torch.testing.assert_close(a, b)
+
+
+@torch.no_grad()
+def entropy(net, obs, masks):
+    p = torch.softmax(masked(net)(obs, masks), -1)
+    return float(-(p * torch.log(p.clamp_min(1e-30))).sum(-1).mean())
+
+
+def test_the_entropy_bonus_spreads_the_policy_and_clipping_bounds_the_step():
+    obs, masks, actions, _ = batch()
+    net = linear_policy()
+    start = entropy(net, obs, masks)
+    update = Reinforce(net.parameters(), ReinforceSettings(lr=0.05, entropy=1.0))
+    for _ in range(20):
+        update.step(masked(net), obs, masks, actions, torch.zeros(10))  # no advantage at all
+    assert entropy(net, obs, masks) > start
+    net = linear_policy()
+    update = Reinforce(net.parameters(), ReinforceSettings(lr=1.0, max_grad_norm=1e-3))
+    update.optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+    before = torch.cat([p.detach().flatten().clone() for p in net.parameters()])
+    update.step(masked(net), obs, masks, actions, 100 * torch.ones(10))
+    after = torch.cat([p.detach().flatten() for p in net.parameters()])
+    assert float((after - before).norm()) == pytest.approx(1e-3, rel=1e-4)
+
+
+def test_settings_name_what_is_wrong():
+    with pytest.raises(ValueError, match="baseline must be one of time, standardize, running, "
+                                         "not 'mean'"):
+        ReinforceSettings(lr=1e-3, baseline="mean")
+    with pytest.raises(ValueError, match="optimizer must be one of rmsprop, adam, not 'sgd'"):
+        ReinforceSettings(lr=1e-3, optimizer="sgd")
+    p = [torch.nn.Parameter(torch.zeros(1))]
+    assert isinstance(make_optimizer(p, ReinforceSettings(lr=1e-3, optimizer="rmsprop")),
+                      torch.optim.RMSprop)
+    assert isinstance(make_optimizer(p, ReinforceSettings(lr=1e-3)), torch.optim.Adam)

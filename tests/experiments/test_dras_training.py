@@ -94,9 +94,8 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     env = dt.make_env(config, p)
     obs, info = env.reset(options={"jobs": p.jobs.window(0, 60)})
     for _ in range(20):
-        assert slim.act(obs, info["action_mask"], False) == agent.act(obs, info["action_mask"],
-                                                                      False)
-        obs, _, term, _, info = env.step(agent.act(obs, info["action_mask"], False))
+        assert slim.predict(obs, info["action_mask"]) == agent.predict(obs, info["action_mask"])
+        obs, _, term, _, info = env.step(agent.predict(obs, info["action_mask"]))
         if term:
             break
 
@@ -150,3 +149,27 @@ def test_training_writes_a_line_per_episode_where_stderr_is_not_a_terminal(tmp_p
     assert [x.split()[1] for x in lines] == ["1/3:", "2/3:", "3/3:"]
     # only the second and last episodes were validated
     assert "val wait nan" in lines[0] and "val wait nan" not in lines[1] + lines[2]
+
+
+@pytest.mark.parametrize("algo", ["pg", "dql"])
+def test_an_agent_learns_jobsets_and_its_file_schedules_as_it_does(tmp_path, algo):
+    """SB3's verbs: learn, save, load, and the engine policy of the loaded agent."""
+    from hpcsched.sim.factory import make_engine
+
+    p = prepare(trace(), "dras")
+    config = dt.DrasRunConfig(algo=algo, trace="toy", agent={"fc1": 32, "fc2": 16})
+    env = dt.make_env(config, p)
+    agent = dt.make_agent(config, env.rows_shape[0])
+    seen = []
+    assert agent.learn(env, [p.jobs.window(0, 80), p.jobs.window(80, 80)],
+                       callback=seen.append) is agent
+    assert len(seen) == 2 and all(ep["picks"] > 0 for ep in seen) and agent.updates > 0
+    agent.save(tmp_path / "a.pt", config=dict(vars(config)))
+    back = type(agent).load(tmp_path / "a.pt")
+    jobs = p.jobs.window(200, 96)
+
+    def starts(policy):
+        return make_engine(jobs, p.cluster, p.profile, "easy").run(policy).start
+
+    np.testing.assert_array_equal(starts(back.policy(config, p, "back")),
+                                  starts(agent.policy(config, p, "agent")))

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import hpcsched
+from hpcsched.agents import dras_episode
 from hpcsched.agents.checkpoint import load_checkpoint
 from hpcsched.agents.inspector import InspectorConfig, InspectorPPO
 from hpcsched.agents.ppo import PPO, PPOConfig
@@ -99,7 +100,8 @@ def run_with_kills(monkeypatch, run, cls, method: str, lives: list[int], out: Pa
 
 
 class Episodes:
-    """`dt.run_episode` of the training episodes only (`learn=True`), for `dying` to count."""
+    """`run_episode` of the training episodes only (`learn=True`, played by the agents' `learn`
+    in `agents.dras_episode`), for `dying` to count."""
 
     @staticmethod
     def learning(*args, **kwargs):
@@ -252,7 +254,7 @@ def test_dras_killed_and_resumed_writes_what_a_straight_run_does(tmp_path, monke
     """Killed during episode 2 and during episode 3: the same files as a straight run, the
     agent's random draws and DRAS-DQL's replay memory carried over through model.pt."""
     monkeypatch.setattr(dt, "prepared_for", lambda config: toy)
-    monkeypatch.setattr(dt, "run_episode", Episodes.run_episode)
+    monkeypatch.setattr(dras_episode, "run_episode", Episodes.run_episode)
 
     def run(out, resume):
         return dt.train(dras_config(algo), out, resume=resume, **QUIET)

@@ -11,6 +11,9 @@ update cadence (every `update_every` scheduling instances), and learn it as a DQ
 with `gradient_steps` steps per update and the target network copied every `target_every` updates.
 Epsilon starts at 1 and is multiplied by `epsilon_decay` (the paper's 0.995) at every update, down to
 `epsilon_min` (the code's 0.01). One file, top to bottom.
+
+SB3's verbs: `learn(env, jobsets)`, `predict(obs, mask)`, `save(path)`, `DrasDQL.load(path)`,
+`policy(...)` (`agents.dras_episode`, `agents.dras_policy`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from hpcsched.agents import dras_episode, dras_policy
 from hpcsched.agents.dras_nets import QNet, scaled_sizes
 from hpcsched.agents.greedy import Float64Copy, greedy
 
@@ -48,6 +52,8 @@ class DQLConfig:
 class Replay:
     """A ring buffer of (s, mask, a, r, s', mask', done)."""
 
+    FIELDS = ("obs", "next_obs", "mask", "next_mask", "action", "reward", "done")
+
     def __init__(self, capacity: int, obs_shape: tuple[int, int], window: int):
         self.obs = np.zeros((capacity, *obs_shape), dtype=np.float32)
         self.next_obs = np.zeros_like(self.obs)
@@ -72,6 +78,18 @@ class Replay:
                 torch.from_numpy(self.next_obs[idx]), torch.from_numpy(self.next_mask[idx]),
                 torch.from_numpy(self.done[idx]))
 
+    def state(self) -> dict:
+        """The filled part, as tensors (a model file's "training" entry)."""
+        n = self.size
+        return {"size": n, "at": self.at,
+                **{k: torch.from_numpy(getattr(self, k)[:n].copy()) for k in self.FIELDS}}
+
+    def restore(self, state: dict) -> None:
+        n = int(state["size"])
+        for k in self.FIELDS:
+            getattr(self, k)[:n] = state[k].numpy()
+        self.size, self.at = n, int(state["at"])
+
 
 class DrasDQL:
     algo = "dql"
@@ -91,29 +109,32 @@ class DrasDQL:
         self.updates = 0
         self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
+    # -- deciding ----------------------------------------------------------------------------------
     def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The masked Q-values of one observation in float64: what a greedy pick compares."""
         with torch.no_grad():
             obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
             return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
 
-    def act(self, obs: np.ndarray, mask: np.ndarray, explore: bool) -> int:
-        """Epsilon-greedy while exploring (training: its exploiting picks compare the network's
-        float32 Q-values, as they always did), else the greedy rule of `hpcsched.agents.greedy`
-        (float64 Q-values rounded to float32; the first slot, the oldest job, on a tie)."""
-        valid = np.flatnonzero(mask)
-        if explore and self.rng.random() < self.epsilon:
-            return int(self.rng.choice(valid))
-        if not explore:
+    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
+        """The greedy rule of `hpcsched.agents.greedy` (float64 Q-values rounded to float32; the
+        first slot, the oldest job, on a tie), or with `deterministic=False` epsilon-greedy (its
+        exploiting picks compare the network's float32 Q-values, as training always did)."""
+        if deterministic:
             return greedy(self.greedy_scores(obs, mask), mask)
+        valid = np.flatnonzero(mask)
+        if self.rng.random() < self.epsilon:
+            return int(self.rng.choice(valid))
         with torch.no_grad():
             q = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
         return int(np.argmax(q))
 
+    # -- learning ----------------------------------------------------------------------------------
     def observe(self, obs, mask, action, reward, next_obs, next_mask, done) -> None:
         self.replay.add(obs, mask, action, reward, next_obs, next_mask, done)
 
     def update(self) -> dict[str, float]:
+        """`gradient_steps` TD steps on replayed transitions, then the target copy and epsilon."""
         c = self.config
         if self.replay.size < c.batch:
             return {}
@@ -140,6 +161,11 @@ class DrasDQL:
     def forget(self) -> None:
         """Nothing to forget between episodes: the replay memory carries over."""
 
+    def learn(self, env, jobsets, callback=None) -> "DrasDQL":
+        """Play each jobset as a training episode (`agents.dras_episode.learn`)."""
+        return dras_episode.learn(self, env, jobsets, callback)
+
+    # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
         return {"algo": self.algo, "agent_config": asdict(self.config), "rows": self.rows,
                 "net": self.net.state_dict(), "target": self.target.state_dict(),
@@ -156,6 +182,27 @@ class DrasDQL:
         agent.epsilon = state["epsilon"]
         agent.updates = state["updates"]
         return agent
+
+    def training_state(self) -> dict:
+        """What continuing the training needs besides `state`: the random generator's state and
+        the replay memory."""
+        return {"rng": self.rng.bit_generator.state, "replay": self.replay.state()}
+
+    def restore_training_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.replay.restore(state["replay"])
+
+    def save(self, path, **run) -> None:
+        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
+        dras_policy.save_agent(path, self, **run)
+
+    @classmethod
+    def load(cls, path) -> "DrasDQL":
+        return dras_policy.load_agent_of(path, cls)
+
+    def policy(self, config, prepared, name: str = "dras"):
+        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
+        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 __all__ = ["DQLConfig", "DrasDQL", "Replay"]

@@ -79,7 +79,6 @@ class QNet(nn.Module):
             q = q.masked_fill(~mask, float("-inf"))
         return q
 
-
     def score_slots(self, obs: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Q [B] of one slot per observation (what a TD update needs, a W-th of `forward`)."""
         c = self.conv(obs).squeeze(-1)

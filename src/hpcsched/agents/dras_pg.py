@@ -1,8 +1,8 @@
 """DRAS-PG: REINFORCE with a baseline on the DRAS network (IPDPS'21 section III-B; spec dras.md 7.1).
 
-One file, top to bottom. The agent acts one pick at a time (level 1 and level 2 alike, with the same
-network), remembers (observation, mask, action, reward), and every `update_every` scheduling instances
-makes one policy-gradient step on what it remembered, then forgets it:
+The agent acts one pick at a time (level 1 and level 2 alike, with the same network), remembers
+(observation, mask, action, reward), and every `update_every` scheduling instances takes one step
+of `agents.reinforce` on what it remembered, as one trajectory, then forgets it:
 
     loss = -mean_k log pi(a_k | s_k) * A_k,   A_k = G_k - b_k,   G_k = sum_{k' >= k} gamma^(k'-k) r_k'
 
@@ -17,6 +17,9 @@ hold hundreds of picks and the returns' scale grows with their number), and Adam
 rate of the authors' later CQGym code) with the gradient norm clipped at 1 and an entropy bonus of
 0.01. Our additions: at the paper's 1e-3 (and the code's 1e-2) the bias-free 1000-wide layers move
 the logits by hundreds within a few dozen updates and the policy collapses onto one slot.
+
+SB3's verbs: `learn(env, jobsets)`, `predict(obs, mask)`, `save(path)`, `DrasPG.load(path)`,
+`policy(...)` (`agents.dras_episode`, `agents.dras_policy`).
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from hpcsched.agents import dras_episode, dras_policy
 from hpcsched.agents.dras_nets import PolicyNet, QNet, scaled_sizes
 from hpcsched.agents.greedy import Float64Copy, greedy
+from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
 
 
 @dataclass
@@ -49,6 +54,12 @@ class PGConfig:
     window: int = 50
     max_batch: int = 4096  # picks per update at most (the oldest are dropped, and counted)
 
+    @property
+    def reinforce(self) -> ReinforceSettings:
+        return ReinforceSettings(lr=self.lr, optimizer="adam", gamma=self.gamma,
+                                 baseline=self.baseline, entropy=self.entropy,
+                                 max_grad_norm=self.max_grad_norm)
+
 
 class DrasPG:
     algo = "pg"
@@ -68,26 +79,29 @@ class DrasPG:
             self.net = QNet(nodes, fc1, fc2, config.activation)
         else:
             raise ValueError(f"net must be paper or per_job, not {config.net!r}")
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
+        self.reinforce = Reinforce(self.net.parameters(), config.reinforce)
         self.rng = np.random.default_rng(seed)
-        self.running_baseline = np.zeros(0)  # per step index, for baseline="running"
-        self.updates = 0
         self.dropped = 0
         self._memory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
         self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
-    # -- acting ----------------------------------------------------------------------------------------
+    @property
+    def updates(self) -> int:
+        return self.reinforce.updates
+
+    # -- deciding ----------------------------------------------------------------------------------
     def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The masked logits of one observation in float64: what a greedy pick compares."""
         with torch.no_grad():
             obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
             return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
 
-    def act(self, obs: np.ndarray, mask: np.ndarray, explore: bool) -> int:
-        """A sample from the masked softmax (`explore`; the network's float32, as in training),
-        else the most probable valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
-        logits rounded to float32; the first slot, the oldest job, on a tie)."""
-        if not explore:
+    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
+        """The most probable valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
+        logits rounded to float32; the first slot, the oldest job, on a tie), or with
+        `deterministic=False` a sample of the masked softmax (the network's float32, as training
+        draws it)."""
+        if deterministic:
             return greedy(self.greedy_scores(obs, mask), mask)
         with torch.no_grad():
             logits = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
@@ -95,11 +109,12 @@ class DrasPG:
         p /= p.sum()
         return int(self.rng.choice(p.size, p=p))
 
+    # -- learning ----------------------------------------------------------------------------------
     def observe(self, obs, mask, action, reward, next_obs, next_mask, done) -> None:
         self._memory.append((obs, mask.copy(), action, reward))
 
-    # -- learning --------------------------------------------------------------------------------------
     def update(self) -> dict[str, float]:
+        """One REINFORCE step on the picks remembered since the last one (then forgotten)."""
         mem = self._memory
         self._memory = []
         if len(mem) > self.config.max_batch:
@@ -107,47 +122,28 @@ class DrasPG:
             mem = mem[-self.config.max_batch:]
         if len(mem) < 2:
             return {}
-        c = self.config
-        rewards = np.array([m[3] for m in mem], dtype=np.float64)
-        returns = np.zeros_like(rewards)
-        acc = 0.0
-        for k in range(len(rewards) - 1, -1, -1):
-            acc = rewards[k] + c.gamma * acc
-            returns[k] = acc
-        if c.baseline == "standardize":
-            adv = (returns - returns.mean()) / (returns.std() + 1e-8)
-        else:
-            n = len(returns)
-            if self.running_baseline.size < n:
-                self.running_baseline = np.pad(self.running_baseline,
-                                                (0, n - self.running_baseline.size))
-            b = self.running_baseline[:n].copy()
-            adv = returns - b
-            # running mean over past updates, per step index
-            self.running_baseline[:n] += (returns - b) / (self.updates + 1)
-        obs = torch.from_numpy(np.stack([m[0] for m in mem]))
-        mask = torch.from_numpy(np.stack([m[1] for m in mem]))
-        actions = torch.tensor([m[2] for m in mem])
-        logp = torch.log_softmax(self.net(obs, mask), dim=-1)
-        chosen = logp.gather(1, actions[:, None]).squeeze(1)
-        entropy = -(logp.exp() * logp.masked_fill(~mask, 0.0)).sum(-1).mean()
-        loss = -(chosen * torch.as_tensor(adv, dtype=torch.float32)).mean() - c.entropy * entropy
-        self.optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.net.parameters(), c.max_grad_norm)
-        self.optimizer.step()
-        self.updates += 1
-        return {"loss": float(loss.detach()), "entropy": float(entropy.detach()),
-                "batch": len(mem)}
+        n = len(mem)
+        rewards = np.array([m[3] for m in mem], dtype=np.float64)[None]
+        adv, _ = self.reinforce.advantages(rewards, np.zeros(1, int), np.zeros(n, int),
+                                           np.arange(n))
+        stats = self.reinforce.step(
+            self.net, torch.from_numpy(np.stack([m[0] for m in mem])),
+            torch.from_numpy(np.stack([m[1] for m in mem])), torch.tensor([m[2] for m in mem]),
+            torch.as_tensor(adv, dtype=torch.float32))
+        return {**stats, "batch": n}
 
     def forget(self) -> None:
         self._memory = []
 
-    # -- files -----------------------------------------------------------------------------------------
+    def learn(self, env, jobsets, callback=None) -> "DrasPG":
+        """Play each jobset as a training episode (`agents.dras_episode.learn`)."""
+        return dras_episode.learn(self, env, jobsets, callback)
+
+    # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
         return {"algo": self.algo, "agent_config": asdict(self.config), "rows": self.rows,
-                "net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "running_baseline": torch.from_numpy(self.running_baseline),
+                "net": self.net.state_dict(), "optimizer": self.reinforce.optimizer.state_dict(),
+                "running_baseline": torch.from_numpy(self.reinforce.running),
                 "updates": self.updates, "dropped": self.dropped}
 
     @classmethod
@@ -155,11 +151,30 @@ class DrasPG:
         agent = cls(PGConfig(**state["agent_config"]), state["rows"])
         agent.net.load_state_dict(state["net"])
         if "optimizer" in state:  # a shipped (slim) copy has none
-            agent.optimizer.load_state_dict(state["optimizer"])
-        agent.running_baseline = state["running_baseline"].numpy().copy()
-        agent.updates = state["updates"]
+            agent.reinforce.optimizer.load_state_dict(state["optimizer"])
+        agent.reinforce.running = state["running_baseline"].numpy().copy()
+        agent.reinforce.updates = state["updates"]
         agent.dropped = state["dropped"]
         return agent
+
+    def training_state(self) -> dict:
+        """What continuing the training needs besides `state`: the random generator's state."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def restore_training_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+    def save(self, path, **run) -> None:
+        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
+        dras_policy.save_agent(path, self, **run)
+
+    @classmethod
+    def load(cls, path) -> "DrasPG":
+        return dras_policy.load_agent_of(path, cls)
+
+    def policy(self, config, prepared, name: str = "dras"):
+        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
+        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 __all__ = ["DrasPG", "PGConfig"]

@@ -1,188 +1,78 @@
-"""DeepRM's learner: REINFORCE with a time-dependent baseline over N rollouts of one jobset
-(HotNets'16 section 3.3, Fig. 3; the authors' `pg_re.py` settles the details, spec deeprm.md 4).
+"""REINFORCE with a baseline: the policy-gradient update that DeepRM, DRAS-PG and Decima-PG share.
 
-Read top to bottom: the hyperparameters, the network, a batched rollout, the update, the learner.
+Williams' algorithm as the two papers use it. A batch holds the decisions of B trajectories (each
+decision's observation, valid-action mask and action; the trajectories' rewards, (B, K) with zeros
+after a trajectory's end). One update is
 
-* Policy network: the flattened state image (20 x 223 = 4460 inputs at the paper's sizes) -> 20
-  ReLU -> M+1 logits (89,451 parameters); weights N(0, 0.01^2), biases 0 (the code's init).
-* One update: `jobsets_per_update` training jobsets, each rolled out `rollouts` (N = 20) times with
-  sampled actions, all stepped together in one `DiscreteBatch` with the network run once per step
-  for the whole batch. Returns-to-go with gamma = 1; the baseline at decision index t is the mean
-  return-to-go at index t over the N rollouts of the same jobset (rollouts that ended are counted
-  as 0, the paper's zero padding); the loss is -mean(log pi(a_t | s_t) * (v_t - b_t)) over every
-  step of the group, and RMSProp (lr 1e-3, rho 0.9, eps 1e-9) takes one step.
-* An epoch is one pass over the training jobsets (100 by default, shuffled), i.e. 10 updates of 10
-  jobsets each: the code's groups of `batch_size` 10, but with an optimiser step per group (the code
-  sums the groups' gradients into one step per pass; we take more, smaller steps to learn within
-  our budget, spec 10.9).
-* `mask_invalid` (ours, on by default): picks that place nothing (an empty slot, a job that fits
-  nowhere in the window) get probability 0. In the paper such a pick ends the time step exactly as
-  void does, so masking them removes only duplicate ways of saying "void": the set of policies is
-  the same, and training does not waste samples on them. `--no-mask` trains as the paper did.
+    G_t  = r_t + gamma G_(t+1)                                  the return-to-go of each decision
+    A    = G_t - b_t                                            its advantage over the baseline
+    loss = -1/n sum log pi(a | s) A  -  entropy 1/n sum H(pi(. | s))
+
+and one optimiser step. What differs between the learners is configuration (`ReinforceSettings`):
+
+- `baseline="time"` (DeepRM, HotNets'16 section 3.3): b_t is the mean return-to-go at decision
+  index t over the trajectories of the same group (the N rollouts of one jobset; a trajectory that
+  has ended counts 0, the paper's zero padding).
+- `baseline="standardize"` (DRAS's code): A = (G - mean G) / std G over the batch.
+- `baseline="running"` (DRAS's paper): b_t is the running mean, over the updates so far, of the
+  return-to-go at index t (the update's trajectories averaged).
+- the discount, the entropy bonus, gradient clipping, the optimiser (RMSProp or Adam) and how many
+  decisions go through the network per backward pass (DeepRM's batches hold a hundred thousand).
+
+The learners collect the batch (DeepRM: hundreds of environments stepped together, `agents.deeprm`;
+DRAS: one pick at a time between updates, `agents.dras_pg`) and give the network's masked logits.
+This file knows no environment.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
-from torch import nn
 
-from hpcsched.agents.greedy import greedy_batch, linear_weights64
-from hpcsched.cluster.grid import ResourceGrid
-from hpcsched.sim.discrete_batch import DiscreteBatch
-from hpcsched.workload.deeprm import TRAIN_SEED, GridJobs, generate, rate_for_load
-
-FORMAT = "hpcsched.deeprm/1"
-VALIDATION_SEED = 27_182  # validation jobsets: neither the training (42) nor the test (314159) draw
+BASELINES = ("time", "standardize", "running")
+OPTIMIZERS = ("rmsprop", "adam")
 
 
-@dataclass
-class ReinforceConfig:
-    load: float = 0.7  # offered load the jobsets are drawn for (1.0 = 100%)
-    steps: int = 50  # arrival steps per jobset ("each experiment lasts for 50t")
-    jobsets: int = 100  # training jobsets
-    rollouts: int = 20  # N: rollouts per jobset (the baseline's sample)
-    jobsets_per_update: int = 10
-    lr: float = 1e-3
-    rho: float = 0.9
-    eps: float = 1e-9
-    hidden: int = 20
-    resources: int = 2
-    units: int = 10
-    horizon: int = 20
-    slots: int = 10
-    backlog: int = 60
-    queue: str = "bounded"  # DeepRM's: arrivals that find the slots and backlog full are dropped
-    reward: str = "slowdown"  # or "completion" (reward -|J| per step)
-    mask_invalid: bool = True
-    max_decisions: int = 1000  # per episode: a cap for policies that never place anything
-    validate_jobsets: int = 50  # greedy validation each epoch (0: off), on the reward's metric
-    init: str = "none"  # or a heuristic to imitate first (the authors' code's pg_su warm start)
-    init_passes: int = 30  # supervised passes over the imitation states
-    seed: int = 0
-    train_seed: int = TRAIN_SEED
-    threads: int | None = 1
+@dataclass(frozen=True)
+class ReinforceSettings:
+    lr: float
+    optimizer: str = "adam"  # or "rmsprop"
+    rho: float = 0.9  # RMSProp's decay
+    eps: float = 1e-9  # RMSProp's epsilon (Adam keeps torch's defaults)
+    gamma: float = 1.0
+    baseline: str = "time"
+    entropy: float = 0.0  # bonus on the batch's mean entropy (0: none)
+    max_grad_norm: float = 0.0  # 0: no clipping
+    chunk: int = 0  # decisions per forward/backward pass, gradients summed (0: all at once)
 
-    @property
-    def rate(self) -> float:
-        return rate_for_load(self.load, self.resources)
-
-    @property
-    def grid(self) -> ResourceGrid:
-        return ResourceGrid(self.resources, self.units, self.horizon)
-
-    def batch(self) -> DiscreteBatch:
-        return DiscreteBatch(self.grid, self.slots, self.backlog, self.reward, self.queue)
+    def __post_init__(self) -> None:
+        if self.baseline not in BASELINES:
+            raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, not "
+                             f"{self.baseline!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not "
+                             f"{self.optimizer!r}")
 
 
-def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:
-    """inputs -> hidden ReLU -> actions logits, initialised as the authors' Lasagne net."""
-    net = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, actions))
-    for layer in (net[0], net[2]):
-        nn.init.normal_(layer.weight, std=0.01)
-        nn.init.zeros_(layer.bias)
-    return net
+def returns_to_go(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    """G (B, K) of rewards (B, K): G[:, t] = r[:, t] + gamma G[:, t + 1], truncated at K."""
+    togo = np.empty_like(rewards)
+    acc = np.zeros(rewards.shape[0], dtype=rewards.dtype)
+    for t in range(rewards.shape[1] - 1, -1, -1):
+        acc = rewards[:, t] + gamma * acc
+        togo[:, t] = acc
+    return togo
 
 
-def count_parameters(net: nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
-
-
-class NumpyPolicy:
-    """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch).
-
-    `dtype`: float32 (the network's own, what training's sampled rollouts use) or float64, the
-    arithmetic of greedy decisions (`hpcsched.agents.greedy`): the weights are widened exactly and
-    the images (0/1 cells) cast to it."""
-
-    def __init__(self, net: nn.Sequential, dtype=np.float32) -> None:
-        self.dtype = np.dtype(dtype)
-        if self.dtype == np.float64:
-            (self.w1, self.b1), (self.w2, self.b2) = linear_weights64(net)
-            return
-        self.w1 = net[0].weight.detach().numpy().T.copy()
-        self.b1 = net[0].bias.detach().numpy().copy()
-        self.w2 = net[2].weight.detach().numpy().T.copy()
-        self.b2 = net[2].bias.detach().numpy().copy()
-
-    def logits(self, images: np.ndarray) -> np.ndarray:
-        images = np.asarray(images, dtype=self.dtype)
-        h = np.maximum(images @ self.w1 + self.b1, 0)
-        return h @ self.w2 + self.b2
-
-
-def _choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator | None,
-            greedy: bool) -> np.ndarray:
-    if greedy:  # the greedy rule: float64 logits, rounded to float32, the first maximum
-        return greedy_batch(logits, mask)
-    if mask is not None:
-        logits = np.where(mask, logits, -np.inf)
-    z = logits - logits.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    p /= p.sum(axis=1, keepdims=True)
-    u = rng.random((len(p), 1))
-    return np.minimum((np.cumsum(p, axis=1) < u).sum(axis=1), p.shape[1] - 1)
-
-
-@dataclass
-class Rollout:
-    """One batch of episodes: per decision the image, action and mask (flat over environments and
-    steps), the environment and decision index of each, and the per-environment rewards (B, K)."""
-
-    images: np.ndarray
-    actions: np.ndarray
-    masks: np.ndarray
-    env: np.ndarray
-    index: np.ndarray
-    rewards: np.ndarray
-    batch: DiscreteBatch = field(repr=False)
-
-
-def rollout(policy: NumpyPolicy, batch: DiscreteBatch, jobs: GridJobs, *, mask_invalid: bool,
-            rng: np.random.Generator | None = None, greedy: bool = False,
-            max_decisions: int = 1000, record: bool = True) -> Rollout:
-    """Run every jobset of `jobs` to its end (or `max_decisions`), stepping them together."""
-    batch.reset(jobs)
-    B = batch.B
-    images, actions, masks, envs, index, rewards = [], [], [], [], [], []
-    k = 0
-    while not batch.done.all() and k < max_decisions:
-        live = np.flatnonzero(~batch.done)
-        img = batch.images(live, np.float32).reshape(len(live), -1)
-        mask = batch.action_mask()[live]
-        a = _choose(policy.logits(img), mask if mask_invalid else None, rng, greedy)
-        full = np.full(B, batch.void)
-        full[live] = a
-        r, _ = batch.step(full)
-        if record:
-            images.append(img)
-            actions.append(a)
-            masks.append(mask)
-            envs.append(live)
-            index.append(np.full(len(live), k))
-        rewards.append(r)
-        k += 1
-    R = np.stack(rewards, axis=1) if rewards else np.zeros((B, 0))
-    if not record:
-        empty = np.zeros(0, dtype=np.int64)
-        return Rollout(np.zeros((0, 0), np.float32), empty, np.zeros((0, batch.actions), bool),
-                       empty, empty, R, batch)
-    return Rollout(np.concatenate(images), np.concatenate(actions), np.concatenate(masks),
-                   np.concatenate(envs), np.concatenate(index), R, batch)
-
-
-def advantages(rewards: np.ndarray, group: np.ndarray, env: np.ndarray,
-               index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Returns-to-go (gamma 1) minus the time-dependent baseline of each decision.
-
-    `rewards` (B, K), zero after an episode's end; `group[b]` the jobset of environment b. The
-    baseline at index t is the mean return-to-go at t over the environments of the same jobset.
-    Returns (advantage per decision listed by env/index, return-to-go (B, K))."""
-    togo = np.flip(np.cumsum(np.flip(rewards, axis=1), axis=1), axis=1)
+def advantages(rewards: np.ndarray, group: np.ndarray, env: np.ndarray, index: np.ndarray,
+               gamma: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The time-dependent baseline's advantages: (A of each decision, listed by its trajectory
+    `env` and decision `index`; the returns-to-go (B, K)). `group[b]` is trajectory b's group: the
+    baseline at index t is the mean return-to-go at t over the trajectories of one group."""
+    togo = returns_to_go(rewards, gamma)
     groups, inverse = np.unique(group, return_inverse=True)
     sums = np.zeros((len(groups), rewards.shape[1]))
     np.add.at(sums, inverse, togo)
@@ -191,266 +81,95 @@ def advantages(rewards: np.ndarray, group: np.ndarray, env: np.ndarray,
     return togo[env, index] - baseline[inverse[env], index], togo
 
 
-class DeepRM:
-    """The learner: `learn(epochs)`, `save(path)`, `DeepRM.load(path)`, `policy()`."""
+def make_optimizer(params: Iterable[torch.nn.Parameter],
+                   settings: ReinforceSettings) -> torch.optim.Optimizer:
+    if settings.optimizer == "rmsprop":
+        return torch.optim.RMSprop(params, lr=settings.lr, alpha=settings.rho, eps=settings.eps)
+    return torch.optim.Adam(params, lr=settings.lr)
 
-    def __init__(self, config: ReinforceConfig) -> None:
-        self.config = c = config
-        if c.threads:
-            torch.set_num_threads(c.threads)
-        torch.manual_seed(c.seed)
-        self.rng = np.random.default_rng(c.seed)
-        T, width = c.batch().image_shape
-        self.net = policy_network(T * width, c.hidden, c.slots + 1)
-        self.optimizer = torch.optim.RMSprop(self.net.parameters(), lr=c.lr, alpha=c.rho,
-                                             eps=c.eps)
-        self.epoch = 0
-        self.history: list[dict[str, Any]] = []
-        self.train_jobs = generate(c.jobsets, c.rate, c.steps, seed=c.train_seed,
-                                   resources=c.resources)
-        self._validation: GridJobs | None = None
 
-    # -- one update ---------------------------------------------------------------------------------
-    def update(self, jobset_ids: np.ndarray) -> dict[str, float]:
-        c = self.config
-        t0 = time.perf_counter()
-        jobs = self.train_jobs.take(jobset_ids).repeat(c.rollouts)
-        group = np.repeat(np.arange(len(jobset_ids)), c.rollouts)
-        batch = c.batch()
-        ro = rollout(NumpyPolicy(self.net), batch, jobs, mask_invalid=c.mask_invalid,
-                     rng=self.rng, max_decisions=c.max_decisions)
-        t1 = time.perf_counter()
-        adv, togo = advantages(ro.rewards, group, ro.env, ro.index)
-        n = len(adv)
+#: the network's logits for (observations, masks), invalid actions already masked out
+Logits = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class Reinforce:
+    """The update over a network's parameters: `advantages` of a batch, then `step`. It holds the
+    optimiser and, for the running baseline, its per-index means and the update count."""
+
+    def __init__(self, params: Iterable[torch.nn.Parameter], settings: ReinforceSettings) -> None:
+        self.settings = settings
+        self.params = list(params)
+        self.optimizer = make_optimizer(self.params, settings)
+        self.running = np.zeros(0)  # baseline="running": the baseline per decision index
+        self.updates = 0
+
+    def advantages(self, rewards: np.ndarray, group: np.ndarray, env: np.ndarray,
+                   index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(A of each decision, returns-to-go (B, K)); see `advantages` for the arguments."""
+        s = self.settings
+        if s.baseline == "time":
+            return advantages(rewards, group, env, index, s.gamma)
+        togo = returns_to_go(rewards, s.gamma)
+        returns = togo[env, index]
+        if s.baseline == "standardize":
+            return (returns - returns.mean()) / (returns.std() + 1e-8), togo
+        k = togo.shape[1]
+        if self.running.size < k:
+            self.running = np.pad(self.running, (0, k - self.running.size))
+        before = self.running[:k].copy()
+        self.running[:k] += (togo.mean(axis=0) - before) / (self.updates + 1)
+        return returns - before[index], togo
+
+    def step(self, logits: Logits, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
+             adv: torch.Tensor) -> dict[str, float]:
+        """One optimiser step on -1/n sum log pi(a | s) A (minus the entropy bonus). Returns the
+        loss and the mean entropy of the decisions' distributions."""
+        s = self.settings
+        n = len(actions)
+        chunk = s.chunk or n
         self.optimizer.zero_grad()
-        entropy = 0.0
-        chunk = 8192
-        for s in range(0, n, chunk):
-            x = torch.from_numpy(ro.images[s:s + chunk])
-            logits = self.net(x)
-            if c.mask_invalid:
-                logits = logits.masked_fill(~torch.from_numpy(ro.masks[s:s + chunk]), -1e9)
-            logp = torch.log_softmax(logits, dim=1)
-            a = torch.from_numpy(ro.actions[s:s + chunk])
-            chosen = logp.gather(1, a[:, None])[:, 0]
-            loss = -(chosen * torch.from_numpy(adv[s:s + chunk]).float()).sum() / n
+        total, entropy = 0.0, 0.0
+        for start in range(0, n, chunk):
+            part = slice(start, start + chunk)
+            logp = torch.log_softmax(logits(obs[part], masks[part]), dim=-1)
+            chosen = logp.gather(1, actions[part, None])[:, 0]
+            loss = -(chosen * adv[part]).sum() / n
+            if s.entropy:
+                h = -(logp.exp() * logp.masked_fill(~masks[part], 0.0)).sum(-1)
+                loss = loss - s.entropy * (h.sum() / n)
             loss.backward()
+            total += float(loss.detach())
             with torch.no_grad():
                 p = logp.exp()
                 entropy += float(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum())
+        if s.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm)
         self.optimizer.step()
-        t2 = time.perf_counter()
-        m = batch.metrics()
-        per_env = togo[:, 0] if togo.shape[1] else np.zeros(batch.B)
-        best = per_env.reshape(len(jobset_ids), c.rollouts).max(axis=1)
-        return {"slowdown": m["slowdown"], "completion": m["completion"],
-                "mean_return": float(per_env.mean()), "max_return": float(best.mean()),
-                "entropy": entropy / max(n, 1), "decisions": n,
-                "withheld_share": m["withheld_share"], "unfinished": m["unfinished"],
-                "rollout_s": t1 - t0, "update_s": t2 - t1}
-
-    # -- the code's supervised warm start (pg_su), not the paper's protocol --------------------------
-    def warm_start(self, heuristic: str, *, repeats: int = 5, explore: float = 0.2,
-                   minibatch: int = 256) -> dict[str, float]:
-        """Imitate a heuristic before REINFORCE: states come from rollouts on the training jobsets
-        that follow the heuristic but take a random valid action with probability `explore` (so
-        that states off the heuristic's own path are labelled too); the label is always the
-        heuristic's choice. Cross-entropy (masked as in training), Adam, `init_passes` passes.
-        Returns the share of states where the trained network's greedy choice is the label."""
-        from hpcsched.policies.deeprm import get_grid_policy
-
-        c = self.config
-        teacher = get_grid_policy(heuristic)
-        batch = c.batch()
-        batch.reset(self.train_jobs.repeat(repeats))
-        images, labels, masks = [], [], []
-        while not batch.done.all():
-            live = np.flatnonzero(~batch.done)
-            label = teacher.act(batch)
-            mask = batch.action_mask()
-            images.append(batch.images(live, np.float32).reshape(len(live), -1))
-            labels.append(label[live])
-            masks.append(mask[live])
-            act = label.copy()
-            wander = self.rng.random(batch.B) < explore
-            if wander.any():
-                p = mask[wander] / mask[wander].sum(axis=1, keepdims=True)
-                u = self.rng.random((int(wander.sum()), 1))
-                act[wander] = (np.cumsum(p, axis=1) < u).sum(axis=1)
-            batch.step(act)
-        x = torch.from_numpy(np.concatenate(images))
-        y = torch.from_numpy(np.concatenate(labels))
-        m = torch.from_numpy(np.concatenate(masks))
-        opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)
-        gen = torch.Generator().manual_seed(c.seed)
-        for _ in range(c.init_passes):
-            order = torch.randperm(len(y), generator=gen)
-            for s in range(0, len(y), minibatch):
-                i = order[s:s + minibatch]
-                logits = self.net(x[i])
-                if c.mask_invalid:
-                    logits = logits.masked_fill(~m[i], -1e9)
-                loss = nn.functional.cross_entropy(logits, y[i])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        with torch.no_grad():
-            logits = self.net(x)
-            if c.mask_invalid:
-                logits = logits.masked_fill(~m, -1e9)
-            agree = float((logits.argmax(dim=1) == y).float().mean())
-        return {"imitation_states": len(y), "imitation_agreement": agree}
-
-    # -- training -----------------------------------------------------------------------------------
-    def validation_jobs(self) -> GridJobs:
-        c = self.config
-        if self._validation is None:
-            self._validation = generate(c.validate_jobsets, c.rate, c.steps,
-                                        seed=VALIDATION_SEED, resources=c.resources)
-        return self._validation
-
-    def evaluate(self, jobs: GridJobs, *, greedy: bool = True, seed: int = 0) -> DiscreteBatch:
-        """Run the current policy on `jobs` (greedy by default) and return the finished batch."""
-        c = self.config
-        forward = NumpyPolicy(self.net, np.float64 if greedy else np.float32)
-        ro = rollout(forward, c.batch(), jobs, mask_invalid=c.mask_invalid,
-                     rng=np.random.default_rng(seed), greedy=greedy,
-                     max_decisions=c.max_decisions * 4, record=False)
-        return ro.batch
-
-    def learn(self, epochs: int, callback: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """Train `epochs` more epochs (passes over the training jobsets)."""
-        c = self.config
-        for _ in range(epochs):
-            t0 = time.perf_counter()
-            order = self.rng.permutation(c.jobsets)
-            stats = [self.update(order[s:s + c.jobsets_per_update])
-                     for s in range(0, c.jobsets, c.jobsets_per_update)]
-            self.epoch += 1
-            row: dict[str, Any] = {"epoch": self.epoch, "updates": len(stats)}
-            for k in stats[0]:
-                vals = [s[k] for s in stats]
-                row[k] = float(np.sum(vals)) if k in ("decisions", "unfinished", "rollout_s",
-                                                       "update_s") else float(np.mean(vals))
-            if c.validate_jobsets:
-                m = self.evaluate(self.validation_jobs()).metrics()
-                # a policy that leaves jobs unfinished cannot be the best: its mean hides them
-                ok = m["unfinished"] == 0
-                row["val_slowdown"] = m["slowdown"] if ok else float("inf")
-                row["val_completion"] = m["completion"] if ok else float("inf")
-                row["val_unfinished"] = m["unfinished"]
-            row["epoch_s"] = time.perf_counter() - t0
-            self.history.append(row)
-            if callback is not None:
-                callback(row)
-
-    # -- files --------------------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "epoch": self.epoch,
-                "policy": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "history": self.history, "np_rng": self.rng.bit_generator.state}
-
-    def save(self, path) -> None:
-        from hpcsched.agents.checkpoint import save_checkpoint
-
-        save_checkpoint(path, self.state(), fmt=FORMAT)
-
-    @classmethod
-    def load(cls, path) -> "DeepRM":
-        from hpcsched.agents.checkpoint import (ModelFileError, config_of, load_checkpoint,
-                                                restore_rng_states, restore_state)
-
-        ck = load_checkpoint(path, fmt=FORMAT)
-        if "optimizer" not in ck:
-            raise ModelFileError(f"{path} is a slim copy (weights, config and history, no "
-                                 f"optimiser state): it decides (load_deeprm_policy) but "
-                                 f"training cannot resume from it")
-        model = config_of(path, lambda: cls(ReinforceConfig(**ck["config"])))
-        restore_state(path, model.net, ck, "policy")
-        restore_state(path, model.optimizer, ck, "optimizer")
-        model.epoch = int(ck["epoch"])
-        model.history = list(ck["history"])
-        try:
-            model.rng.bit_generator.state = ck["np_rng"]
-        except (KeyError, TypeError, ValueError) as e:
-            raise ModelFileError(f"{path}: its random state is not valid ({e})") from None
-        restore_rng_states(ck.get("rng"))
-        return model
-
-    def policy(self, *, sample: bool = False, seed: int = 0, name: str = "deeprm") -> "GridNetPolicy":
-        return GridNetPolicy(self.net, self.config, sample=sample, seed=seed, name=name)
+        self.updates += 1
+        return {"loss": total, "entropy": entropy / max(n, 1)}
 
 
-class GridNetPolicy:
-    """A trained DeepRM network as a deeprm-profile policy: greedy by default (the rule of
-    `hpcsched.agents.greedy`: float64 logits rounded to float32, the lowest action index on a
-    tie, void last), or sampling with `sample`. `act(batch)` gives
-    one action index per environment of a batch; `decide(view)` the same choice as a decision on
-    one engine (`hpcsched.policies.deeprm.decide_on_grid`)."""
-
-    def __init__(self, net: nn.Sequential, config: ReinforceConfig, *, sample: bool = False,
-                 seed: int = 0, name: str = "deeprm") -> None:
-        # greedy decisions in float64 (`hpcsched.agents.greedy`), samples as training draws them
-        self.forward = NumpyPolicy(net, np.float32 if sample else np.float64)
-        self.config = config
-        self.sample = sample
-        self.rng = np.random.default_rng(seed)
-        self.name = name
-
-    def act(self, batch: DiscreteBatch) -> np.ndarray:
-        c = self.config
-        if (batch.grid.resources, batch.grid.units, batch.grid.horizon, batch.slots,
-                batch.backlog) != (c.resources, c.units, c.horizon, c.slots, c.backlog):
-            raise ValueError(f"model {self.name} was trained on a {c.resources}x{c.units} grid, "
-                             f"horizon {c.horizon}, {c.slots} slots, backlog {c.backlog}; the "
-                             f"simulation has {batch.grid.describe()}, {batch.slots} slots, "
-                             f"backlog {batch.backlog}")
-        out = np.full(batch.B, batch.void)
-        live = np.flatnonzero(~batch.done)
-        if live.size:
-            img = batch.images(live, np.float32).reshape(len(live), -1)
-            mask = batch.action_mask()[live] if c.mask_invalid else None
-            out[live] = _choose(self.forward.logits(img), mask, self.rng, not self.sample)
-        return out
-
-    def decide(self, view):
-        from hpcsched.policies.deeprm import decide_on_grid
-
-        return decide_on_grid(self, view)
+# DeepRM's learner lived in this module before issue 15 (now `agents.deeprm` and
+# `agents.deeprm_policy`); its names stay importable from here.
+_MOVED = {
+    "DeepRM": "deeprm", "ReinforceConfig": "deeprm", "FORMAT": "deeprm",
+    "VALIDATION_SEED": "deeprm",
+    "policy_network": "deeprm", "count_parameters": "deeprm", "rollout": "deeprm",
+    "Rollout": "deeprm", "GridNetPolicy": "deeprm_policy", "NumpyPolicy": "deeprm_policy",
+    "load_deeprm_policy": "deeprm_policy", "slim": "deeprm_policy", "SLIM_KEYS": "deeprm_policy",
+    "_choose": "deeprm_policy",
+}
 
 
-def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
-                       name: str | None = None) -> GridNetPolicy:
-    """A shipped or trained DeepRM model file as a policy: only its config and weights are read,
-    so a slim copy (`slim`) decides exactly as the file it was made from."""
-    from hpcsched.agents.checkpoint import config_of, load_checkpoint, restore_state
+def __getattr__(name: str):
+    if name in _MOVED:
+        from importlib import import_module
 
-    ck = load_checkpoint(path, fmt=FORMAT)
-    config = config_of(path, lambda: ReinforceConfig(**ck["config"]))
-    net = config_of(path, lambda: policy_network(
-        int(np.prod(config.batch().image_shape)), config.hidden, config.slots + 1))
-    restore_state(path, net, ck, "policy")
-    return GridNetPolicy(net, config, sample=sample, seed=seed, name=name or f"deeprm:{path}")
+        module = import_module(f"hpcsched.agents.{_MOVED[name]}")
+        return getattr(module, "DeepRMConfig" if name == "ReinforceConfig" else
+                       "choose" if name == "_choose" else name)
+    raise AttributeError(f"module 'hpcsched.agents.reinforce' has no attribute {name!r}")
 
 
-#: the checkpoint entries a slim copy keeps: enough to decide and to read its validation history
-SLIM_KEYS = ("format", "version", "config", "epoch", "policy", "history")
-
-
-def slim(src, dst, *, history: list[dict[str, Any]] | None = None):
-    """A copy of the DeepRM checkpoint `src` with only `SLIM_KEYS` (its format tag and version
-    kept): the policy's weights, config and history (or `history` given); no optimiser or RNG
-    state, so training cannot resume from it. It decides exactly as `src`
-    (`load_deeprm_policy`)."""
-    from hpcsched.agents.checkpoint import load_checkpoint, write_atomically
-
-    ck = load_checkpoint(src, fmt=FORMAT)
-    kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
-    if history is not None:
-        kept["history"] = list(history)
-    return write_atomically(dst, kept)
-
-
-__all__ = ["FORMAT", "SLIM_KEYS", "DeepRM", "GridNetPolicy", "NumpyPolicy", "ReinforceConfig",
-           "advantages", "count_parameters", "load_deeprm_policy", "policy_network", "rollout",
-           "slim"]
+__all__ = ["BASELINES", "Reinforce", "ReinforceSettings", "advantages", "make_optimizer",
+           "returns_to_go"]

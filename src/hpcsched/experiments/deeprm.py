@@ -1,6 +1,6 @@
 """DeepRM's protocols: a training run on disk, the load sweep of Fig. 4 and the analysis of Fig. 7.
 
-    train(ReinforceConfig(load=0.7), "runs/deeprm-70", epochs=100)
+    train(DeepRMConfig(load=0.7), "runs/deeprm-70", epochs=100)
     rows = load_sweep()                      # slowdown vs load: SJF, Packer, Tetris*, Random, DeepRM
     rows = what_it_learned("pretrained/deeprm-load-110", load=1.1)   # Fig. 7
 
@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hpcsched.agents.reinforce import (VALIDATION_SEED, DeepRM, ReinforceConfig,
-                                       load_deeprm_policy)
+from hpcsched.agents.deeprm import VALIDATION_SEED, DeepRM, DeepRMConfig
+from hpcsched.agents.deeprm_policy import load_deeprm_policy
 from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models, resolve_policy
 from hpcsched.policies.deeprm import get_grid_policy
 from hpcsched.recipes import is_run, locate
@@ -41,7 +41,7 @@ LOG_COLUMNS = ["epoch", "slowdown", "val_slowdown", "val_completion", "val_unfin
                "decisions", "unfinished", "updates", "rollout_s", "update_s", "epoch_s"]
 
 # -- training --------------------------------------------------------------------------------------
-def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
+def heuristic_levels(config: DeepRMConfig) -> dict[str, float]:
     """Greedy heuristics' slowdown on the run's validation jobsets (the curve's flat lines)."""
     model_jobs = generate(config.validate_jobsets, config.rate, config.steps,
                           seed=VALIDATION_SEED, resources=config.resources)
@@ -49,7 +49,7 @@ def heuristic_levels(config: ReinforceConfig) -> dict[str, float]:
             for name in ("sjf", "packer", "tetris", f"tetris:{TUNED_KNOB:g}")}
 
 
-def train(config: ReinforceConfig | dict | None, out: str | Path, epochs: int, *,
+def train(config: DeepRMConfig | dict | None, out: str | Path, epochs: int, *,
           resume: bool = False, progress: bool | None = None,
           log: Callable[[str], None] | None = None) -> DeepRM:
     """Train (or continue) the run in `out` until `epochs` epochs are done in all. With `resume`,
@@ -57,8 +57,8 @@ def train(config: ReinforceConfig | dict | None, out: str | Path, epochs: int, *
     must repeat the stored value (threads excepted). Another training holding `out` is refused."""
     from hpcsched.experiments.training import run_lock
 
-    if not resume and not isinstance(config, ReinforceConfig):
-        config = ReinforceConfig(**(config or {}))
+    if not resume and not isinstance(config, DeepRMConfig):
+        config = DeepRMConfig(**(config or {}))
     with run_lock(Path(out), resume=resume):
         return _train(config, Path(out), epochs, resume=resume, progress=progress, log=log)
 
@@ -154,7 +154,7 @@ def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> d
     """Training load -> model file of the models trained for `reward`, from a folder of
     deeprm-load-NN*.pt (or run folders: their best.pt, by `recipes.locate`) or the shipped ones."""
     from hpcsched.agents.checkpoint import OtherKindError, load_checkpoint
-    from hpcsched.agents.reinforce import FORMAT
+    from hpcsched.agents.deeprm import FORMAT
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}

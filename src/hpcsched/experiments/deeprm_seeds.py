@@ -88,7 +88,7 @@ def run_progress(path: Path) -> tuple[int, int]:
     import json
 
     from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.reinforce import FORMAT
+    from hpcsched.agents.deeprm import FORMAT
 
     model, config = path.with_name("model.pt"), path.with_name("config.json")
     if path.name != "best.pt" or not model.exists() or not config.exists():
@@ -103,7 +103,7 @@ def best_entry(path: str | Path) -> tuple[int, float]:
     its history (NaN when that epoch was not validated). A run's best.pt saved by the warm start
     (epoch 0) before its entry was kept there is read in the run's model.pt."""
     from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.reinforce import FORMAT
+    from hpcsched.agents.deeprm import FORMAT
 
     path = Path(path)
     ck = load_checkpoint(path, fmt=FORMAT)
@@ -136,7 +136,7 @@ def shipped_file(load: float, reward: str = "slowdown") -> Path | None:
 
 def shipped_seed(load: float, reward: str = "slowdown") -> int | None:
     """The training seed (config) of the shipped deeprm-load-NN.pt."""
-    from hpcsched.agents.reinforce import FORMAT
+    from hpcsched.agents.deeprm import FORMAT
 
     return named_shipped_seed(model_name(load, reward), FORMAT)
 
@@ -156,7 +156,7 @@ def seed_study(loads: Sequence[float] | None = None, *, models: str | Path | Non
     130 %, ...) is scored with the seeds of the nearest training load, as the sweep scores it
     (`model_load`, `model`). `reward="completion"`: the completion-time models (Fig. 5), every
     score then a mean completion time (default loads: each reward's training loads)."""
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
     from hpcsched.policies.deeprm import get_grid_policy
 
     own = training_loads(reward)
@@ -214,7 +214,7 @@ def export(runs: str | Path, loads: Sequence[float] | None = None, seeds: Sequen
     """From run folders `runs/NAME-sK/` (NAME: `model_name(load, reward)`) write
     `to/seeds/NAME-sK.pt` (slim) and copy the best.pt of the seed with the lowest validation
     score (whole, as the shipped files are) to `to/NAME.pt`. Returns what was chosen, per load."""
-    from hpcsched.agents.reinforce import slim
+    from hpcsched.agents.deeprm_policy import slim
 
     runs, to = Path(runs), Path(to)
     loads = training_loads(reward) if loads is None else loads
@@ -242,7 +242,7 @@ def _own_history(best: Path, epoch: int) -> list[dict] | None:
     """The history to keep in a slim copy of a run's best.pt: its own, or, where that lacks the
     best epoch's entry (a warm start's best.pt before the fix), the run's model.pt's up to it."""
     from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.reinforce import FORMAT
+    from hpcsched.agents.deeprm import FORMAT
 
     ck = load_checkpoint(best, fmt=FORMAT)
     own, key = ck.get("history", []), validation_key(ck)

@@ -20,8 +20,9 @@
   tens of MB on RICC), so that a run stopped and resumed writes what one that never stopped does.
   Another training holding the folder is refused (`experiments.training.run_lock`).
 
-`run_episode` is the one loop every DRAS-family agent (DRAS-PG, DRAS-DQL, Decima-PG) plays, in
-training, validation and test (with `learn=True` at test, the paper's online updates).
+The agents are `agents.dras_pg` and `agents.dql`; the episode they play in training, validation and
+test is `agents.dras_episode.run_episode`; their model files and engine policy are
+`agents.dras_policy` (their names stay importable from here).
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from hpcsched.agents.dras_episode import run_episode
+from hpcsched.agents.dras_policy import FORMAT, DrasPolicy, agent_from_state, checked_agent
+from hpcsched.agents.dras_policy import slim as export
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
 
 ALGOS = ("pg", "dql", "decima")
 PHASES = ("sampled", "real", "synthetic")
 DAY = 86400.0
-FORMAT = "hpcsched.dras/1"
 
 
 @dataclass
@@ -170,16 +173,6 @@ def make_agent(config: DrasRunConfig, rows: int):
     return DrasPG(PGConfig(window=config.window, **config.agent), rows, seed=config.seed)
 
 
-def agent_from_state(state: dict):
-    if state["algo"] == "dql":
-        from hpcsched.agents.dql import DrasDQL
-
-        return DrasDQL.from_state(state)
-    from hpcsched.agents.dras_pg import DrasPG
-
-    return DrasPG.from_state(state)
-
-
 def make_env(config: DrasRunConfig, prepared: Prepared):
     from hpcsched.envs.dras import DrasEnv
 
@@ -188,70 +181,15 @@ def make_env(config: DrasRunConfig, prepared: Prepared):
                    seed=config.seed)
 
 
-def run_episode(agent, env, jobs: JobTable, *, learn: bool, explore: bool | None = None,
-                update_every: int | None = None) -> dict[str, Any]:
-    """Schedule `jobs` with the agent from an empty machine. `learn`: remember every pick and
-    update every `update_every` scheduling instances (and at the end). `explore` (default: `learn`):
-    sample / epsilon-greedy picks instead of greedy ones. Returns the run's metrics, total reward,
-    picks and updates."""
-    explore = learn if explore is None else explore
-    every = update_every or agent.config.update_every
-    obs, info = env.reset(options={"jobs": jobs})
-    total, picks, updates, last = 0.0, 0, 0, info["instances"]
-    losses = []
-    while True:
-        mask = info["action_mask"]
-        a = agent.act(obs, mask, explore)
-        obs2, r, term, _, info = env.step(a)
-        total += r
-        picks += 1
-        if learn:
-            agent.observe(obs, mask, a, r, obs2, info["action_mask"], term)
-            if term or info["instances"] - last >= every:
-                stats = agent.update()
-                if "loss" in stats:
-                    losses.append(stats["loss"])
-                updates += 1
-                last = info["instances"]
-        obs = obs2
-        if term:
-            break
-    if learn:
-        agent.forget()
-    result = env.result(agent.algo)
-    return {"result": result, "reward": total, "picks": picks, "updates": updates,
-            "loss": float(np.mean(losses)) if losses else float("nan")}
-
-
 # -- checkpoints -----------------------------------------------------------------------------------
 def save(path: Path, agent, config: DrasRunConfig, episode: int, history: list, norm: dict, *,
          resumable: bool = False) -> None:
     """Write a checkpoint; `resumable` adds what only continuing the training needs (the agent's
     random state, DQL's replay memory), for model.pt."""
-    from hpcsched.agents.checkpoint import save_checkpoint
-
-    state = {"agent": agent.state(), "config": asdict(config), "episode": episode,
-             "history": history, "norm": norm}
+    run = {"config": asdict(config), "episode": episode, "history": history, "norm": norm}
     if resumable:
-        state["training"] = training_state(agent)
-    save_checkpoint(path, state, fmt=FORMAT)
-
-
-_REPLAY = ("obs", "next_obs", "mask", "next_mask", "action", "reward", "done")
-
-
-def training_state(agent) -> dict:
-    """What an agent carries from one episode to the next besides its weights: its random
-    generator's state and, for DRAS-DQL, the replay memory (the filled part)."""
-    import torch
-
-    out: dict = {"rng": agent.rng.bit_generator.state}
-    replay = getattr(agent, "replay", None)
-    if replay is not None:
-        n = replay.size
-        out["replay"] = {"size": n, "at": replay.at,
-                         **{k: torch.from_numpy(getattr(replay, k)[:n].copy()) for k in _REPLAY}}
-    return out
+        run["training"] = agent.training_state()
+    agent.save(path, **run)
 
 
 def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
@@ -261,14 +199,7 @@ def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
             f"draws differently from one that never stopped")
         return
     try:
-        agent.rng.bit_generator.state = state["rng"]
-        replay = getattr(agent, "replay", None)
-        if replay is not None:
-            saved = state["replay"]
-            n = int(saved["size"])
-            for k in _REPLAY:
-                getattr(replay, k)[:n] = saved[k].numpy()
-            replay.size, replay.at = n, int(saved["at"])
+        agent.restore_training_state(state)
     except (KeyError, TypeError, ValueError, IndexError) as e:
         from hpcsched.agents.checkpoint import ModelFileError
 
@@ -288,67 +219,6 @@ def load_agent(path: str | Path):
 
     ck = load(path)
     return checked_agent(path, ck), config_of(path, lambda: DrasRunConfig.from_dict(ck["config"]))
-
-
-def checked_agent(path: str | Path, ck: dict):
-    """The agent of checkpoint `ck` (read from `path`); a config it cannot build or weights that
-    do not fit it are refused in one line (a ValueError naming the file)."""
-    from hpcsched.agents.checkpoint import ModelFileError, one_line
-
-    try:
-        return agent_from_state(ck["agent"])
-    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise ModelFileError(f"{path}: its weights do not match its config "
-                             f"({one_line(e)})") from None
-
-
-class DrasPolicy:
-    """A trained DRAS-family agent as a policy of `hpcsched simulate` and `compare` (`dras:PATH`,
-    `dras:pretrained/NAME`): level-1 picks and reservation, then level-2 backfill picks, greedy and
-    frozen. It observes with the time scale of the trace it schedules (`prepared`), as the
-    experiment does, through the env's own `DrasObserver`."""
-
-    def __init__(self, agent, config: DrasRunConfig, prepared: Prepared, name: str) -> None:
-        from hpcsched.envs.dras import DrasObserver
-
-        self.agent, self.config, self.prepared, self.name = agent, config, prepared, name
-        hierarchy = config.algo != "decima"
-        self.decides_backfill = hierarchy
-        time_scale = float(np.max(prepared.jobs.req_time))
-        nodes = agent.rows - 2 * config.window
-        self.observer = DrasObserver(nodes, config.window, time_scale, hierarchy)
-        self._obs = np.zeros(self.observer.rows_shape, dtype=np.float32)
-        self._mask = np.zeros(config.window, dtype=bool)
-
-    def reset(self, view) -> None:
-        self.observer.check(view, self.name)
-
-    def decide(self, view):
-        from hpcsched.sim.decisions import Wait
-
-        offer = self.observer.offer(view)
-        if offer is None:
-            return Wait()
-        rows, mask = offer
-        self.observer.observe(view, rows, self._obs)
-        self._mask[:] = False
-        self._mask[: rows.size] = mask
-        slot = self.agent.act(self._obs.copy(), self._mask.copy(), False)
-        return self.observer.decision(view, int(rows[slot]))
-
-
-def export(src: str | Path, dest: str | Path) -> Path:
-    """A slim copy of a checkpoint for shipping: the network's weights (float32, unchanged: over a
-    three-week test, float16 rounding changed enough picks to move the average wait by 10 %),
-    without optimiser state or target network, with the run's config and history. It loads like any
-    checkpoint and schedules exactly as the original; training cannot resume from it."""
-    ck = load(src)
-    agent = {k: v for k, v in ck["agent"].items() if k not in ("optimizer", "target")}
-    agent["slim"] = True
-    from hpcsched.agents.checkpoint import save_checkpoint
-
-    slim = {k: v for k, v in ck.items() if k != "training"}  # no replay memory either
-    return save_checkpoint(dest, dict(slim, agent=agent), fmt=FORMAT)
 
 
 LOG_COLUMNS = ["episode", "phase", "jobs", "mean_reward", "reward", "picks", "updates", "loss",
@@ -440,10 +310,12 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
     with RunLog(out, LOG_COLUMNS, label=f"training dras-{config.algo}", step="episode",
                 start=done, last=len(jobsets), history=history, progress=progress,
                 say=say) as runlog:
-        for episode in range(done + 1, len(jobsets) + 1):
+        episode, started = done, time.monotonic()
+
+        def after_episode(ep: dict[str, Any]) -> None:
+            nonlocal best, episode, started
+            episode += 1
             phase, jobs = jobsets[episode - 1]
-            t0 = time.monotonic()
-            ep = run_episode(agent, env, jobs, learn=True)
             m = ep["result"].metrics
             row = {"episode": episode, "phase": phase, "jobs": len(jobs),
                    "mean_reward": ep["reward"] / max(ep["picks"], 1), "reward": ep["reward"],
@@ -457,7 +329,7 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
                            val_mean_reward=val["reward"] / max(val["picks"], 1),
                            val_wait=vm["wait"], val_max_wait=vm["max_wait"],
                            val_slowdown=vm["slowdown"])
-            row["episode_s"] = time.monotonic() - t0
+            row["episode_s"] = time.monotonic() - started
             history.append(row)
             if validate and config.keep_validated:
                 save(out / "validated" / f"ep{episode:03d}.pt", agent, config, episode, history,
@@ -472,11 +344,14 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
                            "mean_reward",
                            title=f"dras-{config.algo} {config.trace} {config.reward} "
                                  f"({config.curriculum})")
+            started = time.monotonic()
+
+        agent.learn(env, [jobs for _, jobs in jobsets[done:]], callback=after_episode)
     return history
 
 
-__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "checked_agent", "curriculum_jobsets",
-           "effective_settings", "export", "first_days", "load", "load_agent", "make_agent",
-           "make_env", "parse_curriculum", "prepared_for", "real_jobsets",
-           "restore_training_state", "run_episode", "sampled_jobset", "split", "train",
-           "training_state"]
+__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "agent_from_state", "checked_agent",
+           "curriculum_jobsets", "effective_settings", "export", "first_days", "load",
+           "load_agent", "make_agent", "make_env", "parse_curriculum", "prepared_for",
+           "real_jobsets", "restore_training_state", "run_episode", "sampled_jobset", "split",
+           "train"]
