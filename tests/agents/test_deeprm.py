@@ -15,16 +15,6 @@ def test_the_paper_network_has_89451_parameters():
     assert count_parameters(model.net) == 89_451
 
 
-def test_the_old_import_names_are_deeprms():
-    from hpcsched.agents import deeprm, deeprm_policy, reinforce
-
-    assert reinforce.ReinforceConfig is DeepRMConfig and reinforce.DeepRM is DeepRM
-    assert reinforce.load_deeprm_policy is deeprm_policy.load_deeprm_policy
-    assert reinforce._choose is deeprm.choose
-    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
-        reinforce.Nothing
-
-
 def test_predict_is_the_engine_policys_pick():
     from hpcsched.workload.deeprm import generate, rate_for_load
 

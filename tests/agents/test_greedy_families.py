@@ -400,7 +400,8 @@ DEEPRM_CASES = [("deeprm-load-70", 0.7, list(range(10))),
 
 
 def _deeprm(name, load, picks):
-    from hpcsched.agents.reinforce import DeepRM, load_deeprm_policy
+    from hpcsched.agents.deeprm import DeepRM
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
     from hpcsched.workload.deeprm import TEST_SEED, generate, rate_for_load
 
     jobs = generate(100, rate_for_load(load), 50, seed=TEST_SEED).take(picks)
@@ -441,11 +442,11 @@ def test_deeprm_noise_above_its_closest_decision_does_change_a_schedule():
 
 
 def test_deeprm_ties_go_to_the_lowest_action_and_void_comes_last():
-    from hpcsched.agents.reinforce import DeepRM, ReinforceConfig
+    from hpcsched.agents.deeprm import DeepRM, DeepRMConfig
     from hpcsched.sim.discrete_batch import DiscreteBatch
     from hpcsched.workload.deeprm import generate, rate_for_load
 
-    model = DeepRM(ReinforceConfig(jobsets=2, validate_jobsets=0))
+    model = DeepRM(DeepRMConfig(jobsets=2, validate_jobsets=0))
     with torch.no_grad():  # every action scores 0: all tie
         model.net[2].weight.zero_()
         model.net[2].bias.zero_()
@@ -464,12 +465,12 @@ def test_deeprm_ties_go_to_the_lowest_action_and_void_comes_last():
     assert steps > 20
     # near-ties: scores 1e-9 apart are one float32, a tie (the lowest wins); 1e-6 apart are not;
     # void (the last action) wins a tie only when no slot is allowed
-    from hpcsched.agents.reinforce import _choose
+    from hpcsched.agents.deeprm import choose
 
     logits = np.array([[1.0, 1.0 + 1e-9, 1.0], [1.0, 1.0 + 1e-6, 0.0]])
-    assert _choose(logits, None, None, True).tolist() == [0, 1]
-    assert _choose(logits, np.array([[False, True, True]] * 2), None, True).tolist() == [1, 1]
-    assert _choose(logits, np.array([[False, False, True]] * 2), None, True).tolist() == [2, 2]
+    assert choose(logits, None, None, True).tolist() == [0, 1]
+    assert choose(logits, np.array([[False, True, True]] * 2), None, True).tolist() == [1, 1]
+    assert choose(logits, np.array([[False, False, True]] * 2), None, True).tolist() == [2, 2]
 
 
 def test_deeprm_greedy_validation_scores_in_float64_and_training_samples_in_float32(monkeypatch):

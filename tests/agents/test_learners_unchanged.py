@@ -86,10 +86,10 @@ def toy_trace():
 
 def deeprm_run(name: str, out: Path) -> dict:
     from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.reinforce import ReinforceConfig
+    from hpcsched.agents.deeprm import DeepRMConfig
     from hpcsched.experiments.deeprm import train
 
-    train(ReinforceConfig(**DEEPRM[name]), out, 2, progress=False, log=lambda text: None)
+    train(DeepRMConfig(**DEEPRM[name]), out, 2, progress=False, log=lambda text: None)
     ck = load_checkpoint(out / "model.pt", fmt="hpcsched.deeprm/1")
     best = out / "best.pt"
     return {"model": digest({k: ck[k] for k in ("epoch", "policy", "optimizer", "np_rng")}),

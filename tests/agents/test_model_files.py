@@ -108,7 +108,7 @@ def load(kind: str, path: Path):
 
         return load_inspector(path)
     if kind == "deeprm":
-        from hpcsched.agents.reinforce import load_deeprm_policy
+        from hpcsched.agents.deeprm_policy import load_deeprm_policy
 
         return load_deeprm_policy(path)
     from hpcsched.experiments.dras_training import load_agent

@@ -85,7 +85,7 @@ def test_the_shipped_models_meet_the_papers_claims_on_the_unseen_jobsets():
     tetris = f"tetris:{exp.TUNED_KNOB:g}"
     assert s[0.7, "deeprm"] <= s[0.7, tetris]
     assert s[1.1, "deeprm"] < min(s[1.1, "sjf"], s[1.1, "packer"], s[1.1, tetris])
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
 
     deeprm, _ = exp.what_it_learned(load_deeprm_policy(exp.model_loads()[1.1]), 1.1)
     assert deeprm["withheld_share"] > 0.1 and deeprm["withheld_long_share"] > 0.5

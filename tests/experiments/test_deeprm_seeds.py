@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
-from hpcsched.agents.reinforce import FORMAT, SLIM_KEYS, DeepRM, load_deeprm_policy, slim
+from hpcsched.agents.deeprm import FORMAT, DeepRM
+from hpcsched.agents.deeprm_policy import SLIM_KEYS, load_deeprm_policy, slim
 from hpcsched.experiments import deeprm_seeds as S
 from hpcsched.experiments.deeprm import evaluate, resolve_grid_policy
 from hpcsched.experiments.policyspec import PRETRAINED

@@ -170,7 +170,7 @@ def sweep_rows() -> dict[str, list[str]]:
 def test_deeprm_at_70_percent_is_the_readmes():
     """One row's DeepRM cells, computed as the sweep computes them (the heuristics' cells are
     left out here: DeepRM's own code pins them, `test_deeprm_exact.py`)."""
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
     from hpcsched.experiments.deeprm import model_loads
     from hpcsched.sim.discrete_batch import DiscreteBatch, run_batch
     from hpcsched.workload.deeprm import TEST_SEED, generate, rate_for_load
@@ -224,7 +224,7 @@ def test_deeprm_fig5_is_the_readmes():
 
 @pytest.mark.slow
 def test_deeprm_fig7_is_the_readmes():
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
     from hpcsched.experiments.deeprm import what_it_learned
     from hpcsched.experiments.policyspec import PRETRAINED
 

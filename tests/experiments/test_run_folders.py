@@ -21,7 +21,7 @@ from hpcsched.agents import dras_episode
 from hpcsched.agents.checkpoint import load_checkpoint
 from hpcsched.agents.inspector import InspectorConfig, InspectorPPO
 from hpcsched.agents.ppo import PPO, PPOConfig
-from hpcsched.agents.reinforce import DeepRM, ReinforceConfig
+from hpcsched.agents.deeprm import DeepRM, DeepRMConfig
 from hpcsched.cli import main
 from hpcsched.experiments import deeprm as deeprm_training
 from hpcsched.experiments import dras_training as dt
@@ -211,7 +211,7 @@ def test_deeprm_killed_mid_epoch_and_resumed_writes_what_a_straight_run_does(tmp
     files as a straight run. A warm start's epoch-0 validation is a candidate for best.pt."""
     monkeypatch.setattr(DeepRM, "evaluate",
                         lambda self, jobs, **kw: _Scored(DEEPRM_SCORES[self.epoch]))
-    config = ReinforceConfig(**TINY_DEEPRM, init=init, init_passes=1)
+    config = DeepRMConfig(**TINY_DEEPRM, init=init, init_passes=1)
 
     def run(out, resume):
         return deeprm_training.train(config, out, 4, resume=resume, **QUIET)
@@ -477,7 +477,7 @@ def start_each(kind: str, out: Path, monkeypatch, toy=None):
         return inspector_training.train(InspectorConfig(**TINY_INSPECTOR), out, 1,
                                         validate_every=0, **QUIET)
     if kind == "deeprm":
-        return deeprm_training.train(ReinforceConfig(**TINY_DEEPRM), out, 1, **QUIET)
+        return deeprm_training.train(DeepRMConfig(**TINY_DEEPRM), out, 1, **QUIET)
     monkeypatch.setattr(dt, "prepared_for", lambda config: toy)
     return dt.train(dras_config("pg", curriculum="real:1"), out, **QUIET)
 

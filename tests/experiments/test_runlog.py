@@ -17,7 +17,7 @@ from test_run_folders import TINY, TINY_DEEPRM, TINY_INSPECTOR, busy_toy_trace, 
 
 from hpcsched.agents.inspector import InspectorConfig
 from hpcsched.agents.ppo import PPOConfig
-from hpcsched.agents.reinforce import ReinforceConfig
+from hpcsched.agents.deeprm import DeepRMConfig
 from hpcsched.experiments import deeprm as deeprm_training
 from hpcsched.experiments import dras_training as dt
 from hpcsched.experiments import inspector_training, runlog, training
@@ -115,7 +115,7 @@ def run_each(kind: str, out: Path, monkeypatch, toy, **kw):
                                         validate_every=1, validate_windows=1, validate_jobs=64,
                                         **kw)
     if kind == "deeprm":
-        return deeprm_training.train(ReinforceConfig(**TINY_DEEPRM, init="sjf", init_passes=1),
+        return deeprm_training.train(DeepRMConfig(**TINY_DEEPRM, init="sjf", init_passes=1),
                                      out, 2, **kw)
     monkeypatch.setattr(dt, "prepared_for", lambda config: toy)
     return dt.train(dras_config("pg", curriculum="real:2"), out, **kw)

@@ -135,7 +135,7 @@ def _direct_dras(path, name):
 
 
 def _direct_deeprm(path, name):
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
     from hpcsched.experiments.deeprm import evaluate
 
     def starts(policy):

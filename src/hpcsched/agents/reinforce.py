@@ -149,27 +149,5 @@ class Reinforce:
         return {"loss": total, "entropy": entropy / max(n, 1)}
 
 
-# DeepRM's learner lived in this module before issue 15 (now `agents.deeprm` and
-# `agents.deeprm_policy`); its names stay importable from here.
-_MOVED = {
-    "DeepRM": "deeprm", "ReinforceConfig": "deeprm", "FORMAT": "deeprm",
-    "VALIDATION_SEED": "deeprm",
-    "policy_network": "deeprm", "count_parameters": "deeprm", "rollout": "deeprm",
-    "Rollout": "deeprm", "GridNetPolicy": "deeprm_policy", "NumpyPolicy": "deeprm_policy",
-    "load_deeprm_policy": "deeprm_policy", "slim": "deeprm_policy", "SLIM_KEYS": "deeprm_policy",
-    "_choose": "deeprm_policy",
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        from importlib import import_module
-
-        module = import_module(f"hpcsched.agents.{_MOVED[name]}")
-        return getattr(module, "DeepRMConfig" if name == "ReinforceConfig" else
-                       "choose" if name == "_choose" else name)
-    raise AttributeError(f"module 'hpcsched.agents.reinforce' has no attribute {name!r}")
-
-
 __all__ = ["BASELINES", "Reinforce", "ReinforceSettings", "advantages", "make_optimizer",
            "returns_to_go"]

@@ -154,7 +154,7 @@ def add_seeds_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args) -> int:
-    from hpcsched.agents.reinforce import ReinforceConfig
+    from hpcsched.agents.deeprm import DeepRMConfig
     from hpcsched.experiments.deeprm import train
     from hpcsched.workload.deeprm import rate_for_load
 
@@ -171,7 +171,7 @@ def cmd_train(args) -> int:
             raise ValueError(f"--init: {e}") from None
     settings = {("mask_invalid" if k == "no_mask" else k): (not v if k == "no_mask" else v)
                 for k, v in values.items()}
-    config = settings if args.resume else ReinforceConfig(**settings)
+    config = settings if args.resume else DeepRMConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume)
     last = model.history[-1] if model.history else None
     print(f"{model.epoch} epochs; model: {args.out}/model.pt; best: {args.out}/best.pt; "
@@ -221,7 +221,7 @@ def cmd_sweep(args) -> int:
     analysis = []
     if trained and args.analysis_load:
         near = min(trained, key=lambda x: abs(x - args.analysis_load))
-        from hpcsched.agents.reinforce import load_deeprm_policy
+        from hpcsched.agents.deeprm_policy import load_deeprm_policy
 
         analysis = exp.what_it_learned(load_deeprm_policy(trained[near], sample=args.sample),
                                        args.analysis_load, jobsets=args.jobsets,

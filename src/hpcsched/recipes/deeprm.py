@@ -13,7 +13,7 @@ CLI = "hpcsched.cli.deeprm"
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The model at `path` (it observes its grid, whatever the trace)."""
-    from hpcsched.agents.reinforce import load_deeprm_policy
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
 
     return load_deeprm_policy(path, sample=sample, seed=seed, name=name)
 
