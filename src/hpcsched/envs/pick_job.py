@@ -11,10 +11,12 @@ The environment is a Gymnasium view of one engine (spec rlscheduler.md sections 
             break                                  # reward: -bsld of the window, 0 before
 
 An episode is one window of `episode_jobs` consecutive jobs of the prepared trace, drawn like the
-authors' code (start uniform in [episode_jobs, min(first, N) - episode_jobs - 1)), or fixed with
-``reset(options={"start": s, "jobs": n})``. The slot -> job mapping of the current decision is
-`env.rows`; a step maps the slot to its row and calls `engine.apply(row)`, so the engine's profile
-and backfilling decide what happens next, exactly as for a heuristic.
+authors' code (start uniform in [episode_jobs, min(first, N) - episode_jobs - 1)), among those a
+`window_filter` accepts if one is given (to the constructor, or for one episode with
+``reset(options={"window_filter": f})``), or fixed with ``reset(options={"start": s, "jobs": n})``.
+The slot -> job mapping of the current decision is `env.rows`; a step maps the slot to its row and
+calls `engine.apply(row)`, so the engine's profile and backfilling decide what happens next,
+exactly as for a heuristic.
 
 The observation (8 features per job slot, 9 for fairness; padding and cut-off) is
 `hpcsched.envs.observation`'s; `observe` gives the same for any engine's decision view.
@@ -245,6 +247,7 @@ class PickJobEnv(gym.Env):
         self.n_features = 9 if self.fairness else 8
         self.features = TraceFeatures(self.prepared.jobs, self.norm, self.n_features)
         self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
+        self.first = first
         self.sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, first,
                                      window_filter)
         self.observation_space = spaces.Box(0.0, 1.0, (self.slots, self.n_features), np.float32)
@@ -308,13 +311,21 @@ class PickJobEnv(gym.Env):
 
     # -- internals -------------------------------------------------------------------------------
     def _window(self, options: Mapping[str, Any]) -> tuple[int, int]:
-        unknown = set(options) - {"start", "jobs"}
+        unknown = set(options) - {"start", "jobs", "window_filter"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'jobs'")
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'jobs', "
+                             f"'window_filter'")
         if "start" not in options:
             if "jobs" in options:
                 raise ValueError("reset option 'jobs' needs 'start' as well")
-            return self.sampler.sample(self.np_random), self.episode_jobs
+            sampler = self.sampler
+            if "window_filter" in options:  # this episode's choice instead of the constructor's
+                sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, self.first,
+                                        options["window_filter"])
+            return sampler.sample(self.np_random), self.episode_jobs
+        if "window_filter" in options:
+            raise ValueError("reset options 'start' and 'window_filter' exclude each other: a "
+                             "fixed window is not drawn")
         start = int(options["start"])
         jobs = int(options.get("jobs", self.episode_jobs))
         n = len(self.prepared.jobs)

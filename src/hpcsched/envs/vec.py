@@ -79,8 +79,10 @@ class VecPickJob:
         self.copy = copy
         self.features = TraceFeatures(self.prepared.jobs, self.norm, self.n_features)
         self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
-        self.sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, first,
-                                     window_filter)
+        self.first = first
+        self._sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, first,
+                                      window_filter)
+        self.sampler = self._sampler  # this reset's (see the option "window_filter")
         self.single_observation_space = spaces.Box(0.0, 1.0, (self.slots, self.n_features),
                                                    np.float32)
         self.single_action_space = spaces.Discrete(self.slots)
@@ -100,11 +102,19 @@ class VecPickJob:
         `seed` (an int or None), or, with one seed per env, ``np.random.default_rng(seed[i])``,
         the generator of a `PickJobEnv` reset with seed[i] (None there keeps env i's generator,
         as a PickJobEnv reset without a seed does). options={"starts": [s0, s1, ...], "jobs": n}
-        fixes the first window of each env (later windows are drawn)."""
+        fixes the first window of each env (later windows are drawn); {"window_filter": f} draws
+        the windows of this reset and of the episodes that follow it through f (a callable
+        start -> bool or a collection of starts; None: every window) instead of the
+        constructor's `window_filter`, until the next reset."""
         options = dict(options or {})
-        unknown = set(options) - {"starts", "jobs"}
+        unknown = set(options) - {"starts", "jobs", "window_filter"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'starts', 'jobs'")
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'starts', 'jobs', "
+                             f"'window_filter'")
+        self.sampler = self._sampler
+        if "window_filter" in options:
+            self.sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, self.first,
+                                         options["window_filter"])
         self._rngs = self._generators(seed)
         starts: Sequence[int] | None = options.get("starts")
         if starts is not None and len(starts) != self.num_envs:
@@ -158,6 +168,11 @@ class VecPickJob:
 
     def action_masks(self) -> np.ndarray:
         return self._mask.copy()
+
+    def rollout_info(self) -> dict[str, Any]:
+        """What a learner logs of these environments with each rollout: whether the windows since
+        the last reset are drawn through a window filter (trajectory filtering's first stage)."""
+        return {"filtered": self.sampler.accept is not None or self.sampler.allowed is not None}
 
     @property
     def rows(self) -> np.ndarray:

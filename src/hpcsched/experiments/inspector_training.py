@@ -86,7 +86,8 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
-    from hpcsched.agents.inspector import InspectorPPO
+    from hpcsched.agents.inspector import fit_rule
+    from hpcsched.agents.ppo import PPO
     from hpcsched.experiments.runlog import RunLog
     from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, best_so_far, open_with_options
     from hpcsched.report.plots import training_curve
@@ -94,15 +95,15 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     say = log or (lambda text: print(text, file=sys.stderr))
     model_path = out / "model.pt"
 
-    def create() -> InspectorPPO:
-        model = InspectorPPO(config)
+    def create() -> PPO:
+        model = PPO(config)
         if config.init_rule:
-            fit = model.imitate_rule()
+            fit = fit_rule(model)
             say(f"policy fitted to the {config.init_rule} rule: agreement "
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
         return model
 
-    model, opts = open_with_options(out, config, resume=resume, load=InspectorPPO.load,
+    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
                                     create=create, say=say, options=options,
                                     run_options=RUN_OPTIONS, algorithm="schedinspector-ppo",
                                     epochs=epochs)

@@ -258,7 +258,7 @@ def best_so_far(history: list[dict[str, Any]], key: str, better: Callable[[float
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
-    all. Returns the PPO model. `log(text)` receives a line per event worth telling (default:
+    all. Returns the PPO model (`agents.rlscheduler`'s configuration). `log(text)` receives a line per event worth telling (default:
     stderr).
 
     `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
@@ -267,9 +267,9 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
     may be None (the stored one), a config or a dict of the settings given, and the options may be
     left out (the stored ones); a given value that differs from the stored one is refused
     (`resumed_config`). Another training holding `out` is refused."""
-    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
-    return locked_run(_train, PPOConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
+    return locked_run(_train, RLSchedulerConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options)
 
 
@@ -306,6 +306,7 @@ def locked_run(body: Callable, config_class, run_options: dict[str, Any], config
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
+    from hpcsched.agents.rlscheduler import warm_start
     from hpcsched.experiments.runlog import RunLog
     from hpcsched.report.plots import training_curve
     from hpcsched.sim.metrics import METRIC_KEYS
@@ -330,7 +331,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     metric_keys = [k for k in METRIC_KEYS if k not in ("first_job_id", "last_job_id")]
     todo = max(0, epochs - model.epoch)
     if warm and model.epoch == 0 and todo:
-        stats = model.warm_start()
+        stats = warm_start(model)
         if "from_epoch" in stats:
             say(f"starting from {config.init[len('model:'):]} (epoch {stats['from_epoch']})")
         else:
