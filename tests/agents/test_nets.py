@@ -14,11 +14,11 @@ from hpcsched.agents.nets import (
     LeNetPolicy,
     MLPPolicy,
     count_parameters,
-    gather,
     kernel_logits,
     make_policy,
     make_value,
 )
+from hpcsched.agents.packed import gather
 
 
 def dense_parameters(sizes) -> int:
