@@ -129,7 +129,7 @@ def test_numpy_kernel_logits_equal_the_torch_forward():
     np.testing.assert_allclose(got[m], expected[m], rtol=1e-5, atol=1e-5)
     assert (got[~m] <= -1e6 + 1).all() and (expected[~m] < -1e6 + 100).all()
     # one decision at a time, as RLPolicy calls it
-    one = net.numpy_forward(obs[2].numpy(), mask[2].numpy())
+    one = kernel_logits(net.numpy_weights(), obs[2].numpy(), mask[2].numpy())
     np.testing.assert_allclose(one[m[2]], expected[2][m[2]], rtol=1e-5, atol=1e-5)
     assert one[m[2]].argmax() == expected[2].argmax()
 

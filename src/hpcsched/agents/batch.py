@@ -1,17 +1,11 @@
-"""An epoch's decisions as the networks read them in PPO's update, and the distributions over actions
-that the policy networks give for them.
+"""An epoch's decisions as PPO's update reads them (`Batch`), and the action distributions the
+policy networks give over them: `MaskedCategorical`, the softmax of masked logits (the plain path),
+and `PackedCategorical`, the same softmax from the scores of the batch's distinct job rows over the
+real slots only (`packed.action_log_probs`, the kernel policy's path).
 
-`Batch` holds the decisions as tensors (observations, masks, actions, their rollout
-log-probabilities, advantages and returns). A network with a packed path (the kernel networks,
-`nets.KernelPolicy.distribution`, `nets.KernelValue.values`) asks for the batch's packing: its
-distinct job rows (`packed.pack_rows`: 8x fewer than the real rows on Lublin-1), where each
-decision's slots and action are among them, and how its real slots are laid out; the packing is
+A network with a packed path asks for the batch's packing (`packed.pack_rows`: its distinct rows,
+8x fewer than the real rows on Lublin-1, and where each slot and action is among them); it is
 computed once, on first use. A network without one reads the plain tensors, whole or in `parts`.
-
-The distributions: `MaskedCategorical`, the softmax over a network's masked logits (the plain
-path), and `PackedCategorical`, the same softmax from the distinct rows' scores over the real slots
-only (`packed.action_log_probs`). Both give the log-probability of every decision's action and
-every decision's entropy.
 """
 
 from __future__ import annotations
@@ -54,18 +48,10 @@ class Batch:
 
     # -- the packing (kernel networks), computed on first use ---------------------------------------
     @cached_property
-    def _packed(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def packed(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(unique_rows (U, F), slot_index (M, slots)): the distinct real job rows, and each slot's
+        row among them (U + slot for a padding slot)."""
         return pack_rows(self.obs.numpy(), self.mask.numpy())
-
-    @property
-    def unique_rows(self) -> torch.Tensor:
-        """The distinct real job rows (U, F)."""
-        return self._packed[0]
-
-    @property
-    def slot_index(self) -> torch.Tensor:
-        """Each slot's row among `unique_rows` (M, slots); U + slot for a padding slot."""
-        return self._packed[1]
 
     @cached_property
     def pad_row(self) -> torch.Tensor | None:
@@ -80,7 +66,7 @@ class Batch:
         """Where the real slots and the actions are among the distinct rows; None if some action
         is a padding slot (a rollout never samples one)."""
         try:
-            return ActionPacking(self.slot_index, self.mask, self.actions)
+            return ActionPacking(self.packed[1], self.mask, self.actions)
         except ValueError:
             return None
 
@@ -91,7 +77,7 @@ class Batch:
         mask = self.mask.numpy()
         counts = mask.sum(1)
         prefix = np.array_equal(mask, np.arange(mask.shape[1])[None, :] < counts[:, None])
-        return PrefixLayout(self.slot_index, counts) if prefix and self.size else None
+        return PrefixLayout(self.packed[1], counts) if prefix and self.size else None
 
 
 class MaskedCategorical:

@@ -17,7 +17,6 @@ f1-f4, ...).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -86,8 +85,10 @@ def imitate_heuristic(model, heuristic: str, episodes: int, steps: int,
                       seed: int) -> dict[str, float]:
     """`model`'s policy (a `ppo.PPO` on `VecPickJob`s) fitted to `heuristic`'s choices on
     `episodes` episodes of its environments, with `steps` supervised steps."""
+    from hpcsched.agents.ppo import torch_threads
+
     obs, mask, target = collect_demonstrations(model.env(), heuristic, episodes, seed=seed)
-    with _threads(model.params.threads):
+    with torch_threads(model.params.threads):
         stats = imitate(model.policy, obs, mask, target, steps=steps)
     stats["imitation_decisions"] = len(target)
     return stats
@@ -97,25 +98,15 @@ def imitate_rule(model, rule, episodes: int, seed: int) -> dict[str, float]:
     """`model`'s policy fitted to `rule(obs, mask) -> action` on `episodes` episodes of its
     environments (the rule deciding), 300 supervised steps."""
     from hpcsched.agents import rollout
+    from hpcsched.agents.ppo import torch_threads
 
     def act(obs: np.ndarray, mask: np.ndarray):
         a = np.array([rule(o, m) for o, m in zip(obs, mask)], dtype=np.int64)
         return a, np.zeros(len(a), dtype=np.float32)
 
-    with _threads(model.params.threads):
+    with torch_threads(model.params.threads):
         traj = rollout.collect(model.env(), act, episodes, seed=seed)
         return imitate(model.policy, traj.obs, traj.mask, traj.actions)
-
-
-@contextmanager
-def _threads(threads: int | None):
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 __all__ = ["collect_demonstrations", "heuristic_targets", "imitate", "imitate_heuristic",

@@ -104,13 +104,8 @@ class InspectorConfig:
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:
-        return PPOParams(
-            trajectories_per_epoch=self.trajectories_per_epoch, gamma=self.gamma, lam=self.lam,
-            clip_ratio=self.clip_ratio, pi_lr=self.pi_lr, vf_lr=self.vf_lr,
-            train_pi_iters=self.train_pi_iters, train_v_iters=self.train_v_iters,
-            target_kl=self.target_kl, seed=self.seed, threads=self.threads,
-            parallel_update=False, rollout_threads=None, chunk=None, sampling="multinomial",
-            float32_stats=True)
+        return PPOParams.of(self, parallel_update=False, rollout_threads=None, chunk=None,
+                            sampling="multinomial", float32_stats=True)
 
     def networks(self):
         policy = InspectorPolicyNet(self.n_features)

@@ -145,12 +145,12 @@ class KernelPolicy(MaskedPolicy):
         return logits
 
     def logits(self, batch: Batch) -> torch.Tensor:
-        return self.packed_logits(batch.unique_rows, batch.slot_index)
+        return self.packed_logits(*batch.packed)
 
     def distribution(self, batch: Batch) -> MaskedCategorical | PackedCategorical:
         if batch.packing is None:  # an action on a padding slot: the logits of every slot
             return super().distribution(batch)
-        return PackedCategorical(self.packed_scores(batch.unique_rows), batch.packing)
+        return PackedCategorical(self.packed_scores(batch.packed[0]), batch.packing)
 
     def reads_packed(self, batch: Batch) -> bool:
         return True
@@ -165,11 +165,6 @@ class KernelPolicy(MaskedPolicy):
         linears = [m for m in self.kernel if isinstance(m, nn.Linear)]
         return [(m.weight.detach().numpy().T.astype(dtype), m.bias.detach().numpy().astype(dtype))
                 for m in linears]
-
-    def numpy_forward(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Masked logits as `forward` computes them, in numpy (float32). For many calls with the same
-        weights, take `numpy_weights()` once and call `kernel_logits` directly."""
-        return kernel_logits(self.numpy_weights(), obs, mask)
 
 
 def kernel_logits(
@@ -228,8 +223,7 @@ class KernelValue(ValueNet):
     def values(self, batch: Batch) -> torch.Tensor:
         if not self.reads_packed(batch):
             return self(batch.obs)
-        return self.forward_packed(batch.unique_rows, batch.slot_index, batch.pad_row,
-                                   batch.layout)
+        return self.forward_packed(*batch.packed, batch.pad_row, batch.layout)
 
     def reads_packed(self, batch: Batch) -> bool:
         return batch.pad_row is not None  # the packed path needs one padding row for all

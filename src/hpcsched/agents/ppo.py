@@ -31,7 +31,8 @@ known as `PPOConfig`), SchedInspector's `agents.inspector.InspectorConfig`:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -78,22 +79,24 @@ class PPOParams:
         if self.float32_stats and self.chunk is not None:
             raise ValueError("float32_stats are means over the whole batch: they need chunk=None")
 
+    @classmethod
+    def of(cls, config, **arrangement) -> "PPOParams":
+        """The settings `config` has by these names, the others from `arrangement`."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)
+                      if hasattr(config, f.name)}, **arrangement)
+
 
 class Configuration(Protocol):
-    """What PPO needs of a learned scheduler's configuration (a dataclass, saved whole)."""
+    """What PPO needs of a learned scheduler's configuration (a dataclass, saved whole): its
+    settings, its networks (freshly initialised: torch is seeded just before), its training
+    environments (`rollout.collect`'s contract, wrappers included; `model` for wrappers that
+    follow the training, as a stage that ends after some epochs), the checkpoint keys it keeps
+    besides PPO's own (`PPO.extra`, with their initial values), and how it reads itself back."""
 
     def ppo_params(self) -> PPOParams: ...
-
-    def networks(self) -> tuple[MaskedPolicy, ValueNet]:
-        """The policy and value networks, freshly initialised (torch is seeded just before)."""
-
-    def make_env(self, model: "PPO"):
-        """The training environments (`rollout.collect`'s contract), wrappers included; `model`
-        for wrappers that follow the training (a stage that ends after some epochs)."""
-
-    def extra_state(self) -> dict[str, Any]:
-        """Checkpoint keys of the configuration's own (`PPO.extra`), with their initial values."""
-
+    def networks(self) -> tuple[MaskedPolicy, ValueNet]: ...
+    def make_env(self, model: "PPO"): ...
+    def extra_state(self) -> dict[str, Any]: ...
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Configuration": ...
 
@@ -132,18 +135,16 @@ def advantages_and_returns(values: np.ndarray, lengths: np.ndarray, rewards: np.
     return adv[col], ret[col]
 
 
-def epoch_stats(out: dict[str, Any], traj, stats: dict[str, Any], t0: float, t1: float,
-                t2: float) -> dict[str, Any]:
-    """An epoch's row: `out`, then the mean over trajectories of every numeric metric the episodes
-    reported (those not already in `out`), the update's `stats`, and the rollout, update and epoch
-    times from the clock readings t0 (start), t1 (rollouts done), t2 (update done)."""
-    keys = [k for k, v in (traj.metrics[0] if traj.metrics else {}).items()
-            if isinstance(v, (int, float))]
-    out.update({k: float(np.mean([m[k] for m in traj.metrics])) for k in keys
-                if k not in out and all(k in m for m in traj.metrics)})
-    out.update(stats)
-    out.update(rollout_s=t1 - t0, update_s=t2 - t1, epoch_s=t2 - t0)
-    return out
+@contextmanager
+def torch_threads(threads: int | None):
+    """torch.set_num_threads(threads) for the duration (None: as it is)."""
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 class PPO:
@@ -224,17 +225,12 @@ class PPO:
               ) -> "PPO":
         """Train `epochs` more epochs with `threads` torch threads, each epoch's stats appended to
         `history`. `callback(stats)` runs after each; returning False stops."""
-        previous_threads = torch.get_num_threads()
-        if self.params.threads:
-            torch.set_num_threads(self.params.threads)
-        try:
+        with torch_threads(self.params.threads):
             for _ in range(epochs):
                 stats = self._one_epoch()
                 self.history.append(stats)
                 if callback is not None and callback(stats) is False:
                     break
-        finally:
-            torch.set_num_threads(previous_threads)
         return self
 
     def _one_epoch(self) -> dict[str, Any]:
@@ -242,14 +238,10 @@ class PPO:
         t0 = time.perf_counter()
         env = self.env()
         generator = torch.Generator().manual_seed(derived_seed(p.seed, self.epoch, 1))
-        threads = torch.get_num_threads()
-        torch.set_num_threads(p.rollout_threads or threads)
-        try:
+        with torch_threads(p.rollout_threads):
             traj = rollout.collect(env, self._act_fn(generator, p.sampling),
                                    p.trajectories_per_epoch,
                                    seed=derived_seed(p.seed, self.epoch, 0))
-        finally:
-            torch.set_num_threads(threads)
         t1 = time.perf_counter()
         b = Batch(traj.obs, traj.mask, traj.actions, traj.logp)
         with torch.no_grad():
@@ -271,7 +263,12 @@ class PPO:
         info = getattr(env, "rollout_info", None)  # what the environments say of this rollout
         if info is not None:
             out.update(info())
-        return epoch_stats(out, traj, stats, t0, t1, t2)
+        # the mean over the episodes of every number they reported, the update's stats, timings
+        keys = [k for k, v in (traj.metrics[0] if traj.metrics else {}).items()
+                if isinstance(v, (int, float)) and k not in out]
+        out.update({k: float(np.mean([m[k] for m in traj.metrics])) for k in keys
+                    if all(k in m for m in traj.metrics)})
+        return {**out, **stats, "rollout_s": t1 - t0, "update_s": t2 - t1, "epoch_s": t2 - t0}
 
     def _parts(self, net, b: Batch) -> list[Batch]:
         """The batch as `net` reads it: whole through its packing, else in chunks of decisions
@@ -427,4 +424,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOConfig", "PPOParams",
-           "advantages_and_returns", "derived_seed", "epoch_stats"]
+           "advantages_and_returns", "derived_seed", "torch_threads"]

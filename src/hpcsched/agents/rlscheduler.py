@@ -82,12 +82,7 @@ class RLSchedulerConfig:
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:
-        return PPOParams(
-            trajectories_per_epoch=self.trajectories_per_epoch, gamma=self.gamma, lam=self.lam,
-            clip_ratio=self.clip_ratio, pi_lr=self.pi_lr, vf_lr=self.vf_lr,
-            train_pi_iters=self.train_pi_iters, train_v_iters=self.train_v_iters,
-            target_kl=self.target_kl, seed=self.seed, threads=self.threads,
-            parallel_update=self.parallel_update, chunk=self.CHUNK)
+        return PPOParams.of(self, chunk=self.CHUNK)
 
     def networks(self):
         from hpcsched.agents.nets import make_policy, make_value
