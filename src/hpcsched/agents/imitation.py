@@ -49,7 +49,8 @@ def collect_demonstrations(env, heuristic: str, episodes: int, seed: int = 0
     if static is None:
         raise ValueError(f"--init {heuristic}: only heuristics with a fixed score per job can be "
                          f"imitated (e.g. fcfs, sjf, f1); {heuristic} re-scores jobs as they wait")
-    obs, mask = env.reset(seed=seed)
+    obs, mask = env.reset(seed=seed)  # the windows as the wrappers choose them
+    env = getattr(env, "unwrapped", env)  # steps need no reward wrapper: rewards are not used
     cache: dict[int, Any] = {}
     done_count = 0
     xs, ms, ys = [], [], []
