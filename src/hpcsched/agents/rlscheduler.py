@@ -105,7 +105,7 @@ class RLSchedulerConfig:
         if self.filter != "none":
             prepared = env.prepared
             env = FilterStages(env, lambda: window_filter(model, prepared), active=lambda: (
-                self.filter_epochs is None or model.epoch < self.filter_epochs))
+                model.config.filter_epochs is None or model.epoch < model.config.filter_epochs))
         return env
 
     def extra_state(self) -> dict[str, Any]:
