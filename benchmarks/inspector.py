@@ -29,7 +29,8 @@ def say(text: str) -> None:
 
 
 def main() -> None:
-    from hpcsched.agents.inspector import InspectedPolicy, InspectorConfig, InspectorPPO
+    from hpcsched.agents.inspector import InspectedPolicy, InspectorConfig
+    from hpcsched.agents.ppo import PPO
     from hpcsched.envs.inspector import Inspection, evaluation_windows, inspector_trace
     from hpcsched.policies.priority import get_policy
     from hpcsched.sim.factory import make_engine
@@ -46,7 +47,7 @@ def main() -> None:
 
     prepared = inspector_trace(args.trace)
     base = get_policy(args.base, profile=prepared.profile)
-    model = InspectorPPO(InspectorConfig(trace=args.trace, base=args.base, threads=1))
+    model = PPO(InspectorConfig(trace=args.trace, base=args.base, threads=1))
     inspected = InspectedPolicy(model.policy, base, prepared.report.norm, name="inspect")
     starts = evaluation_windows(prepared, windows, 256, seed=0)
 

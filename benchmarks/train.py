@@ -36,8 +36,11 @@ import torch
 
 from hpcsched.agents import rollout
 from hpcsched.agents.checkpoint import RLPolicy
-from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, gather, kernel_logits
-from hpcsched.agents.ppo import PPO, PPOConfig, _Batch, advantages_and_returns
+from hpcsched.agents.batch import Batch
+from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, kernel_logits
+from hpcsched.agents.packed import gather
+from hpcsched.agents.ppo import PPO, advantages_and_returns
+from hpcsched.agents.rlscheduler import PPOConfig
 from hpcsched.envs.pick_job import PickJobEnv, as_prepared, observe
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
@@ -91,15 +94,15 @@ def epochs(trace: str, count: int, threads: int) -> list[tuple[float, float, dic
     return out
 
 
-def targets(traj: rollout.Trajectories) -> tuple[_Batch, torch.Tensor, torch.Tensor]:
-    b = _Batch(traj)
+def targets(traj: rollout.Trajectories) -> tuple[Batch, torch.Tensor, torch.Tensor]:
+    b = Batch(traj.obs, traj.mask, traj.actions, traj.logp)
     adv, ret = advantages_and_returns(np.zeros(b.size), traj.lengths, traj.rewards, 1.0, 0.97)
     b.adv = torch.from_numpy(((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32))
     b.ret = torch.from_numpy(ret.astype(np.float32))
     return b, b.adv, b.ret
 
 
-def surrogate(model: PPO, logp: torch.Tensor, b: _Batch) -> torch.Tensor:
+def surrogate(model: PPO, logp: torch.Tensor, b: Batch) -> torch.Tensor:
     ratio = torch.exp(logp - b.logp_old)
     return -(torch.min(ratio * b.adv, torch.clamp(ratio, 0.8, 1.2) * b.adv)).mean()
 
@@ -114,7 +117,7 @@ def timed_iterations(pi_step, v_step, iters: int) -> float:
     return (time.perf_counter() - t0) / iters * 80
 
 
-def ours_update_seconds(model: PPO, b: _Batch, iters: int) -> float:
+def ours_update_seconds(model: PPO, b: Batch, iters: int) -> float:
     """The update as PPO runs it (agents/packed.py), one iteration after the other."""
     def pi_step():
         model.pi_optimizer.zero_grad()
@@ -129,18 +132,18 @@ def ours_update_seconds(model: PPO, b: _Batch, iters: int) -> float:
     return timed_iterations(pi_step, v_step, iters)
 
 
-def autograd_update_seconds(model: PPO, b: _Batch, iters: int) -> float:
+def autograd_update_seconds(model: PPO, b: Batch, iters: int) -> float:
     """The same iterations as plain autograd over the distinct rows (the update before
     agents/packed.py)."""
-    slots = b.slot_index.shape[1]
-    u = len(b.unique_rows)
-    with_pad = torch.cat([b.unique_rows, b.pad_row[None]])
-    single_pad = b.slot_index.clamp(max=u)
+    slots = b.packed[1].shape[1]
+    u = len(b.packed[0])
+    with_pad = torch.cat([b.packed[0], b.pad_row[None]])
+    single_pad = b.packed[1].clamp(max=u)
 
     def pi_step():
         model.pi_optimizer.zero_grad()
-        scores = model.policy.kernel(b.unique_rows).squeeze(-1)
-        logits = gather(torch.cat([scores, scores.new_full((slots,), -MASK_PENALTY)]), b.slot_index)
+        scores = model.policy.kernel(b.packed[0]).squeeze(-1)
+        logits = gather(torch.cat([scores, scores.new_full((slots,), -MASK_PENALTY)]), b.packed[1])
         logp = torch.log_softmax(logits, -1).gather(1, b.actions[:, None]).squeeze(1)
         surrogate(model, logp, b).backward()
         model.pi_optimizer.step()
@@ -155,7 +158,7 @@ def autograd_update_seconds(model: PPO, b: _Batch, iters: int) -> float:
     return timed_iterations(pi_step, v_step, iters)
 
 
-def dense_update_seconds(model: PPO, b: _Batch, iters: int) -> float:
+def dense_update_seconds(model: PPO, b: Batch, iters: int) -> float:
     """What 80 + 80 iterations cost when every slot of every decision goes through the networks."""
     def pi_step():
         model.pi_optimizer.zero_grad()

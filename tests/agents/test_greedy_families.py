@@ -135,9 +135,10 @@ def test_the_inspector_accepts_on_a_tie_and_ties_are_at_float32_resolution():
 
 
 def test_the_inspector_trainers_greedy_predict_follows_the_rule():
-    from hpcsched.agents.inspector import InspectorConfig, InspectorPPO
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.agents.ppo import PPO
 
-    model = InspectorPPO(InspectorConfig(n_envs=1))
+    model = PPO(InspectorConfig(n_envs=1))
     out = model.policy.net[-1]
     with torch.no_grad():  # both logits 0.5 whatever the observation: a tie everywhere
         out.weight.zero_()

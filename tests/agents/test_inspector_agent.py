@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.inspector import (InspectorConfig, InspectorPolicyNet, InspectorPPO,
-                                       bias_toward_accept,
-                                       InspectorValueNet, load_inspector)
-from hpcsched.agents.nets import count_parameters
+from hpcsched.agents.batch import Batch
+from hpcsched.agents.inspector import (InspectorConfig, InspectorPolicyNet, InspectorValueNet,
+                                       bias_toward_accept, fit_rule, load_inspector)
+from hpcsched.agents.nets import MaskedPolicy, count_parameters
+from hpcsched.agents.ppo import PPO
 from hpcsched.cli import main
 from hpcsched.experiments import schedinspector as si
 from hpcsched.experiments.compare import MEAN_KEYS
@@ -202,18 +203,18 @@ def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():
     from hpcsched.agents import rollout
     from hpcsched.agents.inspector import reject_unfit
 
-    model = InspectorPPO(InspectorConfig(**TINY, init_rule="reject-unfit", init_episodes=8))
-    assert model.imitate_rule()["imitation_agreement"] > 0.99
+    model = PPO(InspectorConfig(**TINY, init_rule="reject-unfit", init_episodes=8))
+    assert fit_rule(model)["imitation_agreement"] > 0.99
     # on fresh episodes the greedy policy decides as the rule does
     traj = rollout.collect(model.env(), lambda o, m: (model.predict(o, m),
                                                       np.zeros(len(o), np.float32)), 4, seed=123)
     rule = np.array([reject_unfit(o, m) for o, m in zip(traj.obs, traj.mask)])
     assert 0 < rule.sum() < len(rule) and np.mean(traj.actions == rule) > 0.98
     with pytest.raises(ValueError, match="unknown rule"):
-        InspectorPPO(InspectorConfig(**TINY, init_rule="nope")).imitate_rule()
+        fit_rule(PPO(InspectorConfig(**TINY, init_rule="nope")))
 
 
-class ScriptedPolicy(torch.nn.Module):
+class ScriptedPolicy(MaskedPolicy):
     """A stand-in policy network whose i-th call gives, for every row, the log-probability
     -(128 + kls[i]) to accept and 0 to reject: exp(-128) is 0 in float32, so log_softmax gives these
     values exactly, and against a rollout log-probability of -128 the approximate KL of pass i is
@@ -239,19 +240,22 @@ class ScriptedPolicy(torch.nn.Module):
 ])
 def test_inspector_kl_stop_happens_exactly_past_one_and_a_half_target(monkeypatch, target_kl,
                                                                       kls, iters):
-    """SchedInspector's own PPO update stops its policy passes at the first one whose approximate
-    KL is strictly above 1.5 x target_kl, before that pass's step (SpinningUp's rule, as PPO's,
+    """PPO configured as SchedInspector's (float32 statistics over the whole batch) stops its
+    policy passes at the first one whose approximate KL is strictly above 1.5 x target_kl, before
+    that pass's step (SpinningUp's rule, as with RLScheduler's configuration,
     `test_kl_stop_happens_exactly_past_one_and_a_half_target`). The scripted KLs sit on both sides
     of the threshold and of thresholds 100x away, so a threshold off by 100x, >= for >, or no stop
     at all give another count."""
-    model = InspectorPPO(InspectorConfig(**{**TINY, "target_kl": target_kl,
-                                            "train_pi_iters": len(kls), "train_v_iters": 1}))
+    model = PPO(InspectorConfig(**{**TINY, "target_kl": target_kl,
+                                   "train_pi_iters": len(kls), "train_v_iters": 1}))
+    assert model.params.float32_stats
     model.policy = ScriptedPolicy(kls)
     steps = []
     monkeypatch.setattr(model.pi_optimizer, "step", lambda: steps.append(1))
     n = 4  # a power of two: the mean of n equal KLs is exact
-    stats = model._update(torch.zeros(n, 7), torch.ones(n, 2, dtype=torch.bool),
-                          torch.zeros(n, dtype=torch.long), torch.full((n,), -128.0),
-                          torch.ones(n), torch.zeros(n))
+    b = Batch(np.zeros((n, 7), np.float32), np.ones((n, 2), bool), np.zeros(n, np.int64),
+              np.full(n, -128.0, np.float32))
+    b.adv, b.ret = torch.ones(n), torch.zeros(n)
+    stats = model._update(b)
     assert stats["pi_iters"] == iters == len(steps)
     assert stats["kl"] == kls[min(iters, len(kls) - 1)]

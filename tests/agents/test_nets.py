@@ -1,5 +1,6 @@
-"""The networks of RLScheduler (spec rlscheduler.md section 5): sizes, the kernel policy's
-permutation equivariance, masking, the numpy forward, and the packed (distinct-rows) paths."""
+"""The networks of the PPO learners (spec rlscheduler.md section 5, schedinspector.md section 5):
+sizes, the kernel policy's permutation equivariance, masking, the numpy forward, and every path PPO
+takes (rollout logits, packed distributions and values, float64 greedy scores) against forward."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import numpy as np
 import pytest
 import torch
 
+from hpcsched.agents.batch import Batch
 from hpcsched.agents.nets import (
     FlatValue,
+    InspectorPolicyNet,
+    InspectorValueNet,
     KernelPolicy,
     KernelValue,
     LeNetPolicy,
     MLPPolicy,
     count_parameters,
-    gather,
     kernel_logits,
     make_policy,
     make_value,
 )
+from hpcsched.agents.packed import gather
 
 
 def dense_parameters(sizes) -> int:
@@ -125,7 +129,7 @@ def test_numpy_kernel_logits_equal_the_torch_forward():
     np.testing.assert_allclose(got[m], expected[m], rtol=1e-5, atol=1e-5)
     assert (got[~m] <= -1e6 + 1).all() and (expected[~m] < -1e6 + 100).all()
     # one decision at a time, as RLPolicy calls it
-    one = net.numpy_forward(obs[2].numpy(), mask[2].numpy())
+    one = kernel_logits(net.numpy_weights(), obs[2].numpy(), mask[2].numpy())
     np.testing.assert_allclose(one[m[2]], expected[2][m[2]], rtol=1e-5, atol=1e-5)
     assert one[m[2]].argmax() == expected[2].argmax()
 
@@ -195,3 +199,71 @@ def test_flat_value_sees_the_whole_observation():
     changed = obs.clone()
     changed[:, 15, 3] += 1.0  # the last slot matters
     assert not torch.allclose(net(changed), v)
+
+
+# -- the paths PPO takes, against forward ------------------------------------------------------------
+def policy_cases():
+    """(name, network, obs, mask) for every policy network, the padding rows as the envs fill
+    them (RLScheduler's padding row; the inspector has no padding)."""
+    torch.manual_seed(11)
+    out = []
+    for name in ["kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet"]:
+        obs, mask = random_batch(9, 16, seed=12)
+        obs[~mask] = torch.tensor([0, 1, 1, 1, 1, 1, 1, 0], dtype=torch.float32)
+        out.append((name, make_policy(name, 8, 16), obs, mask))
+    g = torch.Generator().manual_seed(13)
+    mask = torch.ones(9, 2, dtype=torch.bool)
+    mask[::3, 1] = False  # reject not allowed there
+    out.append(("inspector", InspectorPolicyNet(7), torch.rand(9, 7, generator=g), mask))
+    return out
+
+
+@pytest.mark.parametrize("case", policy_cases(), ids=lambda c: c[0])
+def test_every_policy_path_gives_forwards_distribution(case):
+    name, net, obs, mask = case
+    with torch.no_grad():
+        plain = torch.log_softmax(net(obs, mask), -1)
+        act = torch.log_softmax(net.act_logits(obs.numpy(), mask.numpy()), -1)
+    # the rollout's logits: the same probabilities (padding exactly 0 either way)
+    torch.testing.assert_close(act[mask], plain[mask], rtol=1e-5, atol=1e-5)
+    assert (act[~mask].exp() == 0).all()
+    # the update's: each decision's action, log-probability (with gradient) and entropy
+    actions = torch.tensor([int(torch.multinomial(m.float(), 1)) for m in mask])
+    b = Batch(obs.numpy(), mask.numpy(), actions.numpy())
+    assert net.reads_packed(b) == (name == "kernel")
+    dist = net.distribution(b)
+    logp = dist.log_prob()
+    torch.testing.assert_close(logp, plain.gather(1, actions[:, None]).squeeze(1), rtol=1e-5,
+                               atol=1e-5)
+    logp.sum().backward()
+    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in net.parameters())
+    p = plain.exp()
+    entropy = -torch.where(mask, p * plain, 0.0).sum(-1)
+    torch.testing.assert_close(dist.entropy().float(), entropy, rtol=1e-4, atol=1e-6)
+    assert dist.entropy_sum() == pytest.approx(float(entropy.sum()), rel=1e-4)
+    torch.testing.assert_close(net.logits(b)[mask], net(obs, mask)[mask], rtol=1e-5, atol=1e-5)
+    # greedy decisions' float64 scores: forward's to float32 precision
+    scores = net.scores64(obs.numpy(), mask.numpy())
+    assert scores.dtype == np.float64
+    np.testing.assert_allclose(scores[mask.numpy()], net(obs, mask).detach().numpy()[mask.numpy()],
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["kernel", "flat", "inspector"])
+def test_every_value_path_gives_forwards_values(name):
+    torch.manual_seed(14)
+    if name == "inspector":
+        net = InspectorValueNet(7)
+        obs, mask = torch.rand(9, 7), torch.ones(9, 2, dtype=torch.bool)
+    else:
+        net = make_value(name, 8, 16)
+        obs, mask = random_batch(9, 16, seed=15)
+        obs[~mask] = torch.tensor([0, 1, 1, 1, 1, 1, 1, 0], dtype=torch.float32)
+    b = Batch(obs.numpy(), mask.numpy(), np.zeros(9, np.int64))
+    assert net.reads_packed(b) == (name == "kernel")
+    torch.testing.assert_close(net.values(b), net(obs), rtol=1e-5, atol=1e-5)
+    if name == "kernel":  # padding rows that differ: no packed path, the plain one instead
+        obs[~mask] = torch.rand(int((~mask).sum()), 8)
+        b = Batch(obs.numpy(), mask.numpy(), np.zeros(9, np.int64))
+        assert not net.reads_packed(b)
+        torch.testing.assert_close(net.values(b), net(obs), rtol=0, atol=0)

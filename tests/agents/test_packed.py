@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.nets import MASK_PENALTY, KernelValue, mlp, pack_rows
+from hpcsched.agents.nets import MASK_PENALTY, KernelValue, mlp
 from hpcsched.agents.packed import (
     ActionPacking,
     PrefixLayout,
@@ -17,6 +17,7 @@ from hpcsched.agents.packed import (
     mlp_gathered,
     mlp_prefix,
     mlp_rows,
+    pack_rows,
 )
 from hpcsched.envs.observation import padding_row
 
@@ -239,20 +240,20 @@ def test_prefix_layout_widths_cover_every_real_slot():
 
 @pytest.mark.parametrize("features", [8, 9])  # 9: rows are not whole 64-bit words
 def test_distinct_rows_finds_the_first_occurrence_of_every_distinct_row(features, monkeypatch):
-    from hpcsched.agents import nets
+    from hpcsched.agents import packed
 
     rng = np.random.default_rng(features)
     pool = rng.random((7, features), dtype=np.float32)
     pool[3] = pool[2]
     pool[3, -1] = -pool[2, -1]  # differs from row 2 in one bit-pattern only at the end
     rows = pool[rng.integers(0, 7, size=200)]
-    first, inverse = nets.distinct_rows(rows)
+    first, inverse = packed.distinct_rows(rows)
     np.testing.assert_array_equal(rows[first][inverse], rows)
     expected_first = sorted(np.unique(rows, axis=0, return_index=True)[1])
     assert sorted(first.tolist()) == expected_first  # each distinct row once, its first occurrence
     # a hash collision (simulated: every key equal) is caught and whole rows are compared instead
-    monkeypatch.setattr(nets, "_first_and_inverse",
+    monkeypatch.setattr(packed, "_first_and_inverse",
                         lambda key: (np.zeros(1, np.int64), np.zeros(len(key), np.int64)))
-    first, inverse = nets.distinct_rows(rows)
+    first, inverse = packed.distinct_rows(rows)
     np.testing.assert_array_equal(rows[first][inverse], rows)
     assert sorted(first.tolist()) == expected_first

@@ -10,7 +10,10 @@ import torch
 
 from fakes import FakeVecPickJob, padding_row
 from hpcsched.agents import rollout
-from hpcsched.agents.ppo import PPO, PPOConfig, _Batch
+from hpcsched.agents.batch import Batch
+from hpcsched.agents.greedy import decision_scores, torch_float64
+from hpcsched.agents.ppo import PPO, PPOParams
+from hpcsched.agents.rlscheduler import PPOConfig, RLSchedulerConfig
 
 SLOTS = 16
 
@@ -53,14 +56,19 @@ def test_a_few_epochs_learn_to_pick_the_smallest_job():
     assert all(0 < h["pi_iters"] <= 40 for h in model.history)
 
 
-def test_predict_is_greedy_and_sampling_respects_the_mask():
-    model = PPO(config(), env=fake())
+@pytest.mark.parametrize("policy", ["kernel", "mlp-v2"])
+def test_predict_is_greedy_and_sampling_respects_the_mask(policy):
+    model = PPO(config(policy=policy), env=fake())
+    model.learn(1)  # no longer flat scores: ties would hide the choice
     env = fake()
     obs, mask = env.reset(seed=5)
+    # the greedy rule (agents/greedy.py) on logits from a float64 copy of the network
     with torch.no_grad():
-        logits = model.policy(torch.from_numpy(obs), torch.from_numpy(mask)).numpy()
-    np.testing.assert_array_equal(model.predict(obs, mask), logits.argmax(1))
-    assert model.predict(obs[0], mask[0]) == logits[0].argmax()  # a single observation
+        logits = torch_float64(model.policy)(torch.from_numpy(obs).double(),
+                                             torch.from_numpy(mask)).numpy()
+    expected = np.where(mask, decision_scores(logits), -np.inf).argmax(1)
+    np.testing.assert_array_equal(model.predict(obs, mask), expected)
+    assert model.predict(obs[0], mask[0]) == expected[0]  # a single observation
     g = torch.Generator().manual_seed(0)
     for _ in range(20):
         a = model.predict(obs, mask, deterministic=False, generator=g)
@@ -129,15 +137,15 @@ def sampled_trajectories(model) -> rollout.Trajectories:
     return rollout.collect(fake(), model._act_fn(g), 8, seed=2)
 
 
-def batch_with_targets(traj, seed=0) -> _Batch:
-    b = _Batch(traj)
+def batch_with_targets(traj, seed=0) -> Batch:
+    b = Batch(traj.obs, traj.mask, traj.actions, traj.logp)
     g = torch.Generator().manual_seed(seed)
     b.adv = torch.randn(b.size, generator=g)
     b.ret = torch.randn(b.size, generator=g) * 3
     return b
 
 
-def surrogate_by_formula(policy, b: _Batch, clip: float) -> torch.Tensor:
+def surrogate_by_formula(policy, b: Batch, clip: float) -> torch.Tensor:
     """SpinningUp's clipped surrogate from the dense forward: -mean(min(r A, clip(r) A))."""
     logp = torch.log_softmax(policy(b.obs, b.mask), -1).gather(1, b.actions[:, None]).squeeze(1)
     ratio = torch.exp(logp - b.logp_old)
@@ -155,13 +163,15 @@ def test_packed_kernel_log_probs_and_gradients_equal_the_dense_forward(source):
     b = batch_with_targets(traj)
     real_rows = int(traj.mask.sum())
     if source == "duplicated":
-        assert len(b.unique_rows) <= 6 < real_rows  # the kernel really ran on fewer rows
-    assert b.pad_row is not None and model._packed_policy() and model._packed_value(b)
+        assert len(b.packed[0]) <= 6 < real_rows  # the kernel really ran on fewer rows
+    assert b.pad_row is not None and model.policy.reads_packed(b) and model.value.reads_packed(b)
 
-    packed = model._log_probs(b)
+    packed = torch.log_softmax(model.policy.logits(b), -1)
     dense = torch.log_softmax(model.policy(b.obs, b.mask), -1)
     torch.testing.assert_close(packed[b.mask], dense[b.mask], rtol=1e-5, atol=1e-5)
     assert (packed[~b.mask].exp() == 0).all()
+    torch.testing.assert_close(model.policy.distribution(b).log_prob(),
+                               dense.gather(1, b.actions[:, None]).squeeze(1), rtol=1e-5, atol=1e-5)
 
     # the policy's loss and gradient
     model.policy.zero_grad()
@@ -174,6 +184,7 @@ def test_packed_kernel_log_probs_and_gradients_equal_the_dense_forward(source):
     assert out["loss_pi"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-6)
     for x, y in zip(ours, grads(model.policy)):
         torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-6)
+    assert any(float(g.abs().sum()) > 0 for g in ours)  # a gradient to compare
     # entropy of the dense distribution, by its definition
     dense = dense.detach()
     p = dense.exp()
@@ -194,10 +205,11 @@ def test_packed_kernel_log_probs_and_gradients_equal_the_dense_forward(source):
 
 
 def test_chunked_gradients_of_flat_networks_equal_the_full_batch(monkeypatch):
-    monkeypatch.setattr(_Batch, "CHUNK_SAMPLES", 7)  # 40 decisions in 6 chunks, the last short
+    monkeypatch.setattr(RLSchedulerConfig, "CHUNK", 7)  # 40 decisions in 6 chunks, the last short
     model = PPO(config(policy="mlp-v2", value="flat"), env=fake())
     b = batch_with_targets(duplicated_trajectories())
-    assert len(b.chunks) == 6 and not model._packed_policy() and not model._packed_value(b)
+    assert [len(part.actions) for part in model._parts(model.policy, b)] == [7] * 5 + [5]
+    assert not model.policy.reads_packed(b) and not model.value.reads_packed(b)
 
     model.policy.zero_grad()
     out = model._policy_pass(b, first=True)
@@ -260,3 +272,47 @@ def test_kl_stop_happens_exactly_past_one_and_a_half_target(monkeypatch, target_
     stats = model._update_policy(None)
     assert stats["pi_iters"] == iters == len(steps)
     assert stats["kl"] == kls[min(iters, len(kls) - 1)]
+
+
+def test_float32_statistics_are_the_batch_means_and_agree_with_the_float64_sums(monkeypatch):
+    """SchedInspector's configuration takes KL, clip fraction and entropy as float32 means over
+    the whole batch, RLScheduler's sums them in float64: the same numbers to float32's precision,
+    and the same loss and gradient."""
+    model = PPO(config(policy="mlp-v2", value="flat"), env=fake())
+    b = batch_with_targets(duplicated_trajectories())
+    model.policy.zero_grad()
+    sums = model._policy_pass(b, first=True)
+    g64 = grads(model.policy)
+    params = PPOParams(**{**model.params.__dict__, "chunk": None, "float32_stats": True})
+    monkeypatch.setattr(PPO, "params", property(lambda self: params))
+    model.policy.zero_grad()
+    means = model._policy_pass(b, first=True)
+    for key in ("loss_pi", "kl", "clip_fraction", "entropy"):
+        assert means[key] == pytest.approx(sums[key], rel=1e-5, abs=1e-7), key
+    for x, y in zip(g64, grads(model.policy)):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-7)
+    dist = model.policy.distribution(b)
+    assert means["entropy"] == float(dist.entropy().mean())
+    with pytest.raises(ValueError, match="chunk=None"):
+        PPOParams(float32_stats=True)
+    with pytest.raises(ValueError, match="sampling"):
+        PPOParams(sampling="gumbel")
+
+
+@pytest.mark.parametrize("sampling", ["cdf", "multinomial"])
+def test_both_samplers_draw_from_the_policy(sampling):
+    """Either random stream samples the masked softmax: slot frequencies over many draws match the
+    probabilities, and the log-probabilities returned are the drawn slots'."""
+    model = PPO(config(), env=fake())
+    model.learn(1)
+    obs, mask = fake(n_envs=1).reset(seed=3)
+    obs, mask = np.repeat(obs, 4000, 0), np.repeat(mask, 4000, 0)
+    act = model._act_fn(torch.Generator().manual_seed(0), sampling)
+    a, logp = act(obs, mask)
+    with torch.no_grad():
+        p = torch.softmax(model.policy(torch.from_numpy(obs[:1]), torch.from_numpy(mask[:1])),
+                          -1)[0].numpy()
+    assert mask[0, a].all()
+    freq = np.bincount(a, minlength=SLOTS) / len(a)
+    assert np.abs(freq - p).max() < 0.03
+    np.testing.assert_allclose(logp, np.log(p[a]), rtol=1e-4)

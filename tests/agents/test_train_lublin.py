@@ -41,7 +41,8 @@ import pytest
 
 import hpcsched.agents.ppo as ppo_module
 from hpcsched.agents.checkpoint import load_policy
-from hpcsched.agents.ppo import PPO, PPOConfig, relative_reward
+from hpcsched.agents.ppo import PPO, PPOConfig
+from hpcsched.envs.wrappers import relative_reward
 from hpcsched.envs.pick_job import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate

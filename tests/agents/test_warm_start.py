@@ -1,5 +1,5 @@
-"""The two training aids that are not in RLScheduler: the relative reward and the imitation warm
-start (agents/imitation.py)."""
+"""Warm starts (agents/imitation.py, agents/rlscheduler.warm_start): the heuristic's targets, the
+imitation itself, and starting from a trained model's networks."""
 
 from __future__ import annotations
 
@@ -9,21 +9,10 @@ import torch
 
 from hpcsched.agents.imitation import collect_demonstrations, heuristic_targets, imitate
 from hpcsched.agents.nets import KernelPolicy
-from hpcsched.agents.ppo import relative_reward
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig, warm_start
 from hpcsched.envs.vec import VecPickJob
 from hpcsched.policies.priority import get_policy
-
-
-@pytest.mark.parametrize("value, base, sign, expected", [
-    (50.0, 100.0, -1.0, 50.0 / 150.0),  # half SJF's bsld: a third of the way to the best reward
-    (100.0, 50.0, -1.0, -50.0 / 150.0),  # twice SJF's bsld: symmetric penalty
-    (7.0, 7.0, -1.0, 0.0),  # as good as the heuristic
-    (0.0, 0.0, -1.0, 0.0),  # no waiting under either: nothing to learn
-    (0.8, 0.6, 1.0, 0.2 / 1.4),  # utilization: higher is better
-])
-def test_relative_reward_by_hand(value, base, sign, expected):
-    assert relative_reward(value, base, sign) == pytest.approx(expected, rel=1e-12)
-    assert -1.0 <= relative_reward(value, base, sign) <= 1.0
 
 
 def small_env(n_envs=4, episode_jobs=96):
@@ -59,3 +48,29 @@ def test_imitation_learns_sjf_and_wfp3_is_refused():
     assert after > 0.7 and after > before + 0.2  # a random net agrees about 1 time in k
     with pytest.raises(ValueError, match="re-scores jobs"):
         collect_demonstrations(small_env(), "wfp3", episodes=1)
+
+
+TINY = dict(trace="lublin-1", episode_jobs=32, slots=16, n_envs=4, trajectories_per_epoch=4,
+            train_pi_iters=2, train_v_iters=2, threads=1)
+
+
+def test_warm_start_imitates_the_heuristic_on_the_training_windows():
+    model = PPO(RLSchedulerConfig(**TINY, init="sjf", init_episodes=4, init_steps=60))
+    stats = warm_start(model)
+    assert model.extra["warm"] is stats and stats["imitation_decisions"] >= 4 * 32 // 2
+    assert stats["imitation_agreement"] > 0.6
+
+
+def test_warm_start_from_a_model_takes_its_networks_and_refuses_others(tmp_path):
+    trained = PPO(RLSchedulerConfig(**TINY, seed=1)).learn(1)
+    trained.save(tmp_path / "trained.pt")
+    model = PPO(RLSchedulerConfig(**TINY, seed=2, init=f"model:{tmp_path / 'trained.pt'}"))
+    assert warm_start(model) == {"from_epoch": 1} == model.extra["warm"]
+    for net, theirs in ((model.policy, trained.policy), (model.value, trained.value)):
+        for a, b in zip(net.state_dict().values(), theirs.state_dict().values()):
+            assert torch.equal(a, b)
+    assert model.epoch == 0  # the run itself starts at epoch 0, with fresh optimisers
+    other = PPO(RLSchedulerConfig(**{**TINY, "slots": 32},
+                                  init=f"model:{tmp_path / 'trained.pt'}"))
+    with pytest.raises(ValueError, match="differ from this run's"):
+        warm_start(other)

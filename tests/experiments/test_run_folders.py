@@ -19,7 +19,7 @@ import torch
 import hpcsched
 from hpcsched.agents import dras_episode
 from hpcsched.agents.checkpoint import load_checkpoint
-from hpcsched.agents.inspector import InspectorConfig, InspectorPPO
+from hpcsched.agents.inspector import InspectorConfig
 from hpcsched.agents.ppo import PPO, PPOConfig
 from hpcsched.agents.deeprm import DeepRM, DeepRMConfig
 from hpcsched.cli import main
@@ -187,7 +187,7 @@ def test_inspector_killed_and_resumed_writes_what_a_straight_run_does(tmp_path, 
 
     run(tmp_path / "straight", False)
     assert load_checkpoint(tmp_path / "straight" / "best.pt")["epoch"] == 4
-    run_with_kills(monkeypatch, run, InspectorPPO, "_one_epoch", [1, 2], tmp_path / "killed")
+    run_with_kills(monkeypatch, run, PPO, "_one_epoch", [1, 2], tmp_path / "killed")
     assert_same_run(tmp_path / "straight", tmp_path / "killed", fmt="hpcsched.ppo/1",
                     parts=("policy", "value", "pi_optimizer", "v_optimizer"))
 

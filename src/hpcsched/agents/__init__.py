@@ -6,18 +6,18 @@
     model.save("runs/lublin-1.pt")
     policy = load_policy("runs/lublin-1.pt")      # engine.run(policy), like any heuristic
 
-Names are imported on first use, so that `hpcsched.agents.filtering` works without torch.
+Names are imported on first use, so that importing `hpcsched.agents` costs nothing without torch.
 """
 
 from importlib import import_module
 
 _WHERE = {
-    "PPO": "ppo", "PPOConfig": "ppo",
+    "PPO": "ppo", "PPOParams": "ppo", "PPOConfig": "rlscheduler", "RLSchedulerConfig": "rlscheduler",
+    "InspectorConfig": "inspector",
     "KernelPolicy": "nets", "KernelValue": "nets", "FlatValue": "nets", "MLPPolicy": "nets",
     "LeNetPolicy": "nets", "make_policy": "nets", "make_value": "nets",
     "load_policy": "checkpoint", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "RLPolicy": "checkpoint",
-    "WindowFilter": "filtering", "make_window_filter": "filtering",
 }
 
 __all__ = sorted(_WHERE)

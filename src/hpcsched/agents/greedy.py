@@ -64,6 +64,16 @@ def linear_weights64(net) -> list[tuple[np.ndarray, np.ndarray]]:
             for m in net.modules() if isinstance(m, nn.Linear)]
 
 
+def mlp_logits64(weights: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """An MLP's forward pass in float64: `weights` as `linear_weights64` gives them (W^T, b per
+    layer), ReLU between layers; `x` one input (F,) or a batch (B, F)."""
+    for i, (wt, b) in enumerate(weights):
+        x = x @ wt + b
+        if i < len(weights) - 1:
+            x = np.maximum(x, 0.0)
+    return x
+
+
 def torch_float64(net):
     """A float64 copy of a torch module, in eval mode, for greedy scoring through torch."""
     import copy
@@ -92,4 +102,4 @@ class Float64Copy:
 
 
 __all__ = ["DECISION_DTYPE", "Float64Copy", "decision_scores", "greedy", "greedy_batch",
-           "linear_weights64", "torch_float64"]
+           "linear_weights64", "mlp_logits64", "torch_float64"]

@@ -1,14 +1,18 @@
-"""A warm start for PPO: teach the policy network to pick what a heuristic picks (behaviour cloning).
+"""Warm starts for PPO: teach the policy network to choose what a fixed rule chooses (behaviour
+cloning), before the first epoch.
 
-Not in RLScheduler, which starts from random weights. The kernel network can express any score
-function of a job's own features (SJF is "smallest feature 1"), so a few hundred supervised steps
-bring it to the heuristic's level, and PPO then looks for improvements from there instead of from a
-random policy. `hpcsched train rlscheduler --init sjf` does this before the first epoch.
+Not in the papers, which start from random weights. RLScheduler's kernel network can express any
+score function of a job's own features (SJF is "smallest feature 1"), so a few hundred supervised
+steps bring it to a heuristic's level, and PPO then looks for improvements from there instead of
+from a random policy (`hpcsched train rlscheduler --init sjf`: `imitate_heuristic`). A
+SchedInspector policy can likewise start as a fixed accept/reject rule (`hpcsched train inspector
+--init-rule reject-unfit`: `imitate_rule`).
 
-Decisions are collected by running the heuristic itself through the training environments (so the
-states are those the heuristic visits); at each decision the target is the observed slot with the
-smallest heuristic key (ties: the earlier slot, i.e. the earlier arrival under the FCFS cut-off).
-Only heuristics with a static key per job qualify (fcfs, sjf, saf, srf, sqf, f1-f4, ...).
+Decisions are collected by running the rule itself through the training environments (so the
+states are those the rule visits). For a heuristic, the target at each decision is the observed
+slot with the smallest heuristic key (ties: the earlier slot, i.e. the earlier arrival under the
+FCFS cut-off); only heuristics with a static key per job qualify (fcfs, sjf, saf, srf, sqf,
+f1-f4, ...).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hpcsched.agents.nets import pack_rows
+from hpcsched.agents.batch import Batch
 
 
 def heuristic_targets(env, static_keys, cache: dict) -> np.ndarray:
@@ -45,7 +49,8 @@ def collect_demonstrations(env, heuristic: str, episodes: int, seed: int = 0
     if static is None:
         raise ValueError(f"--init {heuristic}: only heuristics with a fixed score per job can be "
                          f"imitated (e.g. fcfs, sjf, f1); {heuristic} re-scores jobs as they wait")
-    obs, mask = env.reset(seed=seed)
+    obs, mask = env.reset(seed=seed)  # the windows as the wrappers choose them
+    env = getattr(env, "unwrapped", env)  # steps need no reward wrapper: rewards are not used
     cache: dict[int, Any] = {}
     done_count = 0
     xs, ms, ys = [], [], []
@@ -61,28 +66,49 @@ def collect_demonstrations(env, heuristic: str, episodes: int, seed: int = 0
 
 def imitate(policy: torch.nn.Module, obs: np.ndarray, mask: np.ndarray, target: np.ndarray,
             steps: int = 300, lr: float = 3e-3) -> dict[str, float]:
-    """Full-batch Adam on the cross-entropy of the heuristic's choices; returns the final loss and
-    how often the policy's most probable slot is the heuristic's."""
+    """Full-batch Adam on the cross-entropy of the rule's choices (the policy's logits through its
+    fastest path, `nets.MaskedPolicy.logits`); returns the final loss and how often the policy's
+    most probable action is the rule's."""
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
-    y = torch.from_numpy(target)
-    packed = hasattr(policy, "packed_logits")
-    if packed:
-        unique, slot_index = pack_rows(obs, mask)
-
-    def logits() -> torch.Tensor:
-        if packed:
-            return policy.packed_logits(unique, slot_index)
-        return policy(torch.from_numpy(obs), torch.from_numpy(mask))
-
+    batch = Batch(obs, mask, target)
     loss = torch.tensor(0.0)
     for _ in range(steps):
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(logits(), y)
+        loss = torch.nn.functional.cross_entropy(policy.logits(batch), batch.actions)
         loss.backward()
         opt.step()
     with torch.no_grad():
-        agree = float((logits().argmax(-1) == y).float().mean())
+        agree = float((policy.logits(batch).argmax(-1) == batch.actions).float().mean())
     return {"imitation_loss": float(loss.detach()), "imitation_agreement": agree}
 
 
-__all__ = ["collect_demonstrations", "heuristic_targets", "imitate"]
+def imitate_heuristic(model, heuristic: str, episodes: int, steps: int,
+                      seed: int) -> dict[str, float]:
+    """`model`'s policy (a `ppo.PPO` on `VecPickJob`s) fitted to `heuristic`'s choices on
+    `episodes` episodes of its environments, with `steps` supervised steps."""
+    from hpcsched.agents.ppo import torch_threads
+
+    obs, mask, target = collect_demonstrations(model.env(), heuristic, episodes, seed=seed)
+    with torch_threads(model.params.threads):
+        stats = imitate(model.policy, obs, mask, target, steps=steps)
+    stats["imitation_decisions"] = len(target)
+    return stats
+
+
+def imitate_rule(model, rule, episodes: int, seed: int) -> dict[str, float]:
+    """`model`'s policy fitted to `rule(obs, mask) -> action` on `episodes` episodes of its
+    environments (the rule deciding), 300 supervised steps."""
+    from hpcsched.agents import rollout
+    from hpcsched.agents.ppo import torch_threads
+
+    def act(obs: np.ndarray, mask: np.ndarray):
+        a = np.array([rule(o, m) for o, m in zip(obs, mask)], dtype=np.int64)
+        return a, np.zeros(len(a), dtype=np.float32)
+
+    with torch_threads(model.params.threads):
+        traj = rollout.collect(model.env(), act, episodes, seed=seed)
+        return imitate(model.policy, traj.obs, traj.mask, traj.actions)
+
+
+__all__ = ["collect_demonstrations", "heuristic_targets", "imitate", "imitate_heuristic",
+           "imitate_rule"]

@@ -1,14 +1,13 @@
-"""SchedInspector's agent (spec schedinspector.md sections 5-7): PPO on `hpcsched/Inspect-v0`.
+"""SchedInspector's agent (spec schedinspector.md sections 5-7): its configuration of PPO on
+`hpcsched/Inspect-v0`, and a trained inspector as an engine `Policy`.
 
-The networks are the paper's: a policy MLP F -> 32 -> 16 -> 8 -> 2 (938 parameters with the code's
-7 features) and a value MLP F -> 32 -> 16 -> 8 -> 1 (929). The algorithm is RLScheduler's PPO
-(`agents/ppo.py`): the same rollouts (`rollout.collect`), the same GAE (`advantages_and_returns`),
-the same per-epoch seeding (`derived_seed`) and the same update (clipped surrogate, full batch, up
-to 80 policy steps with the KL stop, 80 value steps); only the networks and the environment differ,
-and with two-way decisions over 7 numbers there is nothing to pack, so the update is written here
-in full.
+The networks are the paper's (`nets.InspectorPolicyNet`, `nets.InspectorValueNet`): a policy MLP
+F -> 32 -> 16 -> 8 -> 2 (938 parameters with the code's 7 features) and a value MLP
+F -> 32 -> 16 -> 8 -> 1 (929). The algorithm is the one PPO (`agents/ppo.py`), with the paper's
+rates and its own arithmetic: the batch taken whole, statistics as float32 means,
+`torch.multinomial`'s random stream, the policy's iterations before the value's.
 
-    model = InspectorPPO(InspectorConfig(trace="lublin-1", base="sjf"))
+    model = PPO(InspectorConfig(trace="lublin-1", base="sjf"))
     model.learn(epochs=40)
     model.save("runs/insp/model.pt")
     policy = load_inspector("runs/insp/model.pt")      # a Policy: sjf with the inspector
@@ -16,23 +15,19 @@ in full.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 
-from hpcsched.agents import rollout
-from hpcsched.agents.greedy import greedy, greedy_batch, linear_weights64
-from hpcsched.agents.nets import apply_mask, mlp
-from hpcsched.agents.ppo import (advantages_and_returns, derived_seed, epoch_stats,
-                                 run_epochs)
+from hpcsched.agents.greedy import greedy, linear_weights64, mlp_logits64
+from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
+from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
 
 ALGORITHM = "schedinspector-ppo"
-HIDDEN = (32, 16, 8)
 
 
 @dataclass
@@ -107,6 +102,23 @@ class InspectorConfig:
             raise ValueError(f"InspectorConfig: unknown setting(s) {', '.join(sorted(unknown))}")
         return cls(**trained_config(d))
 
+    # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
+    def ppo_params(self) -> PPOParams:
+        return PPOParams.of(self, parallel_update=False, rollout_threads=None, chunk=None,
+                            sampling="multinomial", float32_stats=True)
+
+    def networks(self):
+        policy = InspectorPolicyNet(self.n_features)
+        if self.init_accept is not None:
+            bias_toward_accept(policy, self.init_accept)
+        return policy, InspectorValueNet(self.n_features)
+
+    def make_env(self, model: PPO) -> VecInspect:
+        return VecInspect(self.n_envs, **self.env_kwargs())
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"algorithm": ALGORITHM}
+
 
 def trained_config(d: dict[str, Any]) -> dict[str, Any]:
     """A saved config as it reads today. Before the schedinspector profile became the authors'
@@ -117,18 +129,6 @@ def trained_config(d: dict[str, Any]) -> dict[str, Any]:
     if d.get("profile", "schedinspector") == "schedinspector" and d.get("estimate") is not None:
         return {**d, "profile": "schedinspector-paper"}
     return dict(d)
-
-
-class InspectorPolicyNet(nn.Module):
-    """F -> 32 -> 16 -> 8 -> 2 logits (accept, reject), ReLU; a masked action gets -1e6."""
-
-    def __init__(self, features: int = 7):
-        super().__init__()
-        self.net = mlp([features, *HIDDEN, 2])
-
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        logits = self.net(obs)
-        return logits if mask is None else apply_mask(logits, mask)
 
 
 def bias_toward_accept(policy: InspectorPolicyNet, p_accept: float) -> None:
@@ -142,181 +142,17 @@ def bias_toward_accept(policy: InspectorPolicyNet, p_accept: float) -> None:
         out.bias.copy_(torch.tensor([float(np.log(p_accept)), float(np.log(1.0 - p_accept))]))
 
 
-class InspectorValueNet(nn.Module):
-    """F -> 32 -> 16 -> 8 -> 1: the same trunk as the policy, a scalar out."""
+def fit_rule(model: PPO) -> dict[str, float]:
+    """Fit `model`'s policy to its `config.init_rule`'s decisions on `init_episodes` training
+    episodes (`agents.imitation.imitate_rule`); returns its final loss and agreement."""
+    from hpcsched.agents.imitation import imitate_rule
 
-    def __init__(self, features: int = 7):
-        super().__init__()
-        self.net = mlp([features, *HIDDEN, 1])
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs).squeeze(-1)
-
-
-class InspectorPPO:
-    """PPO on `VecInspect`. SB3's verbs: `learn`, `predict`, `save`, `load`."""
-
-    def __init__(self, config: InspectorConfig | None = None, env: VecInspect | None = None):
-        self.config = config = config or InspectorConfig()
-        torch.manual_seed(config.seed)
-        self.policy = InspectorPolicyNet(config.n_features)
-        if config.init_accept is not None:
-            bias_toward_accept(self.policy, config.init_accept)
-        self.value = InspectorValueNet(config.n_features)
-        self.pi_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.pi_lr)
-        self.v_optimizer = torch.optim.Adam(self.value.parameters(), lr=config.vf_lr)
-        self.epoch = 0
-        self.history: list[dict[str, Any]] = []
-        self.run_options: dict[str, Any] = {}  # the training run's validation options (kept)
-        self._env = env
-
-    def env(self) -> VecInspect:
-        if self._env is None:
-            self._env = VecInspect(self.config.n_envs, **self.config.env_kwargs())
-        return self._env
-
-    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        """Actions for observations (B, F) with masks (B, 2); greedy (the rule of
-        `hpcsched.agents.greedy`, float64 scores) unless told otherwise."""
-        if deterministic:
-            return greedy_batch(mlp_logits64(linear_weights64(self.policy),
-                                             np.asarray(obs, dtype=np.float64)), mask)
-        with torch.no_grad():
-            logits = self.policy(torch.as_tensor(obs, dtype=torch.float32),
-                                 torch.as_tensor(mask, dtype=torch.bool))
-            return torch.multinomial(torch.softmax(logits, -1), 1).squeeze(1).numpy()
-
-    def _act_fn(self, generator: torch.Generator) -> rollout.ActFn:
-        def act(obs: np.ndarray, mask: np.ndarray):
-            with torch.no_grad():
-                logp_all = torch.log_softmax(
-                    self.policy(torch.from_numpy(obs), torch.from_numpy(mask)), -1)
-                a = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
-                return a.numpy(), logp_all.gather(1, a[:, None]).squeeze(1).numpy()
-        return act
-
-    def imitate_rule(self) -> dict[str, float]:
-        """Fit the policy to `config.init_rule`'s decisions on training episodes (full-batch
-        cross-entropy, `agents.imitation.imitate`); returns its final loss and agreement."""
-        from hpcsched.agents.imitation import imitate
-
-        c = self.config
-        rules = {"reject-unfit": reject_unfit}
-        if c.init_rule not in rules:
-            raise ValueError(f"init_rule: unknown rule {c.init_rule!r}; known: {', '.join(rules)}")
-        rule = rules[c.init_rule]
-
-        def act(obs: np.ndarray, mask: np.ndarray):
-            a = np.array([rule(o, m) for o, m in zip(obs, mask)], dtype=np.int64)
-            return a, np.zeros(len(a), dtype=np.float32)
-
-        previous = torch.get_num_threads()
-        if c.threads:
-            torch.set_num_threads(c.threads)
-        try:
-            traj = rollout.collect(self.env(), act, c.init_episodes,
-                                   seed=derived_seed(c.seed, 10**6, 0))
-            return imitate(self.policy, traj.obs, traj.mask, traj.actions)
-        finally:
-            torch.set_num_threads(previous)
-
-    def _update(self, obs, mask, actions, logp_old, adv, ret) -> dict[str, float]:
-        c = self.config
-        stats: dict[str, float] = {}
-        pi_iters = 0
-        for i in range(c.train_pi_iters):
-            self.pi_optimizer.zero_grad()
-            logp_all = torch.log_softmax(self.policy(obs, mask), -1)
-            logp = logp_all.gather(1, actions[:, None]).squeeze(1)
-            ratio = torch.exp(logp - logp_old)
-            clipped = torch.clamp(ratio, 1 - c.clip_ratio, 1 + c.clip_ratio) * adv
-            loss = -torch.min(ratio * adv, clipped).mean()
-            with torch.no_grad():
-                kl = float((logp_old - logp).mean())
-                if i == 0:
-                    p = logp_all.exp()
-                    stats["loss_pi"] = float(loss)
-                    stats["entropy"] = -float(torch.where(p > 0, p * logp_all, 0.0).sum(-1).mean())
-                stats["kl"] = kl
-                stats["clip_fraction"] = float(((ratio - 1).abs() > c.clip_ratio).float().mean())
-            if kl > 1.5 * c.target_kl:  # too far from the rollout policy: no more steps
-                break
-            loss.backward()
-            self.pi_optimizer.step()
-            pi_iters += 1
-        stats["pi_iters"] = pi_iters
-        for i in range(c.train_v_iters):
-            self.v_optimizer.zero_grad()
-            loss_v = ((self.value(obs) - ret) ** 2).mean()
-            if i == 0:
-                stats["loss_v"] = float(loss_v.detach())
-            loss_v.backward()
-            self.v_optimizer.step()
-        return stats
-
-    def _one_epoch(self) -> dict[str, Any]:
-        c = self.config
-        t0 = time.perf_counter()
-        generator = torch.Generator().manual_seed(derived_seed(c.seed, self.epoch, 1))
-        traj = rollout.collect(self.env(), self._act_fn(generator), c.trajectories_per_epoch,
-                               seed=derived_seed(c.seed, self.epoch, 0))
-        t1 = time.perf_counter()
-        obs = torch.from_numpy(traj.obs)
-        with torch.no_grad():
-            values = self.value(obs).numpy().astype(np.float64)
-        adv, ret = advantages_and_returns(values, traj.lengths, traj.rewards, c.gamma, c.lam)
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        stats = self._update(obs, torch.from_numpy(traj.mask), torch.from_numpy(traj.actions),
-                             torch.from_numpy(traj.logp), torch.from_numpy(adv.astype(np.float32)),
-                             torch.from_numpy(ret.astype(np.float32)))
-        t2 = time.perf_counter()
-        self.epoch += 1
-        out: dict[str, Any] = {"epoch": self.epoch, "trajectories": len(traj.lengths),
-                               "decisions": int(traj.lengths.sum()),
-                               "mean_reward": float(traj.rewards.mean())}
-        return epoch_stats(out, traj, stats, t0, t1, t2)
-
-    def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
-              ) -> "InspectorPPO":
-        """Train `epochs` more epochs. `callback(stats)` runs after each; returning False stops."""
-        return run_epochs(self, epochs, callback)
-
-    # -- files --------------------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
-        return {
-            "algorithm": ALGORITHM,
-            "config": asdict(self.config),
-            "epoch": self.epoch,
-            "policy": self.policy.state_dict(),
-            "value": self.value.state_dict(),
-            "pi_optimizer": self.pi_optimizer.state_dict(),
-            "v_optimizer": self.v_optimizer.state_dict(),
-            "norm": dict(self.env().norm),
-            "history": self.history,
-            "run_options": dict(self.run_options),
-        }
-
-    def save(self, path) -> None:
-        from hpcsched.agents.checkpoint import save_checkpoint
-
-        save_checkpoint(path, self.state())
-
-    @classmethod
-    def load(cls, path, restore_rng: bool = True) -> "InspectorPPO":
-        from hpcsched.agents.checkpoint import config_of, restore_rng_states, restore_state
-
-        ck = load_inspector_checkpoint(path)
-        model = config_of(path, lambda: cls(InspectorConfig.from_dict(ck["config"])))
-        for key, part in (("policy", model.policy), ("value", model.value),
-                          ("pi_optimizer", model.pi_optimizer),
-                          ("v_optimizer", model.v_optimizer)):
-            restore_state(path, part, ck, key)
-        model.epoch = int(ck["epoch"])
-        model.history = list(ck.get("history", []))
-        model.run_options = dict(ck.get("run_options") or {})
-        if restore_rng:
-            restore_rng_states(ck.get("rng"))
-        return model
+    c = model.config
+    rules = {"reject-unfit": reject_unfit}
+    if c.init_rule not in rules:
+        raise ValueError(f"init_rule: unknown rule {c.init_rule!r}; known: {', '.join(rules)}")
+    return imitate_rule(model, rules[c.init_rule], c.init_episodes,
+                        seed=derived_seed(c.seed, 10**6, 0))
 
 
 def load_inspector_checkpoint(path) -> dict[str, Any]:
@@ -399,16 +235,6 @@ class InspectedPolicy:
         return self.inspection.summary()
 
 
-def mlp_logits64(weights: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
-    """The inspector MLP's forward pass in float64: `weights` as `linear_weights64` gives them
-    (W^T, b per layer), ReLU between layers; `x` one observation (F,) or a batch (B, F)."""
-    for i, (wt, b) in enumerate(weights):
-        x = x @ wt + b
-        if i < len(weights) - 1:
-            x = np.maximum(x, 0.0)
-    return x
-
-
 def reject_unfit(obs: np.ndarray, mask: np.ndarray) -> int:
     """A fixed rule in the inspector's place: reject the proposed job exactly when it does not fit
     now (feature 4, "runnable"). Under commit semantics this undoes the commitment to a job that
@@ -437,6 +263,6 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
                            sample=sample, seed=seed, name=name or f"inspect:{path}")
 
 
-__all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPPO",
-           "InspectorPolicyNet", "InspectorValueNet", "load_inspector",
-           "load_inspector_checkpoint", "reject_unfit", "trained_config"]
+__all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPolicyNet",
+           "InspectorValueNet", "bias_toward_accept", "fit_rule", "load_inspector",
+           "load_inspector_checkpoint", "mlp_logits64", "reject_unfit", "trained_config"]

@@ -1,5 +1,6 @@
-"""Networks of RLScheduler (spec rlscheduler.md section 5): the kernel policy, two value networks and
-the ablation policies of its Table IV.
+"""The networks of the PPO learners: RLScheduler's (spec rlscheduler.md section 5: the kernel policy,
+two value networks and the ablation policies of its Table IV) and SchedInspector's (spec
+schedinspector.md section 5).
 
 Every policy maps an observation batch ``obs (B, slots, F)`` and a mask ``(B, slots)`` (True = a real
 waiting job) to masked logits ``(B, slots)``: a masked slot gets ``logit - 1e6``, so its probability
@@ -14,10 +15,14 @@ after the softmax is exactly 0. Every value network maps ``obs`` to ``(B,)``.
 | lenet      | LeNetPolicy (square slots)     | depends on slots            |
 | kernel (V) | KernelValue                    | 11,570                      |
 | flat (V)   | FlatValue 1024-32-16-8-1       | 33,473                      |
+| inspector  | InspectorPolicyNet F-32-16-8-2 | 938 (F=7)                   |
+| inspector (V) | InspectorValueNet F-32-16-8-1 | 929 (F=7)                |
 
-The kernel policy applies one small MLP to each job row with shared weights, so permuting the rows
-permutes the probabilities the same way, and it has a plain-numpy forward (`numpy_forward`) for single
-decisions, where torch's per-call overhead would dominate.
+What PPO asks of a network is `MaskedPolicy`'s and `ValueNet`'s methods; by default they go
+through `forward`, and the kernel networks override them with their fast paths: during rollouts the
+kernel scores only the real rows; in the update it scores each distinct row of the epoch once
+(`agents/packed.py`, `batch.Batch`'s packing); for greedy decisions it runs in numpy, float64
+(`agents/greedy.py`). The tests check every fast path against `forward`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from typing import Sequence
 import numpy as np
 import torch
 from torch import nn
+
+from hpcsched.agents.batch import Batch, MaskedCategorical, PackedCategorical
+from hpcsched.agents.packed import gather
 
 #: what a masked slot's logit is lowered by; exp(-1e6) is 0 in float32 and float64
 MASK_PENALTY = 1e6
@@ -50,94 +58,52 @@ def apply_mask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask, logits, logits - MASK_PENALTY)
 
 
-class _Gather(torch.autograd.Function):
-    """``src[index]`` for a 1-D `src`, whose backward sums the gradient with one `scatter_add_`
-    (several times faster on CPU than the generic indexing backward when many entries share an
-    index, as the distinct job rows of an epoch do)."""
-
-    @staticmethod
-    def forward(ctx, src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(index)
-        ctx.size = src.shape[0]
-        # index_select: several times faster than src[index] for a 1-D src on CPU
-        return src.index_select(0, index.reshape(-1)).view(index.shape)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (index,) = ctx.saved_tensors
-        out = grad.new_zeros(ctx.size).scatter_add_(0, index.reshape(-1), grad.reshape(-1))
-        return out, None
-
-
-def gather(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``src[index]`` (1-D `src`, any shape of `index`) with a fast backward."""
-    return _Gather.apply(src, index)
-
-
-def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first, inverse) such that ``rows[first]`` are the distinct rows of the 2-D float array
-    `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
-    1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
-    collision, should one ever occur, falls back to comparing whole rows."""
-    rows = np.ascontiguousarray(rows)
-    if rows.dtype.itemsize * rows.shape[1] % 8 == 0:  # whole rows as 64-bit words (F = 8: 4)
-        words = rows.view(np.uint64)
-    else:
-        words = rows.view(np.uint32).astype(np.uint64)
-    key = words[:, 0] * np.uint64(0x9E3779B97F4A7C15)
-    for j in range(1, words.shape[1]):
-        key ^= key >> np.uint64(29)
-        key += words[:, j]
-        key *= np.uint64(0x9E3779B97F4A7C15)
-    first, inverse = _first_and_inverse(key)
-    if not np.array_equal(rows[first][inverse], rows):
-        whole = np.ascontiguousarray(rows).view(
-            np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-        _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    return first, inverse
-
-
-def _first_and_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(key, return_index=True, return_inverse=True)[1:], from one stable sort."""
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    new = np.empty(len(key), dtype=bool)
-    new[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    inverse = np.empty(len(key), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return order[new], inverse
-
-
-def pack_rows(obs: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of observations ``(B, slots, F)`` as its distinct real job rows ``(U, F)`` and, for
-    every slot, the index of its row among them: the input of `KernelPolicy.packed_logits` and
-    `KernelValue.forward_packed`. A job waiting through several decisions at the same instant shows
-    the same row each time, so U is several times smaller than the number of real rows.
-
-    A padding slot j gets ``U + j``: the packed paths score padding from a copy per slot position
-    (all equal), so that the gradient's scatter-add spreads over `slots` entries instead of piling
-    2M additions onto one (a chain of dependent additions, 6x slower on CPU). Any index from U to
-    U + slots - 1 means padding to them."""
-    rows = np.ascontiguousarray(obs[mask])  # (real rows, F), decision after decision
-    if len(rows):
-        first, inverse = distinct_rows(rows)
-        unique = rows[first]
-    else:
-        unique = np.zeros((0, obs.shape[-1]), dtype=np.float32)
-        inverse = np.zeros(0, dtype=np.int64)
-    slot_index = np.empty(mask.shape, dtype=np.int64)
-    slot_index[...] = len(unique) + np.arange(mask.shape[-1])
-    slot_index[mask] = inverse
-    return torch.from_numpy(unique), torch.from_numpy(slot_index)
-
-
 def count_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
 
 
-class KernelPolicy(nn.Module):
+class MaskedPolicy(nn.Module):
+    """A policy network: ``forward(obs, mask) -> masked logits``, and the paths PPO takes."""
+
+    def act_logits(self, obs: np.ndarray, mask: np.ndarray) -> torch.Tensor:
+        """The logits of a rollout step (called without gradient)."""
+        return self(torch.from_numpy(obs), torch.from_numpy(mask))
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        """Every decision's masked logits (M, A), with gradient."""
+        return self(batch.obs, batch.mask)
+
+    def distribution(self, batch: Batch) -> MaskedCategorical | PackedCategorical:
+        """The action distribution of every decision of `batch`, with gradient."""
+        return MaskedCategorical(self.logits(batch), batch.actions)
+
+    def reads_packed(self, batch: Batch) -> bool:
+        """Whether `logits` and `distribution` read `batch` whole through its packing (else they
+        read its plain tensors, and the update may hand them the batch in parts)."""
+        return False
+
+    def scores64(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The logits in float64, for greedy decisions (`agents.greedy`)."""
+        from hpcsched.agents.greedy import torch_float64
+
+        with torch.no_grad():
+            return torch_float64(self)(torch.as_tensor(obs, dtype=torch.float64),
+                                       torch.as_tensor(mask, dtype=torch.bool)).numpy()
+
+
+class ValueNet(nn.Module):
+    """A value network: ``forward(obs) -> (B,)``, and the paths PPO takes."""
+
+    def values(self, batch: Batch) -> torch.Tensor:
+        """Every decision's value (M,), with gradient."""
+        return self(batch.obs)
+
+    def reads_packed(self, batch: Batch) -> bool:
+        """As `MaskedPolicy.reads_packed`."""
+        return False
+
+
+class KernelPolicy(MaskedPolicy):
     """RLScheduler's policy: one MLP F -> 32 -> 16 -> 8 -> 1 scores every job row (shared weights);
     the scores, masked, are the logits of a softmax over the slots. 961 parameters for F = 8, for any
     number of slots."""
@@ -169,6 +135,29 @@ class KernelPolicy(nn.Module):
         padding = scores.new_full((slot_index.shape[-1],), -MASK_PENALTY)
         return gather(torch.cat([scores, padding]), slot_index)
 
+    # -- the paths PPO takes ------------------------------------------------------------------------
+    def act_logits(self, obs: np.ndarray, mask: np.ndarray) -> torch.Tensor:
+        # only the real rows are scored; a padding slot's logit is -1e6 here, score - 1e6 in
+        # forward(): either way its probability is exactly 0 and the real slots' are equal
+        logits = torch.full(mask.shape, -MASK_PENALTY)
+        logits.view(-1).index_copy_(0, torch.from_numpy(np.flatnonzero(mask)),
+                                    self.row_scores(torch.from_numpy(obs[mask])))
+        return logits
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        return self.packed_logits(*batch.packed)
+
+    def distribution(self, batch: Batch) -> MaskedCategorical | PackedCategorical:
+        if batch.packing is None:  # an action on a padding slot: the logits of every slot
+            return super().distribution(batch)
+        return PackedCategorical(self.packed_scores(batch.packed[0]), batch.packing)
+
+    def reads_packed(self, batch: Batch) -> bool:
+        return True
+
+    def scores64(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return kernel_logits(self.numpy_weights(np.float64), obs, mask)
+
     # -- plain numpy, for one decision at a time ---------------------------------------------------
     def numpy_weights(self, dtype=np.float32) -> list[tuple[np.ndarray, np.ndarray]]:
         """(W^T, b) per layer as numpy arrays of `dtype` (copies: later training does not change
@@ -176,11 +165,6 @@ class KernelPolicy(nn.Module):
         linears = [m for m in self.kernel if isinstance(m, nn.Linear)]
         return [(m.weight.detach().numpy().T.astype(dtype), m.bias.detach().numpy().astype(dtype))
                 for m in linears]
-
-    def numpy_forward(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Masked logits as `forward` computes them, in numpy (float32). For many calls with the same
-        weights, take `numpy_weights()` once and call `kernel_logits` directly."""
-        return kernel_logits(self.numpy_weights(), obs, mask)
 
 
 def kernel_logits(
@@ -205,7 +189,7 @@ def kernel_logits(
     return logits
 
 
-class KernelValue(nn.Module):
+class KernelValue(ValueNet):
     """The reference code's critic: a kernel F -> 32 -> 16 -> 8 -> 1 per row (its own weights) gives
     one number per slot, then an MLP slots -> 64 -> 32 -> 8 -> 1. 11,570 parameters for 128 x 8."""
 
@@ -236,8 +220,16 @@ class KernelValue(nn.Module):
             return mlp_prefix(self.head, scores, pad, layout).squeeze(-1)
         return mlp_gathered(self.head, scores, slot_index).squeeze(-1)
 
+    def values(self, batch: Batch) -> torch.Tensor:
+        if not self.reads_packed(batch):
+            return self(batch.obs)
+        return self.forward_packed(*batch.packed, batch.pad_row, batch.layout)
 
-class FlatValue(nn.Module):
+    def reads_packed(self, batch: Batch) -> bool:
+        return batch.pad_row is not None  # the packed path needs one padding row for all
+
+
+class FlatValue(ValueNet):
     """The paper's critic: an MLP over the flattened observation, slots*F -> 32 -> 16 -> 8 -> 1
     (33,473 parameters for 128 x 8)."""
 
@@ -251,7 +243,7 @@ class FlatValue(nn.Module):
         return self.net(obs.flatten(-2)).squeeze(-1)
 
 
-class MLPPolicy(nn.Module):
+class MLPPolicy(MaskedPolicy):
     """An ablation policy of Table IV: an MLP over the flattened observation giving `slots` logits.
     Not permutation equivariant: it has to learn what each slot position means."""
 
@@ -265,7 +257,7 @@ class MLPPolicy(nn.Module):
         return apply_mask(self.net(obs.flatten(-2)), mask)
 
 
-class LeNetPolicy(nn.Module):
+class LeNetPolicy(MaskedPolicy):
     """Table IV's LeNet: the slots are laid out as an m x m grid (m = sqrt(slots)) with the F features
     as channels; 1x1 convolutions with 32 and 64 filters, each followed by a 2x2 max pool, then dense
     64 and the logits. The reference code used m = floor(sqrt(128)) = 11, which cannot hold 128 slots,
@@ -300,11 +292,40 @@ class LeNetPolicy(nn.Module):
         return apply_mask(logits, mask)
 
 
+class InspectorPolicyNet(MaskedPolicy):
+    """SchedInspector's policy: F -> 32 -> 16 -> 8 -> 2 logits (accept, reject), ReLU; a masked
+    action gets -1e6."""
+
+    def __init__(self, features: int = 7):
+        super().__init__()
+        self.net = mlp([features, 32, 16, 8, 2])
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.net(obs)
+        return logits if mask is None else apply_mask(logits, mask)
+
+    def scores64(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        from hpcsched.agents.greedy import linear_weights64, mlp_logits64
+
+        return mlp_logits64(linear_weights64(self), np.asarray(obs, dtype=np.float64))
+
+
+class InspectorValueNet(ValueNet):
+    """F -> 32 -> 16 -> 8 -> 1: the same trunk as SchedInspector's policy, a scalar out."""
+
+    def __init__(self, features: int = 7):
+        super().__init__()
+        self.net = mlp([features, 32, 16, 8, 1])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs).squeeze(-1)
+
+
 POLICIES = ("kernel", "mlp-v1", "mlp-v2", "mlp-v3", "lenet")
 VALUES = ("kernel", "flat")
 
 
-def make_policy(name: str, features: int = 8, slots: int = 128) -> nn.Module:
+def make_policy(name: str, features: int = 8, slots: int = 128) -> MaskedPolicy:
     """The policy network called `name` (one of POLICIES)."""
     if name == "kernel":
         return KernelPolicy(features, slots)
@@ -319,7 +340,7 @@ def make_policy(name: str, features: int = 8, slots: int = 128) -> nn.Module:
     raise ValueError(f"unknown policy network {name!r}; choose one of: {', '.join(POLICIES)}")
 
 
-def make_value(name: str, features: int = 8, slots: int = 128) -> nn.Module:
+def make_value(name: str, features: int = 8, slots: int = 128) -> ValueNet:
     """The value network called `name` (one of VALUES)."""
     if name == "kernel":
         return KernelValue(features, slots)
@@ -329,7 +350,7 @@ def make_value(name: str, features: int = 8, slots: int = 128) -> nn.Module:
 
 
 __all__ = [
-    "MASK_PENALTY", "KernelPolicy", "KernelValue", "FlatValue", "MLPPolicy", "LeNetPolicy",
-    "POLICIES", "VALUES", "make_policy", "make_value", "kernel_logits", "apply_mask",
-    "count_parameters", "mlp", "gather", "distinct_rows", "pack_rows",
+    "MASK_PENALTY", "FlatValue", "InspectorPolicyNet", "InspectorValueNet", "KernelPolicy",
+    "KernelValue", "LeNetPolicy", "MLPPolicy", "MaskedPolicy", "POLICIES", "VALUES", "ValueNet",
+    "apply_mask", "count_parameters", "kernel_logits", "make_policy", "make_value", "mlp",
 ]

@@ -1,6 +1,7 @@
 """Fast training paths for the kernel networks over an epoch packed to its distinct job rows
-(`nets.pack_rows`). Same formulas as the plain autograd forward, computed in a cheaper order; the
-tests check values and gradients against autograd on the plain expression.
+(`pack_rows`). Same formulas as the plain autograd forward, computed in a cheaper order; the
+tests check values and gradients against autograd on the plain expression. The networks take
+these paths behind their own methods (`nets.KernelPolicy.distribution`, `nets.KernelValue.values`).
 
 Why they are faster on CPU (measured on a Lublin-1 epoch: 151k distinct rows, 25,600 decisions,
 1.27M real slots; one policy + one value iteration took 2.5-2.8x less CPU than plain autograd):
@@ -31,6 +32,93 @@ from torch import nn
 ROW_CHUNK = 8192
 #: decisions per chunk of `mlp_gathered` (2048 x 128 floats = 1 MB)
 GATHER_CHUNK = 2048
+
+
+def _take(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """src[index] for a 1-D src (index_select: several times faster than indexing on CPU)."""
+    return src.index_select(0, index.reshape(-1)).view(index.shape)
+
+
+class _Gather(torch.autograd.Function):
+    """``src[index]`` for a 1-D `src`, whose backward sums the gradient with one `scatter_add_`
+    (several times faster on CPU than the generic indexing backward when many entries share an
+    index, as the distinct job rows of an epoch do)."""
+
+    @staticmethod
+    def forward(ctx, src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.size = src.shape[0]
+        return _take(src, index)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        out = grad.new_zeros(ctx.size).scatter_add_(0, index.reshape(-1), grad.reshape(-1))
+        return out, None
+
+
+def gather(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``src[index]`` (1-D `src`, any shape of `index`) with a fast backward."""
+    return _Gather.apply(src, index)
+
+
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inverse) such that ``rows[first]`` are the distinct rows of the 2-D float array
+    `rows` and ``rows[first][inverse] == rows``. Rows are hashed to one 64-bit key each (sorting
+    1M keys is far cheaper than sorting 1M 32-byte rows); the result is checked, and a hash
+    collision, should one ever occur, falls back to comparing whole rows."""
+    rows = np.ascontiguousarray(rows)
+    if rows.dtype.itemsize * rows.shape[1] % 8 == 0:  # whole rows as 64-bit words (F = 8: 4)
+        words = rows.view(np.uint64)
+    else:
+        words = rows.view(np.uint32).astype(np.uint64)
+    key = words[:, 0] * np.uint64(0x9E3779B97F4A7C15)
+    for j in range(1, words.shape[1]):
+        key ^= key >> np.uint64(29)
+        key += words[:, j]
+        key *= np.uint64(0x9E3779B97F4A7C15)
+    first, inverse = _first_and_inverse(key)
+    if not np.array_equal(rows[first][inverse], rows):
+        whole = np.ascontiguousarray(rows).view(
+            np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, inverse = np.unique(whole, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    return first, inverse
+
+
+def _first_and_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_index=True, return_inverse=True)[1:], from one stable sort."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.empty(len(key), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(key), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
+
+
+def pack_rows(obs: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of observations ``(B, slots, F)`` as its distinct real job rows ``(U, F)`` and, for
+    every slot, the index of its row among them: the input of `KernelPolicy.packed_logits` and
+    `KernelValue.forward_packed`. A job waiting through several decisions at the same instant shows
+    the same row each time, so U is several times smaller than the number of real rows.
+
+    A padding slot j gets ``U + j``: the packed paths score padding from a copy per slot position
+    (all equal), so that the gradient's scatter-add spreads over `slots` entries instead of piling
+    2M additions onto one (a chain of dependent additions, 6x slower on CPU). Any index from U to
+    U + slots - 1 means padding to them."""
+    rows = np.ascontiguousarray(obs[mask])  # (real rows, F), decision after decision
+    if len(rows):
+        first, inverse = distinct_rows(rows)
+        unique = rows[first]
+    else:
+        unique = np.zeros((0, obs.shape[-1]), dtype=np.float32)
+        inverse = np.zeros(0, dtype=np.int64)
+    slot_index = np.empty(mask.shape, dtype=np.int64)
+    slot_index[...] = len(unique) + np.arange(mask.shape[-1])
+    slot_index[mask] = inverse
+    return torch.from_numpy(unique), torch.from_numpy(slot_index)
 
 
 def linear_layers(seq: nn.Sequential) -> list[nn.Linear]:
@@ -127,11 +215,6 @@ class _MLPRows(torch.autograd.Function):
         return (None, None, None, *_param_grads(ws, gw, gb))
 
 
-def _take(src: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """src[index] for a 1-D src (index_select: several times faster than indexing on CPU)."""
-    return src.index_select(0, index.reshape(-1)).view(index.shape)
-
-
 class _MLPGathered(torch.autograd.Function):
     """The MLP over the rows ``src[index]`` (src 1-D, index (N, width)), chunk by chunk, with the
     gradient of src (summed over the repeats of each entry). `recompute` as in `_MLPRows`."""
@@ -175,7 +258,7 @@ class PrefixLayout:
     On Lublin-1 the groups average 45% of the 128 slots: the value head's first layer, most of its
     work, shrinks accordingly.
 
-    slot_index (M, slots) as `nets.pack_rows` gives it; counts (M,) real slots per decision."""
+    slot_index (M, slots) as `pack_rows` gives it; counts (M,) real slots per decision."""
 
     def __init__(self, slot_index: torch.Tensor, counts: np.ndarray, chunk: int = GATHER_CHUNK):
         counts = np.asarray(counts, dtype=np.int64)
@@ -289,7 +372,7 @@ def mlp_gathered(seq: nn.Sequential, src: torch.Tensor, index: torch.Tensor,
 class ActionPacking:
     """Where the real slots and the taken actions of a packed batch are, for `action_log_probs`.
 
-    slot_index (M, slots): each slot's row among the distinct rows (`nets.pack_rows`; padding slots
+    slot_index (M, slots): each slot's row among the distinct rows (`pack_rows`; padding slots
     hold any index, they are not read); mask (M, slots): the real slots; actions (M,): the slot taken.
     Every decision must have a real slot and every action must be a real slot (a rollout never
     samples a padding slot: its probability is exactly 0)."""
@@ -367,4 +450,5 @@ def entropy(scores: torch.Tensor, packing: ActionPacking) -> torch.Tensor:
 
 
 __all__ = ["ActionPacking", "GATHER_CHUNK", "PrefixLayout", "ROW_CHUNK", "action_log_probs",
-           "entropy", "linear_layers", "mlp_gathered", "mlp_prefix", "mlp_rows"]
+           "distinct_rows", "entropy", "gather", "linear_layers", "mlp_gathered", "mlp_prefix",
+           "mlp_rows", "pack_rows"]

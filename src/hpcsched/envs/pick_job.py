@@ -11,10 +11,12 @@ The environment is a Gymnasium view of one engine (spec rlscheduler.md sections 
             break                                  # reward: -bsld of the window, 0 before
 
 An episode is one window of `episode_jobs` consecutive jobs of the prepared trace, drawn like the
-authors' code (start uniform in [episode_jobs, min(first, N) - episode_jobs - 1)), or fixed with
-``reset(options={"start": s, "jobs": n})``. The slot -> job mapping of the current decision is
-`env.rows`; a step maps the slot to its row and calls `engine.apply(row)`, so the engine's profile
-and backfilling decide what happens next, exactly as for a heuristic.
+authors' code (start uniform in [episode_jobs, min(first, N) - episode_jobs - 1)), among those a
+`window_filter` accepts if one is given (to the constructor, or for one episode with
+``reset(options={"window_filter": f})``), or fixed with ``reset(options={"start": s, "jobs": n})``.
+The slot -> job mapping of the current decision is `env.rows`; a step maps the slot to its row and
+calls `engine.apply(row)`, so the engine's profile and backfilling decide what happens next,
+exactly as for a heuristic.
 
 The observation (8 features per job slot, 9 for fairness; padding and cut-off) is
 `hpcsched.envs.observation`'s; `observe` gives the same for any engine's decision view.
@@ -115,8 +117,7 @@ class WindowSampler:
                 f"{2 * length + 2} jobs; use fewer episode_jobs or fixed windows "
                 f"(reset(options={{'start': ...}}))"
             )
-        self.length = length
-        self.max_tries = max_tries
+        self.n_jobs, self.length, self.first, self.max_tries = n_jobs, length, first, max_tries
         self.accept: Callable[[int], bool] | None = None
         self.allowed: np.ndarray | None = None
         if window_filter is not None:
@@ -129,6 +130,18 @@ class WindowSampler:
                     raise ValueError(
                         f"window_filter allows no start in [{self.low}, {self.high})")
                 self.allowed = allowed
+
+    @property
+    def filtered(self) -> bool:
+        return self.accept is not None or self.allowed is not None
+
+    def for_reset(self, options: Mapping[str, Any]) -> "WindowSampler":
+        """The sampler of a reset with these options: one drawing through its "window_filter",
+        if it names one (None: every window), instead of this one's."""
+        if "window_filter" not in options:
+            return self
+        return WindowSampler(self.n_jobs, self.length, self.first, options["window_filter"],
+                             self.max_tries)
 
     def sample(self, rng: np.random.Generator) -> int:
         if self.allowed is not None:
@@ -175,6 +188,24 @@ def fairness_feature(fairness: bool | None, metric: str) -> bool:
 def episode_reward(metrics: Mapping[str, Any], metric: str) -> float:
     key, sign = METRICS[metric]
     return sign * float(metrics[key])
+
+
+def setup(env, trace, profile, backfill: str, metric: str, episode_jobs: int, slots: int,
+          cutoff: str, first: int | None, window_filter, fairness: bool | None) -> None:
+    """The settings and per-trace tables of a PickJob environment, one or batched (their
+    arguments), checked and kept on `env`."""
+    if slots <= 0:
+        raise ValueError(f"slots must be positive, got {slots}")
+    env.prepared = as_prepared(trace, profile)
+    env.backfill = check_backfill(backfill)
+    env.metric = check_metric(metric)
+    env.cutoff = check_cutoff(cutoff)
+    env.slots, env.episode_jobs = int(slots), int(episode_jobs)
+    env.fairness = fairness_feature(fairness, metric)
+    env.n_features = 9 if env.fairness else 8
+    env.features = TraceFeatures(env.prepared.jobs, env.prepared.report.norm, env.n_features)
+    env.need = env.prepared.cluster.nodes_needed(env.prepared.jobs.procs)
+    env.sampler = WindowSampler(len(env.prepared.jobs), env.episode_jobs, first, window_filter)
 
 
 class SlotSpace(spaces.Discrete):
@@ -233,20 +264,8 @@ class PickJobEnv(gym.Env):
         fairness: bool | None = None,
     ) -> None:
         super().__init__()
-        self.prepared = as_prepared(trace, profile)
-        self.backfill = check_backfill(backfill)
-        self.metric = check_metric(metric)
-        self.cutoff = check_cutoff(cutoff)
-        if slots <= 0:
-            raise ValueError(f"slots must be positive, got {slots}")
-        self.slots = int(slots)
-        self.episode_jobs = int(episode_jobs)
-        self.fairness = fairness_feature(fairness, metric)
-        self.n_features = 9 if self.fairness else 8
-        self.features = TraceFeatures(self.prepared.jobs, self.norm, self.n_features)
-        self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
-        self.sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, first,
-                                     window_filter)
+        setup(self, trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
+              window_filter, fairness)
         self.observation_space = spaces.Box(0.0, 1.0, (self.slots, self.n_features), np.float32)
         self.action_space = SlotSpace(self.slots, self.action_masks)
         self._obs = np.empty((self.slots, self.n_features), dtype=np.float32)
@@ -308,13 +327,17 @@ class PickJobEnv(gym.Env):
 
     # -- internals -------------------------------------------------------------------------------
     def _window(self, options: Mapping[str, Any]) -> tuple[int, int]:
-        unknown = set(options) - {"start", "jobs"}
+        unknown = set(options) - {"start", "jobs", "window_filter"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'jobs'")
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'jobs', "
+                             f"'window_filter'")
         if "start" not in options:
             if "jobs" in options:
                 raise ValueError("reset option 'jobs' needs 'start' as well")
-            return self.sampler.sample(self.np_random), self.episode_jobs
+            return self.sampler.for_reset(options).sample(self.np_random), self.episode_jobs
+        if "window_filter" in options:
+            raise ValueError("reset options 'start' and 'window_filter' exclude each other: a "
+                             "fixed window is not drawn")
         start = int(options["start"])
         jobs = int(options.get("jobs", self.episode_jobs))
         n = len(self.prepared.jobs)

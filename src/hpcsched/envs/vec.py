@@ -24,17 +24,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.envs.observation import TraceFeatures, check_cutoff, fill_observations
-from hpcsched.envs.pick_job import (
-    Episode,
-    WindowFilter,
-    WindowSampler,
-    as_prepared,
-    check_metric,
-    episode_reward,
-    fairness_feature,
-)
-from hpcsched.sim.profiles import Profile, check_backfill
+from hpcsched.envs.observation import fill_observations
+from hpcsched.envs.pick_job import Episode, WindowFilter, episode_reward, setup
+from hpcsched.sim.profiles import Profile
 from hpcsched.sim.run import Prepared
 from hpcsched.workload.jobs import JobTable
 
@@ -64,23 +56,12 @@ class VecPickJob:
     ) -> None:
         if num_envs <= 0:
             raise ValueError(f"num_envs must be positive, got {num_envs}")
-        if slots <= 0:
-            raise ValueError(f"slots must be positive, got {slots}")
         self.num_envs = int(num_envs)
         self.n_envs = self.num_envs  # the name agents.rollout reads
-        self.prepared = as_prepared(trace, profile)
-        self.backfill = check_backfill(backfill)
-        self.metric = check_metric(metric)
-        self.cutoff = check_cutoff(cutoff)
-        self.slots = int(slots)
-        self.episode_jobs = int(episode_jobs)
-        self.fairness = fairness_feature(fairness, metric)
-        self.n_features = 9 if self.fairness else 8
         self.copy = copy
-        self.features = TraceFeatures(self.prepared.jobs, self.norm, self.n_features)
-        self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
-        self.sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs, first,
-                                     window_filter)
+        setup(self, trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
+              window_filter, fairness)
+        self._sampler = self.sampler  # the constructor's; `sampler`: this reset's
         self.single_observation_space = spaces.Box(0.0, 1.0, (self.slots, self.n_features),
                                                    np.float32)
         self.single_action_space = spaces.Discrete(self.slots)
@@ -100,11 +81,16 @@ class VecPickJob:
         `seed` (an int or None), or, with one seed per env, ``np.random.default_rng(seed[i])``,
         the generator of a `PickJobEnv` reset with seed[i] (None there keeps env i's generator,
         as a PickJobEnv reset without a seed does). options={"starts": [s0, s1, ...], "jobs": n}
-        fixes the first window of each env (later windows are drawn)."""
+        fixes the first window of each env (later windows are drawn); {"window_filter": f} draws
+        the windows of this reset and of the episodes that follow it through f (a callable
+        start -> bool or a collection of starts; None: every window) instead of the
+        constructor's `window_filter`, until the next reset."""
         options = dict(options or {})
-        unknown = set(options) - {"starts", "jobs"}
+        unknown = set(options) - {"starts", "jobs", "window_filter"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'starts', 'jobs'")
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'starts', 'jobs', "
+                             f"'window_filter'")
+        self.sampler = self._sampler.for_reset(options)
         self._rngs = self._generators(seed)
         starts: Sequence[int] | None = options.get("starts")
         if starts is not None and len(starts) != self.num_envs:
@@ -158,6 +144,11 @@ class VecPickJob:
 
     def action_masks(self) -> np.ndarray:
         return self._mask.copy()
+
+    def rollout_info(self) -> dict[str, Any]:
+        """What a learner logs of these environments with each rollout: whether the windows since
+        the last reset are drawn through a window filter (trajectory filtering's first stage)."""
+        return {"filtered": self.sampler.filtered}
 
     @property
     def rows(self) -> np.ndarray:

@@ -86,72 +86,57 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
-    from hpcsched.agents.inspector import InspectorPPO
-    from hpcsched.experiments.runlog import RunLog
-    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, best_so_far, open_with_options
+    from hpcsched.agents.inspector import fit_rule
+    from hpcsched.agents.ppo import PPO
+    from hpcsched.experiments.training import (LOG_FIRST, LOG_LAST, best_so_far, learn_epochs,
+                                               open_with_options)
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model_path = out / "model.pt"
 
-    def create() -> InspectorPPO:
-        model = InspectorPPO(config)
+    def create() -> PPO:
+        model = PPO(config)
         if config.init_rule:
-            fit = model.imitate_rule()
+            fit = fit_rule(model)
             say(f"policy fitted to the {config.init_rule} rule: agreement "
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
         return model
 
-    model, opts = open_with_options(out, config, resume=resume, load=InspectorPPO.load,
+    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
                                     create=create, say=say, options=options,
                                     run_options=RUN_OPTIONS, algorithm="schedinspector-ppo",
                                     epochs=epochs)
     config = model.config
-    validate_every = opts["validate_every"]
-
     validation = (InspectorValidation(config, opts["validate_windows"], opts["validate_jobs"])
-                  if validate_every and opts["validate_windows"] else None)
-    # a resumed run keeps its best so far, as the run that never stopped has it: the untrained
-    # inspector's epoch-0 score is no candidate
+                  if opts["validate_every"] and opts["validate_windows"] else None)
+
     def improves(v: float, best: float | None) -> bool:
         return best is None or v > best
 
+    # a resumed run keeps its best so far, as the run that never stopped has it: the untrained
+    # inspector's epoch-0 score is no candidate
     best = best_so_far(model.history, "val_improvement", improves, False)
-    todo = max(0, epochs - model.epoch)
-    if validation is not None and model.epoch == 0 and todo:
+    if validation is not None and model.epoch == 0 and epochs > 0:
         start = validation.score(model)
         model.history.append({"epoch": 0, "val_improvement": start})
         say(f"untrained greedy inspector: validation improvement over {config.base} "
             f"{100 * start:.1f}% on {len(validation.starts)} windows of {validation.jobs} jobs")
 
-    def curve() -> None:
-        training_curve(model.history, out / "curve.png", "improvement",
-                       title=f"{config.trace} {config.base} {config.metric} "
-                             f"backfill={config.backfill}: improvement over the base")
+    def note(stats: dict[str, Any]) -> str:
+        val = stats.get("val_improvement")
+        return (f"reward {stats['mean_reward']:.3f} rejections "
+                f"{100 * stats.get('rejection_ratio', 0):.0f}%"
+                + ("" if val is None else f" val {100 * val:.1f}%"))
 
-    with RunLog(out, LOG_FIRST + LOG_METRICS + LOG_LAST, extra="val_",
-                label=f"training inspector {config.trace}/{config.base}", start=model.epoch,
-                last=epochs, history=model.history, progress=progress, say=say) as runlog:
-        def after_epoch(stats: dict[str, Any]) -> None:
-            nonlocal best
-            note = (f"reward {stats['mean_reward']:.3f} rejections "
-                    f"{100 * stats.get('rejection_ratio', 0):.0f}%")
-            if validation is not None and (stats["epoch"] % validate_every == 0
-                                           or stats["epoch"] == epochs):
-                v = validation.score(model)
-                stats["val_improvement"] = v
-                note += f" val {100 * v:.1f}%"
-                if improves(v, best):
-                    best = v
-                    model.save(out / "best.pt")
-            model.save(model_path)
-            runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note)
-            if plot_every and stats["epoch"] % plot_every == 0:
-                curve()
-
-        model.learn(todo, callback=after_epoch)
-    if model.history:
-        curve()
+    learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
+                 key="val_improvement", improves=improves, best=best,
+                 columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
+                 label=f"training inspector {config.trace}/{config.base}", note=note,
+                 curve=lambda: training_curve(
+                     model.history, out / "curve.png", "improvement",
+                     title=f"{config.trace} {config.base} {config.metric} "
+                           f"backfill={config.backfill}: improvement over the base"),
+                 plot_every=plot_every, progress=progress, say=say)
     return model
 
 

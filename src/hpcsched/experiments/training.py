@@ -258,7 +258,7 @@ def best_so_far(history: list[dict[str, Any]], key: str, better: Callable[[float
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
-    all. Returns the PPO model. `log(text)` receives a line per event worth telling (default:
+    all. Returns the PPO model (`agents.rlscheduler`'s configuration). `log(text)` receives a line per event worth telling (default:
     stderr).
 
     `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
@@ -267,9 +267,9 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
     may be None (the stored one), a config or a dict of the settings given, and the options may be
     left out (the stored ones); a given value that differs from the stored one is refused
     (`resumed_config`). Another training holding `out` is refused."""
-    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
-    return locked_run(_train, PPOConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
+    return locked_run(_train, RLSchedulerConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options)
 
 
@@ -303,34 +303,66 @@ def locked_run(body: Callable, config_class, run_options: dict[str, Any], config
         return body(config, Path(out), epochs, resume=resume, options=options, **kw)
 
 
+def learn_epochs(model, out: Path, epochs: int, *, validation, validate_every: int, key: str,
+                 improves: Callable[[float, Any], bool], best, columns: list[str], label: str,
+                 curve: Callable[[], None], note: Callable[[dict[str, Any]], str],
+                 plot_every: int, progress: bool | None, say) -> None:
+    """`model.learn` until `epochs` epochs are done in all, each followed by the greedy validation
+    (every `validate_every` epochs and at the last: `key` in the epoch's stats, best.pt when it
+    `improves` on `best`), model.pt, the log (log.csv, progress with `note(stats)`) and, every
+    `plot_every` epochs and at the end, the curve: what every PPO trainer does after its start."""
+    from hpcsched.experiments.runlog import RunLog
+
+    try:
+        with RunLog(out, columns, extra="val_", label=label, start=model.epoch, last=epochs,
+                    history=model.history, progress=progress, say=say) as runlog:
+            def after_epoch(stats: dict[str, Any]) -> None:
+                nonlocal best
+                if validation is not None and (stats["epoch"] % validate_every == 0
+                                               or stats["epoch"] == epochs):
+                    stats[key] = validation.score(model)
+                    if improves(stats[key], best):
+                        best = stats[key]
+                        model.save(out / "best.pt")
+                model.save(out / "model.pt")
+                runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note(stats))
+                if plot_every and stats["epoch"] % plot_every == 0:
+                    curve()
+
+            model.learn(max(0, epochs - model.epoch), callback=after_epoch)
+    finally:
+        if model.history:
+            curve()
+
+
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
-    from hpcsched.experiments.runlog import RunLog
+    from hpcsched.agents.rlscheduler import warm_start
     from hpcsched.report.plots import training_curve
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model_path = out / "model.pt"
     model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
                                     create=lambda: PPO(config), say=say, options=options,
                                     run_options=RUN_OPTIONS, algorithm="rlscheduler-ppo",
                                     epochs=epochs)
     config = model.config
-    validate_every = opts["validate_every"]
-
     metric = config.metric
     key = _metric_key(metric)
     validation = (Validation(config, opts["validate_windows"], opts["validate_jobs"],
                              opts["validate_avoid"])
-                  if validate_every and opts["validate_windows"] else None)
+                  if opts["validate_every"] and opts["validate_windows"] else None)
     warm = config.init != "none"
+
+    def improves(a: float, b) -> bool:
+        return better(metric, a, b)
+
     # a resumed run keeps its best so far, as the run that never stopped has it
-    best = best_so_far(model.history, f"val_{key}", lambda a, b: better(metric, a, b), warm)
-    metric_keys = [k for k in METRIC_KEYS if k not in ("first_job_id", "last_job_id")]
-    todo = max(0, epochs - model.epoch)
+    best = best_so_far(model.history, f"val_{key}", improves, warm)
+    todo = epochs > model.epoch
     if warm and model.epoch == 0 and todo:
-        stats = model.warm_start()
+        stats = warm_start(model)
         if "from_epoch" in stats:
             say(f"starting from {config.init[len('model:'):]} (epoch {stats['from_epoch']})")
         else:
@@ -348,36 +380,21 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
         say(f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
             f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
-    def curve() -> None:
-        training_curve(model.history, out / "curve.png", key,
-                       title=f"{config.trace} {metric} backfill={config.backfill}")
+    def note(stats: dict[str, Any]) -> str:
+        val = f" val {stats[f'val_{key}']:.4g}" if f"val_{key}" in stats else ""
+        return f"reward {stats['mean_reward']:.4g} {key} {stats.get(key, float('nan')):.4g}{val}"
 
-    try:
-        with RunLog(out, LOG_FIRST + metric_keys + LOG_LAST, extra="val_",
-                    label=f"training {config.trace} {metric}", start=model.epoch, last=epochs,
-                    history=model.history, progress=progress, say=say) as runlog:
-            def after_epoch(stats: dict[str, Any]) -> None:
-                nonlocal best
-                note = f"reward {stats['mean_reward']:.4g} {key} {stats.get(key, float('nan')):.4g}"
-                if validation is not None and (stats["epoch"] % validate_every == 0
-                                               or stats["epoch"] == epochs):
-                    v = validation.score(model)
-                    stats[f"val_{key}"] = v
-                    note += f" val {v:.4g}"
-                    if better(metric, v, best):
-                        best = v
-                        model.save(out / "best.pt")
-                model.save(model_path)
-                runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note)
-                if plot_every and stats["epoch"] % plot_every == 0:
-                    curve()
-
-            model.learn(todo, callback=after_epoch)
-    finally:
-        if model.history:
-            curve()
+    learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
+                 key=f"val_{key}", improves=improves, best=best,
+                 columns=LOG_FIRST + [k for k in METRIC_KEYS if k not in (
+                     "first_job_id", "last_job_id")] + LOG_LAST,
+                 label=f"training {config.trace} {metric}", note=note, curve=lambda: training_curve(
+                     model.history, out / "curve.png", key,
+                     title=f"{config.trace} {metric} backfill={config.backfill}"),
+                 plot_every=plot_every, progress=progress, say=say)
     return model
 
 
-__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better", "locked_run", "open_with_options",
-           "open_run", "resumed_config", "resumed_options", "run_lock", "train"]
+__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better",
+           "learn_epochs", "locked_run", "open_run", "open_with_options", "resumed_config",
+           "resumed_options", "run_lock", "train"]

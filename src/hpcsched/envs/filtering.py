@@ -10,8 +10,9 @@ extreme; both teach the agent little. So:
 3. stage 1 trains only on windows whose SJF metric lies strictly inside R;
 4. stage 2 trains on every window (no filter).
 
-`WindowFilter` is the callable the environment takes as `window_filter`: ``f(start) -> bool``. It runs
-SJF on a window the first time it is asked about it and remembers the score.
+`WindowFilter` is the callable the environment takes as `window_filter` (in its constructor, or as a
+reset option: `envs.wrappers.FilterStages` switches the stages that way): ``f(start) -> bool``. It
+runs SJF on a window the first time it is asked about it and remembers the score.
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ def sjf_score(prepared: Prepared, start: int, episode_jobs: int, backfill: str =
               metric: str = "bsld") -> float:
     """SJF's metric on the window of `episode_jobs` jobs from `start`."""
     return heuristic_score(prepared, start, episode_jobs, backfill, metric, "sjf")
-
 
 
 class WindowFilter:
@@ -120,13 +120,5 @@ def make_window_filter(prepared: Prepared, *, rule: str = "paper", windows: int 
     return f
 
 
-def stage_filter(window_filter: WindowFilter | None, epoch: int, stage1_epochs: int | None):
-    """The filter for `epoch` (0-based): `window_filter` during stage 1, None (every window) after
-    `stage1_epochs` epochs; with `stage1_epochs=None` stage 1 never ends."""
-    if window_filter is None or (stage1_epochs is not None and epoch >= stage1_epochs):
-        return None
-    return window_filter
-
-
 __all__ = ["FIXED_BAND", "RULES", "WindowFilter", "band", "make_window_filter",
-           "heuristic_score", "metric_key", "sjf_score", "stage_filter"]
+           "heuristic_score", "metric_key", "sjf_score"]

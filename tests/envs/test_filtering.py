@@ -1,21 +1,21 @@
 """Trajectory filtering (spec rlscheduler.md section 7): the band, the filter, its statistics, and
-PPO's two stages."""
+RLScheduler's two stages (`envs.wrappers.FilterStages` in `agents.rlscheduler`'s environments)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hpcsched.agents.filtering import (
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
+from hpcsched.envs.filtering import (
     FIXED_BAND,
     WindowFilter,
     band,
     heuristic_score,
     make_window_filter,
     sjf_score,
-    stage_filter,
 )
-from hpcsched.agents.ppo import PPO, PPOConfig
 from hpcsched.envs.pick_job import WindowSampler, as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
@@ -102,27 +102,42 @@ def test_make_window_filter_statistics_are_consistent(lublin, rule):
         assert kept <= 0.5  # nothing at or below the median survives
 
 
-def test_stage_filter():
-    f = object()
-    assert stage_filter(None, 0, 5) is None
-    assert stage_filter(f, 0, 2) is f and stage_filter(f, 1, 2) is f
-    assert stage_filter(f, 2, 2) is None and stage_filter(f, 7, 2) is None
-    assert stage_filter(f, 1000, None) is f  # stage 1 never ends
+# -- RLScheduler's two stages --------------------------------------------------------------------
+def stage_config(**kw) -> RLSchedulerConfig:
+    return RLSchedulerConfig(**{**dict(
+        trace="lublin-1", episode_jobs=32, slots=16, n_envs=4, trajectories_per_epoch=4,
+        filter="fixed", filter_windows=30, filter_epochs=1, train_pi_iters=1, train_v_iters=1,
+        seed=2, threads=1), **kw})
 
 
-# -- PPO's two stages ----------------------------------------------------------------------------
-def test_ppo_trains_on_filtered_windows_then_on_all(lublin):
-    model = PPO(PPOConfig(trace="lublin-1", episode_jobs=32, slots=16, n_envs=4,
-                          trajectories_per_epoch=4, filter="fixed", filter_windows=30,
-                          filter_epochs=1, train_pi_iters=1, train_v_iters=1, seed=2, threads=1))
+def test_rlscheduler_trains_on_filtered_windows_then_on_all(lublin):
+    model = PPO(stage_config())
     env = model.env()
-    assert model.filter_info["band"] == (10.0, 150.0) and model.filter_info["windows"] == 30
+    assert model.extra["filter"] is None  # the band is made when stage 1 first needs it
     env.reset(seed=0)
+    assert model.extra["filter"]["band"] == (10.0, 150.0) and model.extra["filter"]["windows"] == 30
     for start, jobs in env.windows:  # every stage-1 window's SJF bsld is inside the band
         assert 10.0 < sjf_score(lublin, start, jobs) < 150.0
     model.learn(1)
     assert model.history[0]["filtered"] is True
-    unfiltered = model.env()  # stage 2: all windows
-    assert unfiltered is not env and unfiltered.sampler.accept is None
+    env.reset(seed=0)  # stage 2 (epoch 1): every window
+    assert env.unwrapped.sampler.accept is None and env.rollout_info() == {"filtered": False}
     model.learn(1)
     assert model.history[1]["filtered"] is False
+    assert model.env() is env  # the same environments throughout: the stage is a reset option
+
+
+def test_a_resumed_run_filters_with_its_band_and_none_after_stage_1(tmp_path):
+    model = PPO(stage_config(filter="paper", filter_epochs=2)).learn(1)
+    model.save(tmp_path / "one.pt")
+    band_made = tuple(model.extra["filter"]["band"])
+    resumed = PPO.load(tmp_path / "one.pt")
+    assert resumed.extra["filter"] == model.extra["filter"]
+    resumed.env().reset(seed=1)
+    f = resumed.env().window_filter
+    assert f.band == band_made and not f.stats  # from the kept band: no windows sampled again
+    resumed.learn(2)
+    assert [h["filtered"] for h in resumed.history] == [True, True, False]
+    # with no filter at all, nothing is filtered and no band is made
+    plain = PPO(stage_config(filter="none")).learn(1)
+    assert plain.history[0]["filtered"] is False and plain.extra["filter"] is None
