@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 
 from hpcsched.agents.dras_episode import run_episode
-from hpcsched.agents.dras_policy import FORMAT, DrasPolicy, agent_from_state, checked_agent
-from hpcsched.agents.dras_policy import slim as export
+from hpcsched.agents.dras_policy import DrasPolicy, agent_from_state, checked_agent
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
 
@@ -194,7 +193,7 @@ def save(path: Path, agent, config: DrasRunConfig, episode: int, history: list, 
 
 def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
     """Put `training_state`'s values back into a freshly built agent."""
-    if not state:
+    if not state or "rng" not in state:
         say(f"{path} does not hold the agent's random state (an older run): the resumed run "
             f"draws differently from one that never stopped")
         return
@@ -206,10 +205,19 @@ def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
         raise ModelFileError(f"{path}: its training state does not fit its agent ({e})") from None
 
 
-def load(path: str | Path) -> dict:
-    from hpcsched.agents.checkpoint import load_checkpoint
+def export(src: str | Path, dest: str | Path) -> Path:
+    """A slim export of the model file `src` at `dest` (`agents.checkpoint.slim`: the weights that
+    decide, no training state), as the shipped files are."""
+    from hpcsched.agents.checkpoint import slim
 
-    return load_checkpoint(path, fmt=FORMAT)
+    return slim(src, dest)
+
+
+def load(path: str | Path) -> dict:
+    """The DRAS model file at `path`, checked (`agents.checkpoint.read_model`)."""
+    from hpcsched.agents.checkpoint import read_model
+
+    return read_model(path, recipe="dras")
 
 
 def load_agent(path: str | Path):
@@ -262,7 +270,7 @@ def train(config: DrasRunConfig | dict | None, out: str | Path, *, resume: bool 
 def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> list[dict]:
     import torch
 
-    from hpcsched.agents.checkpoint import config_of, restore_rng_states
+    from hpcsched.agents.checkpoint import config_of, restore_rng_states, training_of
     from hpcsched.experiments.runlog import RunLog
     from hpcsched.experiments.training import best_so_far, resumed_config
     from hpcsched.report.plots import training_curve
@@ -278,9 +286,10 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
             config = dict(config, agent={**stored.agent, **config["agent"]})
         config = resumed_config(model_path, stored, config, effective=effective_settings)
         agent = checked_agent(model_path, ck)
-        history, done = ck["history"], ck["episode"]
-        restore_training_state(model_path, agent, ck.get("training"), say)
-        restore_rng_states(ck.get("rng"))
+        history, done = ck["history"], ck["epoch"]
+        training = training_of(model_path, ck)
+        restore_training_state(model_path, agent, training.get("learner"), say)
+        restore_rng_states(training.get("rng"))
         say(f"resumed {model_path} at episode {done}")
     else:
         if model_path.exists():
@@ -350,7 +359,7 @@ def _train(config, out: Path, *, resume: bool, progress: bool | None, log) -> li
     return history
 
 
-__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "FORMAT", "agent_from_state", "checked_agent",
+__all__ = ["ALGOS", "DrasPolicy", "DrasRunConfig", "agent_from_state", "checked_agent",
            "curriculum_jobsets", "effective_settings", "export", "first_days", "load",
            "load_agent", "make_agent", "make_env", "parse_curriculum", "prepared_for",
            "real_jobsets", "restore_training_state", "run_episode", "sampled_jobset", "split",
