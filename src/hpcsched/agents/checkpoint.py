@@ -233,6 +233,8 @@ def write_model(path: str | os.PathLike, contents: dict[str, Any]) -> Path:
     payload = {"format": FORMAT, "version": hpcsched.__version__,
                **{k: v for k, v in contents.items() if k not in ("format", "version")}}
     problem = _problem(payload)
+    if problem is None:  # every file's entries in one order: SLIM_KEYS', then training
+        payload = {k: payload[k] for k in (*SLIM_KEYS, "training") if k in payload}
     if problem is not None:
         raise ModelFileError(f"not writing {path}: not a model file ({problem})")
     bad = _non_finite(payload)
