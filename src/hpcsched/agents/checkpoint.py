@@ -360,9 +360,13 @@ def learner_class(path: str | os.PathLike, ck: dict[str, Any]) -> type:
 
 def load_learner(path: str | os.PathLike):
     """The learner of the model file at `path` (`PPO`, `DeepRM`, `DrasPG` or `DrasDQL`, by the
-    file's recipe and learner), ready to `predict`, or to `learn` on from where it stopped (a
-    slim export is refused: it has no training state)."""
-    return learner_class(path, read_model(path)).load(path)
+    file's recipe and learner), ready to `learn` on from where it stopped, or to `predict`. A slim
+    export is refused (it has no training state): to decide with one, use its recipe's policy
+    loader (`load_policy`, `load_inspector`, `load_deeprm_policy`, `dras:PATH`)."""
+    ck = read_model(path)
+    cls = learner_class(path, ck)
+    training_of(path, ck)
+    return cls.load(path)
 
 
 class RLPolicy:
