@@ -38,6 +38,7 @@ import numpy as np
 
 from hpcsched.agents.dras_episode import run_episode
 from hpcsched.agents.dras_policy import DrasPolicy, agent_from_state, checked_agent
+from hpcsched.agents.dras_policy import read as load
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
 
@@ -193,7 +194,7 @@ def save(path: Path, agent, config: DrasRunConfig, episode: int, history: list, 
 
 def restore_training_state(path: Path, agent, state: dict | None, say) -> None:
     """Put `training_state`'s values back into a freshly built agent."""
-    if not state or "rng" not in state:
+    if not state:
         say(f"{path} does not hold the agent's random state (an older run): the resumed run "
             f"draws differently from one that never stopped")
         return
@@ -211,13 +212,6 @@ def export(src: str | Path, dest: str | Path) -> Path:
     from hpcsched.agents.checkpoint import slim
 
     return slim(src, dest)
-
-
-def load(path: str | Path) -> dict:
-    """The DRAS model file at `path`, checked (`agents.checkpoint.read_model`)."""
-    from hpcsched.agents.checkpoint import read_model
-
-    return read_model(path, recipe="dras")
 
 
 def load_agent(path: str | Path):
