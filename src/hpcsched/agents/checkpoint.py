@@ -244,9 +244,6 @@ def write_model(path: str | os.PathLike, contents: dict[str, Any]) -> Path:
     return write_atomically(path, payload)
 
 
-_UPGRADE_NOTED: set[str] = set()
-
-
 def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[str, Any]:
     """The model file at `path`, checked (see the module's docstring): a damaged or malformed
     file is refused in one line (`ModelFileError`), and one of another recipe than `recipe`
@@ -261,11 +258,9 @@ def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[st
             raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind "
                                  f"(expected format {FORMAT!r}, found {fmt!r})")
         ck = legacy.upgraded(path, ck)
-        if str(path) not in _UPGRADE_NOTED:
-            _UPGRADE_NOTED.add(str(path))
-            warnings.warn(f"{path} is in the old format {fmt}: read through the legacy reader "
-                          f"(`python -m hpcsched.agents.legacy {path}` upgrades it in place)",
-                          stacklevel=2)
+        # said here (stacklevel 1): once per file, however many callers read it
+        warnings.warn(f"{path} is in the old format {fmt}: read through the legacy reader "
+                      f"(`python -m hpcsched.agents.legacy {path}` upgrades it in place)")
     problem = _problem(ck)
     if problem is not None:
         raise ModelFileError(f"{path} is not a valid hpcsched model file ({problem})")
