@@ -6,10 +6,12 @@ learners its recipe names (`Recipe.tiny`, `hpcsched.recipes.Tiny`). The cases co
 2. a few learning steps change some of the learner's greedy choices (so that 3 and 4 can see a
    model that was not kept);
 3. saved and loaded again (`save` and the learner class's `load` only: the file's format is the
-   learners' business), it predicts what it predicted on the same observations;
+   learners' business), it predicts what it predicted on the same observations, and its networks
+   (the torch modules it holds) have the same weights;
 4. its model file runs through ``hpcsched simulate TRACE --policy PREFIX:PATH`` under the profile
-   the command line chooses for it, twice to the same schedule, and to another schedule than the
-   file of the same learner before it learnt: the policy follows the file's weights.
+   the command line chooses for it, to another schedule than the file of the same learner before
+   it learnt, and to exactly the schedule of the learner in memory as its training's validation
+   runs it (`Tiny.policy`): the policy reads all of the file's weights.
 
 `check_contract` is also what tests a recipe outside the package (tests/recipes/test_example.py).
 """
@@ -78,10 +80,39 @@ def simulate(recipe: Recipe, tiny: Tiny, path: Path, records: Path) -> tuple[dic
     return json.loads(out.getvalue()), records.read_text()
 
 
+def networks(learner) -> dict[str, object]:
+    """The torch modules a learner holds as attributes (its networks), by attribute name: what a
+    save and load must give back, whatever the file looks like."""
+    from torch import nn
+
+    return {k: v for k, v in vars(learner).items() if isinstance(v, nn.Module)}
+
+
+def differing_weights(a, b) -> list[str]:
+    """The names of the networks' tensors (parameters and buffers) that differ from `a` to `b`."""
+    import torch
+
+    ours, theirs = networks(a), networks(b)
+    differ = sorted(set(ours) ^ set(theirs))
+    for name in set(ours) & set(theirs):
+        x, y = ours[name].state_dict(), theirs[name].state_dict()
+        differ += [f"{name}.{k}" for k in sorted(set(x) | set(y))
+                   if k not in x or k not in y or not torch.equal(x[k], y[k])]
+    return differ
+
+
+def starts(prepared, policy, tiny: Tiny):
+    from hpcsched.sim.run import simulate as run
+
+    result = run(prepared, policy, backfill=tiny.backfill, start=tiny.start, jobs=tiny.jobs)
+    return result.records()["start"]
+
+
 def check_contract(recipe: Recipe, tiny: Tiny, folder: Path) -> dict:
     """Check the contract (the module's docstring) for one tiny learner of `recipe`, its files
     written in `folder`. Returns the trained model's `simulate` row."""
-    from hpcsched.experiments.policyspec import model_profiles
+    from hpcsched.experiments.policyspec import model_profiles, resolve_policy
+    from hpcsched.sim.run import prepare
 
     what = f"{recipe.name}{' ' + tiny.name if tiny.name else ''}"
     made = gymnasium.make(recipe.env_id, **tiny.env)
@@ -92,6 +123,7 @@ def check_contract(recipe: Recipe, tiny: Tiny, folder: Path) -> dict:
     def choices(learner) -> list[int]:
         return [tiny.act(learner, obs, mask) for obs, mask in seen]
 
+    # 2. learning changes choices
     learner = tiny.make(env, 0)
     before = choices(learner)
     assert all(mask[a] for a, (_, mask) in zip(before, seen)), f"{what}: an invalid action"
@@ -102,19 +134,26 @@ def check_contract(recipe: Recipe, tiny: Tiny, folder: Path) -> dict:
                              f"greedy choices; its tiny settings must learn more (a larger rate), "
                              f"or a model that was not kept cannot be told apart")
 
+    # 3. saved and loaded, the same learner
     trained = tiny.save_model(learner, folder / "trained.pt")
     loaded = tiny.load_model(trained, learner)
     assert choices(loaded) == after, f"{what}: saved and loaded, it predicts otherwise"
+    differ = differing_weights(learner, loaded)
+    assert not differ, f"{what}: saved and loaded, its networks differ in {', '.join(differ)}"
 
+    # 4. the model file on the command line, scheduling as the learner does
     row, schedule = simulate(recipe, tiny, trained, folder / "trained.csv")
     spec = f"{recipe.prefix}:{trained}"
     assert row["policy"] == spec
     assert row["profile"] == (tiny.profile or model_profiles([spec]).get(spec, "standard"))
-    assert simulate(recipe, tiny, trained, folder / "again.csv")[1] == schedule, \
-        f"{what}: the same model file scheduled the same window twice, differently"
     assert simulate(recipe, tiny, untrained, folder / "untrained.csv")[1] != schedule, \
         (f"{what}: the model files before and after learning scheduled the window alike: "
          f"does its policy read the file's weights?")
+    prepared = prepare(tiny.trace, row["profile"])
+    np.testing.assert_array_equal(
+        starts(prepared, resolve_policy(spec, prepared), tiny),
+        starts(prepared, tiny.policy(learner, prepared, spec), tiny),
+        err_msg=f"{what}: its model file schedules otherwise than the learner it was saved from")
     return row
 
 

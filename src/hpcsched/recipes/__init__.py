@@ -137,7 +137,8 @@ class Tiny:
 
     A learner is used through SB3's verbs only: ``predict``, ``save`` and its class's ``load``
     (`act`, `save_model`, `load_model`); where a learner's verbs take other arguments than those,
-    the recipe says how to call them (`predict`, `save`, `load`)."""
+    the recipe says how to call them (`predict`, `save`, `load`). Its model file is run as
+    ``PREFIX:PATH`` names it, through the recipe's `load`."""
 
     #: ``gymnasium.make(recipe.env_id, **env)``: the small environment it learns on
     env: dict[str, Any]
@@ -145,6 +146,9 @@ class Tiny:
     make: Callable[[Any, int], Any]
     #: a few learning steps, ``learn(learner, env)``; they must change some of its greedy choices
     learn: Callable[[Any, Any], Any]
+    #: the learner in memory as an engine Policy, ``policy(learner, prepared, name)``, as its
+    #: training's validation runs it: its model file must schedule exactly as this does
+    policy: Callable[[Any, Any, str], Any]
     #: where its model files are run through ``hpcsched simulate TRACE --policy PREFIX:PATH``: a
     #: trace (a bundled name or a file), the window ``--start``/``--jobs``, ``--backfill``, and
     #: ``--profile`` (None: as the command line chooses for the model, `model_profiles`)

@@ -31,7 +31,8 @@ def tiny() -> Tiny:
         return int(model.predict(image.reshape(1, -1), mask[None])[0])
 
     return Tiny(env=dict(steps=10), make=make, learn=lambda model, env: model.learn(2),
-                predict=predict, trace="lublin-1", start=2000, jobs=64, profile="deeprm")
+                policy=lambda model, prepared, name: model.policy(name=name), predict=predict,
+                trace="lublin-1", start=2000, jobs=128, profile="deeprm")
 
 
 RECIPE = register(Recipe(

@@ -41,11 +41,12 @@ def tiny() -> tuple[Tiny, ...]:
 
         return Tiny(env=dict(trace="kth-sp2", window=10, hierarchy=algo != "decima"), make=make,
                     learn=learn, save=lambda agent, path: agent.save(path, config=asdict(config)),
-                    trace="kth-sp2", start=6000, jobs=100,
+                    policy=lambda agent, prepared, name: agent.policy(config, prepared, name),
+                    trace="kth-sp2", start=6000, jobs=200,
                     backfill="none" if algo == "decima" else "easy", name=algo)
 
     small = dict(fc1=16, fc2=8, update_every=2)
-    return (learner("pg", dict(small, lr=1e-2)),
+    return (learner("pg", dict(small, lr=1e-3)),
             learner("dql", dict(small, lr=1e-2, batch=16, target_every=2)),
             learner("decima", dict(small, lr=1e-2)))
 

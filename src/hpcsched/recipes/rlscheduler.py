@@ -29,8 +29,16 @@ def tiny() -> Tiny:
                                      train_pi_iters=10, train_v_iters=5, target_kl=0.05,
                                      seed=seed, threads=1))
 
+    def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
+        from hpcsched.agents.checkpoint import RLPolicy
+
+        c = model.config
+        return RLPolicy(model.policy, prepared.report.norm, slots=c.slots, cutoff=c.cutoff,
+                        fairness=c.features == 9, name=name)
+
     return Tiny(env=dict(trace="lublin-1", episode_jobs=32, slots=16), make=make,
-                learn=lambda model, env: model.learn(2), trace="lublin-1", start=2000, jobs=96)
+                learn=lambda model, env: model.learn(2), policy=in_memory, trace="lublin-1",
+                start=2000, jobs=256)
 
 
 RECIPE = register(Recipe(

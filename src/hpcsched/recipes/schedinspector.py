@@ -70,8 +70,19 @@ def tiny() -> Tiny:
                                    train_pi_iters=20, train_v_iters=5, target_kl=1.0,
                                    seed=seed, threads=1))
 
+    def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
+        from hpcsched.agents.inspector import InspectedPolicy
+        from hpcsched.policies.priority import get_policy
+
+        c = model.config
+        return InspectedPolicy(model.policy, get_policy(c.base, profile=prepared.profile),
+                               prepared.report.norm, features=c.features, metric=c.metric,
+                               max_interval=c.max_interval, max_rejections=c.max_rejections,
+                               name=name)
+
     return Tiny(env=dict(trace="lublin-1", episode_jobs=32), make=make,
-                learn=lambda model, env: model.learn(6), trace="lublin-1", start=2000, jobs=96)
+                learn=lambda model, env: model.learn(6), policy=in_memory, trace="lublin-1",
+                start=2000, jobs=256)
 
 
 RECIPE = register(Recipe(
