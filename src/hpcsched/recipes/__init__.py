@@ -58,9 +58,9 @@ class Command:
     #: "module:function" adding its options to its (empty) parser, ``f(parser)``; it may set the
     #: parser's description and epilog too. A train command's parser then gets --config and the
     #: paragraphs every train command ends with (`hpcsched.cli.common.train_command`).
-    arguments: str
+    arguments: str | Callable
     #: "module:function" running it, ``f(args) -> exit status``
-    run: str
+    run: str | Callable
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,15 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A learned scheduler. Entry points are "module:attribute" strings (see `entry`)."""
+    """A learned scheduler. Entry points are "module:attribute" strings, or the functions
+    themselves (see `entry`)."""
 
     name: str  # "rlscheduler"
     prefix: str  # of its policy names: "rl" in rl:PATH
     env_id: str  # the Gymnasium environment it trains on
     #: the model file as an engine Policy: ``f(path, prepared, *, option, seed, sample, name)``;
     #: `prepared` is the trace it schedules (or None), `option` what follows `separator`
-    load: str
+    load: str | Callable
     #: its trainer (``f(config, out, ...)``), None where it has none
     train: str | None = None
     #: file-name prefixes of its shipped models in data/pretrained; None: the files no other
@@ -115,7 +116,7 @@ class Recipe:
     evaluation: Evaluation | None = None
     #: "module:function" giving its learners at a tiny size, ``f() -> Tiny | tuple[Tiny, ...]``:
     #: what the contract every recipe must keep is checked on (tests/recipes/test_contract.py)
-    tiny: str | None = None
+    tiny: str | Callable | None = None
 
     def split(self, arg: str) -> tuple[str, str]:
         """(model, option) of what follows the prefix in a policy name."""
@@ -245,8 +246,12 @@ def get(prefix: str) -> Recipe:
     return recipe
 
 
-def entry(ref: str) -> Any:
-    """The attribute a "module:attribute" string names, its module imported now."""
+def entry(ref: str | Callable) -> Any:
+    """The attribute a "module:attribute" string names, its module imported now; a function given
+    in its place (by a recipe whose module is imported anyway: `hpcsched.recipes.pick_job`) is
+    itself."""
+    if callable(ref):
+        return ref
     module, _, attribute = ref.partition(":")
     return getattr(importlib.import_module(module), attribute)
 

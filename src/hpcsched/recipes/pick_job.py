@@ -1,0 +1,105 @@
+"""Recipes whose learner is the one PPO (`agents.ppo`) choosing among PickJob's job slots, as
+RLScheduler's does. What they share is here, so that a new one is its network, its environment's
+wrappers and its PPO configuration, registered by `ppo_recipe` (examples/smallest_job.py; README,
+"Add a learned scheduler")::
+
+    @dataclass
+    class MyConfig(RLSchedulerConfig):       # RLScheduler's settings and environment, and ...
+        def networks(self): ...              # ... my policy and value networks
+        def make_env(self, model): ...       # ... my wrappers around the environment
+        def extra_state(self): return {"algorithm": "mine"}   # how PPO.load knows my files
+
+    ppo_recipe(MyConfig, name="mine", prefix="mine", help="...")
+
+The configuration is PPO's (`agents.ppo.Configuration`) with RLScheduler's environment settings
+(`trace`, `slots`, `cutoff`, ...: a subclass of `RLSchedulerConfig` has them)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from hpcsched.envs import PICK_JOB
+from hpcsched.recipes import Command, Recipe, Tiny, register
+
+
+def as_policy(model, norm, **options):
+    """PPO `model` in memory as an engine Policy over PickJob's observation, with the
+    normalisation constants `norm` (`options`: `RLPolicy`'s: name, sample, seed)."""
+    from hpcsched.agents.checkpoint import RLPolicy
+
+    c = model.config
+    return RLPolicy(model.policy, norm, slots=c.slots, cutoff=getattr(c, "cutoff", "fcfs"),
+                    fairness=getattr(c, "features", 8) == 9, **options)
+
+
+def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = "",
+               profile: str | None = "rlscheduler", epochs: int = 20, **fields) -> Recipe:
+    """Register, and return, the recipe of the PPO configuration class `config`, whose
+    `extra_state()` names its algorithm (what its checkpoints are known by):
+
+    - `PPO.load` builds a `config` for a checkpoint of that algorithm;
+    - ``PREFIX:PATH`` names a model file of it (a run folder: its best.pt, else its model.pt), greedy
+      over PickJob's observation with the constants of the trace it schedules, under `profile`
+      unless the command names another;
+    - ``hpcsched train NAME --out DIR [--epochs N] [--seed S]`` trains a `config` with its
+      defaults and writes DIR/model.pt;
+    - its tiny learner, for the contract every recipe keeps, is a `config` on 4 environments for
+      5 epochs, run on the first 256 jobs of its trace.
+
+    `fields`: the `Recipe`'s others (shipped, experiments, evaluation, ...)."""
+    from hpcsched.agents.ppo import CONFIGURATIONS, PPO
+
+    algorithm = config().extra_state().get("algorithm")
+    where = (config.__module__, config.__qualname__)
+    if not algorithm or CONFIGURATIONS.get(algorithm, where) != where:
+        raise ValueError(f"{config.__name__}.extra_state() must name an algorithm of its own "
+                         f"(got {algorithm!r}): PPO.load knows the configuration of a "
+                         f"checkpoint by it")
+    CONFIGURATIONS[algorithm] = where
+
+    def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
+        model = PPO.load(path)
+        norm = prepared.report.norm if prepared is not None else model.norm
+        return as_policy(model, norm, sample=sample, seed=seed, name=name)
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.description = help
+        parser.add_argument("--out", required=True, metavar="DIR",
+                            help="the run's folder: its model is DIR/model.pt")
+        parser.add_argument("--epochs", type=int, default=epochs, help=f"default {epochs}")
+        parser.add_argument("--seed", type=int, help="default 0")
+
+    def train(args) -> int:
+        model = PPO(config(seed=args.seed or 0))
+        every = max(1, args.epochs // 4)
+
+        def say(stats) -> None:
+            if stats["epoch"] % every == 0 or stats["epoch"] == args.epochs:
+                print(f"epoch {stats['epoch']}: mean reward {stats['mean_reward']:.3f}")
+
+        model.learn(args.epochs, callback=say)
+        model.save(Path(args.out) / "model.pt")
+        print(f"saved {Path(args.out) / 'model.pt'}")
+        return 0
+
+    def tiny() -> Tiny:
+        c = config()
+        env = dict(trace=c.trace, profile=c.profile, backfill=c.backfill, metric=c.metric,
+                   episode_jobs=c.episode_jobs, slots=c.slots, cutoff=c.cutoff, first=c.first,
+                   fairness=c.fairness)
+        return Tiny(env=env, trace=c.trace, start=0, jobs=256, backfill=c.backfill,
+                    make=lambda env, seed: PPO(replace(c, n_envs=4, trajectories_per_epoch=4,
+                                                       seed=seed)),
+                    learn=lambda model, env: model.learn(5),
+                    policy=lambda model, prepared, name: as_policy(model, prepared.report.norm,
+                                                                   name=name))
+
+    return register(Recipe(
+        name=name, prefix=prefix, env_id=PICK_JOB, load=policy, profile=profile,
+        title=title or f"{name} models", usage=f"{prefix}:PATH (a model file, or a run folder)",
+        train_command=Command(name, help, arguments, train), tiny=tiny, **fields))
+
+
+__all__ = ["as_policy", "ppo_recipe"]
