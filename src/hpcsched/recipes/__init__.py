@@ -19,7 +19,16 @@ and its code is imported only when one of its commands is chosen (so ``--help`` 
 network code).
 
 Importing this package registers hpcsched's four, one module each: `rlscheduler` (``rl:``),
-`schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``).
+`schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``); then the recipes
+of plugins (`load_plugins`): the modules that installed packages name in the entry-point group
+``hpcsched.recipes``, and the modules or Python files that ``$HPCSCHED_RECIPES`` names. A recipe
+of the one PPO on PickJob is registered from its configuration alone by `pick_job.ppo_recipe`
+(examples/smallest_job.py).
+
+Every recipe names its learners at a tiny size (`Tiny`), on which tests/recipes/test_contract.py
+checks the contract every learned scheduler keeps: its env passes gymnasium's checker, a few
+learning steps change its choices, saved and loaded it is the same learner, and its model file
+schedules through ``hpcsched simulate`` exactly as the learner in memory.
 
 Model files are found by one rule for all (`locate`): ``pretrained/NAME`` is the shipped file
 ``data/pretrained/NAME.pt``; a file is itself; a run folder is its ``best.pt`` (the checkpoint its

@@ -42,7 +42,7 @@ def tiny() -> tuple[Tiny, ...]:
         return Tiny(env=dict(trace="kth-sp2", window=10, hierarchy=algo != "decima"), make=make,
                     learn=learn, save=lambda agent, path: agent.save(path, config=asdict(config)),
                     policy=lambda agent, prepared, name: agent.policy(config, prepared, name),
-                    trace="kth-sp2", start=6000, jobs=200,
+                    trace="kth-sp2", start=8000, jobs=400,
                     backfill="none" if algo == "decima" else "easy", name=algo)
 
     small = dict(fc1=16, fc2=8, update_every=2)
