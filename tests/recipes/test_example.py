@@ -61,10 +61,13 @@ def hpcsched(*argv: str) -> str:
 @pytest.fixture(scope="module")
 def run(toy, tmp_path_factory) -> Path:
     """A run folder of `hpcsched train toy` (its default 20 epochs: seconds)."""
+    import csv
+
     folder = tmp_path_factory.mktemp("runs") / "toy"
-    out = hpcsched("train", "toy", "--out", str(folder))
-    lines = out.strip().splitlines()
-    assert lines[-1] == f"saved {folder / 'model.pt'}" and lines[-2].startswith("epoch 20: ")
+    hpcsched("train", "toy", "--out", str(folder))
+    rows = list(csv.DictReader(open(folder / "log.csv")))
+    assert [int(r["epoch"]) for r in rows] == list(range(1, 21))
+    assert {p.name for p in folder.iterdir()} >= {"model.pt", "log.csv", "curve.png"}
     return folder
 
 

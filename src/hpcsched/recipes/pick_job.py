@@ -17,6 +17,7 @@ The configuration is PPO's (`agents.ppo.Configuration`) with RLScheduler's envir
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +35,34 @@ def as_policy(model, norm, **options):
                     fairness=getattr(c, "features", 8) == 9, **options)
 
 
+def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = False,
+              given: dict | None = None, progress: bool | None = None, log=None):
+    """Train a `config` (with the settings `given` over its defaults) in the run folder `out` until
+    `epochs` epochs are done in all, as every trainer's run folder is kept (`experiments.training`:
+    the folder held by one training, model.pt after every epoch, log.csv, curve.png of the mean
+    reward, a progress bar or a line per epoch); with `resume`, continue the run there (a setting
+    given must repeat its own). No validation, so no best.pt: ``PREFIX:DIR`` is its model.pt.
+    Returns the model."""
+    from hpcsched.agents.ppo import PPO
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, learn_epochs, open_run, run_lock
+    from hpcsched.report.plots import training_curve
+
+    out = Path(out)
+    say = log or (lambda text: print(text, file=sys.stderr))
+    with run_lock(out, resume=resume):
+        model = open_run(out, given if resume else config(**(given or {})), resume=resume,
+                         load=PPO.load, create=lambda: PPO(config(**(given or {}))), say=say)
+        if resume:
+            say(f"resumed {out / 'model.pt'} at epoch {model.epoch}")
+        learn_epochs(model, out, epochs, validation=None, validate_every=0, key="",
+                     improves=lambda a, b: False, best=None, columns=LOG_FIRST + LOG_LAST,
+                     label=f"training {out.name}", note=lambda s: f"reward {s['mean_reward']:.4g}",
+                     curve=lambda: training_curve(model.history, out / "curve.png", "mean_reward",
+                                                  title=out.name),
+                     plot_every=10, progress=progress, say=say)
+    return model
+
+
 def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = "",
                profile: str | None = "rlscheduler", epochs: int = 20, **fields) -> Recipe:
     """Register, and return, the recipe of the PPO configuration class `config`, whose
@@ -43,8 +72,8 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
     - ``PREFIX:PATH`` names a model file of it (a run folder: its best.pt, else its model.pt), greedy
       over PickJob's observation with the constants of the trace it schedules, under `profile`
       unless the command names another;
-    - ``hpcsched train NAME --out DIR [--epochs N] [--seed S]`` trains a `config` with its
-      defaults and writes DIR/model.pt;
+    - ``hpcsched train NAME --out DIR [--epochs N] [--seed S] [--resume]`` trains a `config`
+      with its defaults in the run folder DIR (`train_run`);
     - its tiny learner, for the contract every recipe keeps, is a `config` on 4 environments for
       5 epochs, run on the first 256 jobs of its trace.
 
@@ -67,21 +96,16 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
     def arguments(parser: argparse.ArgumentParser) -> None:
         parser.description = help
         parser.add_argument("--out", required=True, metavar="DIR",
-                            help="the run's folder: its model is DIR/model.pt")
+                            help="the run's folder: model.pt (after every epoch), log.csv, "
+                                 "curve.png")
+        parser.add_argument("--resume", action="store_true",
+                            help="continue the run in --out up to --epochs epochs in all")
         parser.add_argument("--epochs", type=int, default=epochs, help=f"default {epochs}")
         parser.add_argument("--seed", type=int, help="default 0")
 
     def train(args) -> int:
-        model = PPO(config(seed=args.seed or 0))
-        every = max(1, args.epochs // 4)
-
-        def say(stats) -> None:
-            if stats["epoch"] % every == 0 or stats["epoch"] == args.epochs:
-                print(f"epoch {stats['epoch']}: mean reward {stats['mean_reward']:.3f}")
-
-        model.learn(args.epochs, callback=say)
-        model.save(Path(args.out) / "model.pt")
-        print(f"saved {Path(args.out) / 'model.pt'}")
+        train_run(config, args.out, args.epochs, resume=args.resume,
+                  given={} if args.seed is None else {"seed": args.seed})
         return 0
 
     def tiny() -> Tiny:
@@ -102,4 +126,4 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
         train_command=Command(name, help, arguments, train), tiny=tiny, **fields))
 
 
-__all__ = ["as_policy", "ppo_recipe"]
+__all__ = ["as_policy", "ppo_recipe", "train_run"]
