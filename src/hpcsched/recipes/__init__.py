@@ -380,9 +380,11 @@ def load_plugin(ref: str):
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {ref}")
         held = sys.modules.get(path.stem)
-        if held is not None and getattr(held, "__file__", None) and \
-                Path(held.__file__).resolve() == path:
-            return held
+        if held is not None:
+            if getattr(held, "__file__", None) and Path(held.__file__).resolve() == path:
+                return held
+            raise ValueError(f"{ref}: a module named {path.stem!r} is imported already (from "
+                             f"{getattr(held, '__file__', None) or 'built-in'}); rename the file")
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module

@@ -23,8 +23,9 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
 
 def tiny() -> tuple[Tiny, ...]:
     """DRAS-PG, DRAS-DQL and Decima-PG with small layers and a window of 10 on KTH-SP2 (100
-    nodes), each trained on two 60-job jobsets. A model file of theirs holds the run's config
-    besides the agent (what ``dras:PATH`` reads): `save` adds it."""
+    nodes), each trained on two 60-job jobsets (DRAS-PG at a rate of 1e-3: at 1e-2 it collapses
+    onto one slot, a model whose layers hardly matter). A model file of theirs holds the run's
+    config besides the agent (what ``dras:PATH`` reads): `save` adds it."""
     from dataclasses import asdict
 
     from hpcsched.experiments.dras_training import DrasRunConfig, make_agent
