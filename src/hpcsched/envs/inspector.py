@@ -334,7 +334,7 @@ class InspectEnv(gym.Env):
         return row
 
     def _info(self) -> dict[str, Any]:
-        return {"action_mask": self.action_masks()}
+        return {"action_mask": self.action_masks(), "window": self.window}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -375,19 +375,29 @@ class InspectEnv(gym.Env):
 
 
 class VecInspect:
-    """`n_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
+    """`num_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
     reads): ``reset(seed) -> (obs (N, F), mask (N, 2))``, ``step(actions) -> (obs, mask,
     reward, done, infos)``; a finished environment's reward and info are its episode's, and its
     observation is already the next episode's first."""
 
-    def __init__(self, n_envs: int, **env_kwargs):
+    def __init__(self, num_envs: int, **env_kwargs):
         first = InspectEnv(**env_kwargs)
         env_kwargs = dict(env_kwargs, trace=first.prepared)
-        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(n_envs - 1)]
+        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(num_envs - 1)]
         for env in self.envs[1:]:
             env._base_scores = first._base_scores  # one cache of base runs for all
-        self.n_envs = n_envs
+        self.num_envs = num_envs
         self.norm = first.norm
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.final_obs = np.zeros(first.observation_space.shape, np.float32)  # InspectEnv's last
+
+    @property
+    def windows(self) -> list[tuple[int, int]]:
+        return [env.window for env in self.envs]
+
+    def close(self) -> None:
+        pass
 
     def reset(self, seed: int | Sequence[int | None] | None = None,
               options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -395,13 +405,13 @@ class VecInspect:
         per env), or without seeds (None: each env keeps its generator). `options` go to every
         env's reset."""
         if seed is None:
-            seeds = [None] * self.n_envs
+            seeds = [None] * self.num_envs
         elif isinstance(seed, (int, np.integer)):
-            seeds = np.random.SeedSequence(seed).generate_state(self.n_envs).tolist()
+            seeds = np.random.SeedSequence(seed).generate_state(self.num_envs).tolist()
         else:
             seeds = list(seed)
-            if len(seeds) != self.n_envs:
-                raise ValueError(f"reset needs one seed per env ({self.n_envs}), got {len(seeds)}")
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"reset needs one seed per env ({self.num_envs}), got {len(seeds)}")
         out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
         return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
 

@@ -55,28 +55,32 @@ class SlotsSpace(spaces.MultiDiscrete):
 
 class MaskedVectorEnv(VectorEnv):
     """A `VectorEnv` over a batched env with `VecPickJob`'s contract (``reset(seeds, options) ->
-    (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)``, auto-reset), whose
-    episodes end only by termination. Subclasses say what a finished episode ends on."""
+    (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)`` with auto-reset, a
+    finished env's ``infos[i]`` being its single env's last info), whose episodes end only by
+    termination. The batch also names its spaces, its `windows` and the `final_obs` an ended
+    episode shows."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, batch, num_envs: int, single_observation_space: spaces.Space,
-                 single_action_space: spaces.Discrete) -> None:
+    def __init__(self, batch) -> None:
         self.batch = batch
-        self.num_envs = int(num_envs)
-        self.single_observation_space = single_observation_space
-        self.single_action_space = single_action_space
-        self.observation_space = batch_space(single_observation_space, self.num_envs)
-        self.action_space = SlotsSpace(int(single_action_space.n), self.num_envs,
-                                       self.action_masks)
+        self.num_envs = n = batch.num_envs
+        self.single_observation_space = batch.single_observation_space
+        self.single_action_space = batch.single_action_space
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = SlotsSpace(int(self.single_action_space.n), n, self.action_masks)
         self._mask: np.ndarray | None = None
-        self._all = np.ones(self.num_envs, dtype=bool)
+        self._all = np.ones(n, dtype=bool)
 
     # -- Gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`."""
-        obs, mask = self.batch.reset(seed=self._seeds(seed), options=self._options(options))
+        """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`.
+        options go to every env's reset, as `SyncVectorEnv`'s; PickJob's "starts" give one
+        window start per env."""
+        if options and "window_filter" in options:  # a single env's filter ends with its episode
+            raise ValueError("unknown reset options ['window_filter'] for a vector env")
+        obs, mask = self.batch.reset(seed=self._seeds(seed), options=options)
         self._mask = mask.copy()
         return obs, self._infos(mask)
 
@@ -88,8 +92,8 @@ class MaskedVectorEnv(VectorEnv):
         self._mask = mask.copy()
         infos = self._infos(mask)
         for i in np.flatnonzero(done).tolist():
-            infos = self._add_info(infos, {"final_obs": self._final_obs(),
-                                           "final_info": self._final_info(env_infos[i])}, i)
+            infos = self._add_info(infos, {"final_obs": np.array(self.batch.final_obs),
+                                           "final_info": env_infos[i]}, i)
         return obs, reward, done, np.zeros(self.num_envs, dtype=bool), infos
 
     def action_masks(self) -> np.ndarray:
@@ -99,27 +103,17 @@ class MaskedVectorEnv(VectorEnv):
         return self._mask.copy()
 
     def close_extras(self, **kwargs: Any) -> None:
-        close = getattr(self.batch, "close", None)
-        if close is not None:
-            close()
-
-    # -- what subclasses say ---------------------------------------------------------------------
-    def _final_obs(self) -> np.ndarray:
-        """The observation a finished episode ends on (its single env's last one)."""
-        raise NotImplementedError
-
-    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
-        """The single env's info at the end of an episode, from the batch's."""
-        return info
-
-    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
-        """Every env's info of this step (of its new episode's start where one ended)."""
-        return {"action_mask": mask, "_action_mask": self._all.copy()}
-
-    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
-        return options
+        self.batch.close()
 
     # -- internals -------------------------------------------------------------------------------
+    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
+        """Every env's info of this step (of its new episode's start where one ended)."""
+        windows = np.empty(self.num_envs, dtype=object)
+        for i, window in enumerate(self.batch.windows):
+            windows[i] = window
+        return {"action_mask": mask, "_action_mask": self._all.copy(), "window": windows,
+                "_window": self._all.copy()}
+
     def _seeds(self, seed) -> list[int | None]:
         n = self.num_envs
         if seed is None:
@@ -134,61 +128,18 @@ class MaskedVectorEnv(VectorEnv):
 
 class PickJobVectorEnv(MaskedVectorEnv):
     """`hpcsched/PickJob-v0` x `num_envs` on `VecPickJob`; the other arguments are `PickJobEnv`'s
-    (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it).
-
-    Reset options, as `PickJobEnv`'s given to every env: {"start": s, "jobs": n}; or one window
-    start per env: {"starts": [s0, s1, ...], "jobs": n}."""
+    (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, copy: bool = True, **kwargs: Any) -> None:
-        batch = VecPickJob(num_envs, copy=copy, **kwargs)
-        super().__init__(batch, batch.num_envs, batch.single_observation_space,
-                         batch.single_action_space)
-        self._pad = np.broadcast_to(batch.features.pad, batch.single_observation_space.shape)
-        self._no_slot = np.zeros(batch.slots, dtype=bool)
-
-    def _final_obs(self) -> np.ndarray:
-        return self._pad.copy()  # an ended PickJobEnv shows empty slots
-
-    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
-        return {"action_mask": self._no_slot.copy(), **info}
-
-    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
-        infos = super()._infos(mask)
-        windows = np.empty(self.num_envs, dtype=object)
-        for i, window in enumerate(self.batch.windows):
-            windows[i] = window
-        infos["window"], infos["_window"] = windows, self._all.copy()
-        return infos
-
-    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
-        if not options:
-            return options
-        options = dict(options)
-        unknown = set(options) - {"start", "starts", "jobs"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', "
-                             f"'starts', 'jobs'")
-        if "start" in options:
-            if "starts" in options:
-                raise ValueError("reset options 'start' and 'starts' exclude each other")
-            options["starts"] = [int(options.pop("start"))] * self.num_envs
-        elif "jobs" in options and "starts" not in options:
-            raise ValueError("reset option 'jobs' needs 'start' or 'starts' as well")
-        return options
+        super().__init__(VecPickJob(num_envs, copy=copy, **kwargs))
 
 
 class InspectVectorEnv(MaskedVectorEnv):
     """`hpcsched/Inspect-v0` x `num_envs` on `VecInspect`; the other arguments are `InspectEnv`'s
-    (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it). Reset options go to
-    every env, as `InspectEnv`'s."""
+    (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        batch = VecInspect(num_envs, **kwargs)
-        first = batch.envs[0]
-        super().__init__(batch, num_envs, first.observation_space, first.action_space)
-
-    def _final_obs(self) -> np.ndarray:
-        return np.zeros(self.single_observation_space.shape, np.float32)  # as InspectEnv's last
+        super().__init__(VecInspect(num_envs, **kwargs))
 
 
 __all__ = ["InspectVectorEnv", "MaskedVectorEnv", "PickJobVectorEnv", "SlotsSpace"]
