@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hpcsched.agents.greedy import greedy_batch, linear_weights64
+from hpcsched.agents.greedy import greedy_batch, linear_weights, mlp_forward
 from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
 from hpcsched.cluster.grid import ResourceGrid
 from hpcsched.sim.discrete_batch import DiscreteBatch
@@ -102,10 +102,6 @@ def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:
     return net
 
 
-def count_parameters(net: nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
-
-
 class NumpyPolicy:
     """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch).
 
@@ -115,18 +111,10 @@ class NumpyPolicy:
 
     def __init__(self, net: nn.Sequential, dtype=np.float32) -> None:
         self.dtype = np.dtype(dtype)
-        if self.dtype == np.float64:
-            (self.w1, self.b1), (self.w2, self.b2) = linear_weights64(net)
-            return
-        self.w1 = net[0].weight.detach().numpy().T.copy()
-        self.b1 = net[0].bias.detach().numpy().copy()
-        self.w2 = net[2].weight.detach().numpy().T.copy()
-        self.b2 = net[2].bias.detach().numpy().copy()
+        self.weights = linear_weights(net, self.dtype)
 
     def logits(self, images: np.ndarray) -> np.ndarray:
-        images = np.asarray(images, dtype=self.dtype)
-        h = np.maximum(images @ self.w1 + self.b1, 0)
-        return h @ self.w2 + self.b2
+        return mlp_forward(self.weights, np.asarray(images, dtype=self.dtype))
 
 
 def choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator | None,
@@ -343,4 +331,4 @@ class DeepRM:
 
 
 __all__ = ["CHUNK", "FORMAT", "VALIDATION_SEED", "DeepRM", "DeepRMConfig", "NumpyPolicy",
-           "Rollout", "choose", "count_parameters", "policy_network", "rollout"]
+           "Rollout", "choose", "policy_network", "rollout"]

@@ -1,6 +1,7 @@
 """The DRAS family's episode: one jobset scheduled by one agent (DRAS-PG, DRAS-DQL, Decima-PG) from
 an empty machine, on `envs.dras.DrasEnv`. The same loop serves training (`learn`), validation and
-test (with `learn=True` at test: the paper's online updates)."""
+test (with `learn=True` at test: the paper's online updates). `DrasAgent`: the verbs every agent
+of the family has around it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,46 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from hpcsched.agents import dras_policy
 from hpcsched.workload.jobs import JobTable
+
+
+class DrasAgent:
+    """SB3's verbs of a DRAS agent (`agents.dras_pg.DrasPG`, `agents.dql.DrasDQL`): `learn(env,
+    jobsets)`, `save(path)`, `load(path)`, `policy(...)`; its greedy scores. An agent has `net`,
+    `rng`, `algo`, `state()`, `from_state(state)` and a `Float64Copy` in `_net64`."""
+
+    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The network's masked scores (logits, Q-values) of one observation in float64: what a
+        greedy pick compares."""
+        import torch
+
+        with torch.no_grad():
+            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
+            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
+
+    def learn(self, env, jobsets, callback=None):
+        """Play each jobset as a training episode (`learn` below)."""
+        return learn(self, env, jobsets, callback)
+
+    def training_state(self) -> dict:
+        """What continuing the training needs besides `state`: the random generator's state."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def restore_training_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+    def save(self, path, **run) -> None:
+        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
+        dras_policy.save_agent(path, self, **run)
+
+    @classmethod
+    def load(cls, path):
+        return dras_policy.load_agent_of(path, cls)
+
+    def policy(self, config, prepared, name: str = "dras"):
+        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
+        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 def run_episode(agent, env, jobs: JobTable, *, learn: bool, explore: bool | None = None,
@@ -57,4 +97,4 @@ def learn(agent, env, jobsets: Iterable[JobTable],
     return agent
 
 
-__all__ = ["learn", "run_episode"]
+__all__ = ["DrasAgent", "learn", "run_episode"]

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hpcsched.agents.greedy import greedy, linear_weights64, mlp_logits64
+from hpcsched.agents.greedy import greedy, linear_weights, mlp_forward
 from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
 from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
@@ -198,11 +198,11 @@ class InspectedPolicy:
         self.inspection: Inspection | None = None
         self._weights = None
         if net is not None:  # plain numpy: far cheaper than a torch call for one decision
-            self._weights = linear_weights64(net)
+            self._weights = linear_weights(net)
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """The network's two logits (accept, reject) of one observation, in float64."""
-        return mlp_logits64(self._weights, np.asarray(obs, dtype=np.float64))
+        return mlp_forward(self._weights, np.asarray(obs, dtype=np.float64))
 
     def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
         """The inspector's action (0 accept, 1 reject) on an observation: by the greedy rule of
@@ -265,4 +265,4 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
 
 __all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPolicyNet",
            "InspectorValueNet", "bias_toward_accept", "fit_rule", "load_inspector",
-           "load_inspector_checkpoint", "mlp_logits64", "reject_unfit", "trained_config"]
+           "load_inspector_checkpoint", "reject_unfit", "trained_config"]
