@@ -15,7 +15,7 @@ rates and its own arithmetic: the batch taken whole, statistics as float32 means
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -24,7 +24,7 @@ from torch import nn
 
 from hpcsched.agents.greedy import greedy, linear_weights, mlp_forward
 from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
-from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
+from hpcsched.agents.ppo import PPO, PPOParams, config_from_dict, derived_seed
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
 
 ALGORITHM = "schedinspector-ppo"
@@ -96,11 +96,7 @@ class InspectorConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InspectorConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"InspectorConfig: unknown setting(s) {', '.join(sorted(unknown))}")
-        return cls(**trained_config(d))
+        return config_from_dict(cls, trained_config(d))
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:

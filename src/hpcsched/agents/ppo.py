@@ -18,10 +18,10 @@ seeded the same way. So training 2 epochs, or 1 epoch + save + load + 1 epoch, g
 
 What PPO learns, and from what, is a configuration (`Configuration`): its networks, its
 environments (the training aids that are not the algorithm are wrappers, `envs.wrappers`) and its
-hyperparameters (`PPOParams`). RLScheduler's is `agents.rlscheduler.RLSchedulerConfig` (also
-known as `PPOConfig`), SchedInspector's `agents.inspector.InspectorConfig`:
+hyperparameters (`PPOParams`). RLScheduler's is `agents.rlscheduler.RLSchedulerConfig`,
+SchedInspector's `agents.inspector.InspectorConfig`:
 
-    model = PPO(PPOConfig(trace="lublin-1", metric="bsld"))
+    model = PPO(RLSchedulerConfig(trace="lublin-1", metric="bsld"))
     model.learn(epochs=100)
     model.save("runs/lublin-1-bsld.pt")
     model = PPO.load("runs/lublin-1-bsld.pt")        # either kind, from the checkpoint
@@ -99,6 +99,14 @@ class Configuration(Protocol):
     def extra_state(self) -> dict[str, Any]: ...
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Configuration": ...
+
+
+def config_from_dict(cls, d: dict[str, Any]):
+    """A configuration dataclass from its saved settings; an unknown one is refused, named."""
+    unknown = set(d) - {f.name for f in fields(cls)}
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown setting(s) {', '.join(sorted(unknown))}")
+    return cls(**d)
 
 
 #: a checkpoint's "algorithm" -> its configuration (RLScheduler's checkpoints name none)
@@ -415,13 +423,5 @@ class PPO:
         return model
 
 
-def __getattr__(name: str):
-    if name == "PPOConfig":  # RLScheduler's configuration, by the name it had here
-        from hpcsched.agents.rlscheduler import RLSchedulerConfig
-
-        return RLSchedulerConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOConfig", "PPOParams",
+__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOParams", "config_from_dict",
            "advantages_and_returns", "derived_seed", "torch_threads"]

@@ -14,10 +14,10 @@ taking a trained model's networks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
+from hpcsched.agents.ppo import PPO, PPOParams, config_from_dict, derived_seed
 
 
 @dataclass
@@ -74,11 +74,7 @@ class RLSchedulerConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RLSchedulerConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"PPOConfig: unknown setting(s) {', '.join(sorted(unknown))}")
-        return cls(**d)
+        return config_from_dict(cls, d)
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:
@@ -111,11 +107,6 @@ class RLSchedulerConfig:
     def extra_state(self) -> dict[str, Any]:
         # "filter": the band and its statistics once computed; "warm": what `warm_start` did
         return {"filter": None, "warm": None}
-
-
-#: the name the configuration had when PPO was RLScheduler's alone (the CLI and the checkpoint
-#: loader use it)
-PPOConfig = RLSchedulerConfig
 
 
 def window_filter(model: PPO, prepared):
@@ -161,4 +152,4 @@ def warm_start(model: PPO) -> dict[str, Any]:
     return model.extra["warm"]
 
 
-__all__ = ["PPOConfig", "RLSchedulerConfig", "warm_start", "window_filter"]
+__all__ = ["RLSchedulerConfig", "warm_start", "window_filter"]
