@@ -12,8 +12,9 @@ import time
 import numpy as np
 import torch
 
+from hpcsched.agents.dras_episode import run_episode
 from hpcsched.experiments.dras_training import DrasRunConfig, make_agent, make_env, prepared_for, \
-    run_episode, split
+    split
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 

@@ -218,7 +218,7 @@ def dras_setups():
 def _dras_picks(agent, env, jobs, scores=None):
     """(the slots picked, the start times) of a greedy, frozen episode; `scores(obs, mask)`, when
     given, replaces the agent's float64 scores. Also the rounded scores of every pick."""
-    from hpcsched.experiments.dras_training import run_episode
+    from hpcsched.agents.dras_episode import run_episode
 
     picks, seen = [], []
     own_scores, predict = agent.greedy_scores, agent.predict

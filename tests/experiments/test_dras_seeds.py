@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from hpcsched.experiments import dras_seeds as S
-from hpcsched.experiments.dras_training import export as slim, load
+from hpcsched.agents.dras_policy import slim
+from hpcsched.experiments.dras_training import load
 from hpcsched.experiments.policyspec import PRETRAINED
 
 NAME = "dras-dql-ricc"

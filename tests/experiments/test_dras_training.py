@@ -87,7 +87,9 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     ck = dt.load(out / "model.pt")
     assert ck["episode"] == 2
     # the slim copy for shipping picks as the full model does
-    dt.export(out / "model.pt", tmp_path / "slim.pt")
+    from hpcsched.agents.dras_policy import slim as export
+
+    export(out / "model.pt", tmp_path / "slim.pt")
     slim, _ = dt.load_agent(tmp_path / "slim.pt")
     assert (tmp_path / "slim.pt").stat().st_size < (out / "model.pt").stat().st_size / 2
 

@@ -108,7 +108,7 @@ class Episodes:
     def learning(*args, **kwargs):
         return Episodes.real(*args, **kwargs)
 
-    real = staticmethod(dt.run_episode)
+    real = staticmethod(dras_episode.run_episode)
 
     @staticmethod
     def run_episode(*args, **kwargs):

@@ -23,8 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hpcsched.agents.dras_episode import run_episode
 from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_env,
-                                                prepared_for, run_episode, split)
+                                                prepared_for, split)
 from hpcsched.sim.cqsim import MODE_NAMES
 from hpcsched.report.plots import _pyplot, save_figure
 from hpcsched.sim.factory import make_engine

@@ -22,8 +22,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.dras import model_name, run_heuristic, run_model, test_period
-from hpcsched.experiments.dras_training import (FORMAT, DrasRunConfig, first_days, load,
-                                                prepared_for, split)
+from hpcsched.agents.dras_policy import FORMAT
+from hpcsched.experiments.dras_training import DrasRunConfig, first_days, load, prepared_for, split
 from hpcsched.experiments.policyspec import PRETRAINED
 from hpcsched.experiments.seeds import SEEDS, seed_path
 from hpcsched.experiments.seeds import shipped_seed as named_shipped_seed
@@ -162,8 +162,8 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS) -> int
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` and `to/NAME.pt` (the seed
-    with the lowest validation wait), slim as `dras_training.export` writes the shipped files."""
-    from hpcsched.experiments.dras_training import export as slim
+    with the lowest validation wait), slim (`agents.dras_policy.slim`) as the shipped files are."""
+    from hpcsched.agents.dras_policy import slim
 
     runs, to = Path(runs), Path(to or PRETRAINED)
     picked = []

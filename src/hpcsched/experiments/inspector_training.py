@@ -88,8 +88,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import fit_rule
     from hpcsched.agents.ppo import PPO
-    from hpcsched.experiments.training import (LOG_FIRST, LOG_LAST, best_so_far, learn_epochs,
-                                               open_with_options)
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, learn_epochs, open_run
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
@@ -102,25 +101,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
         return model
 
-    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
-                                    create=create, say=say, options=options,
-                                    run_options=RUN_OPTIONS, algorithm="schedinspector-ppo",
-                                    epochs=epochs)
-    config = model.config
+    model = open_run(out, config, resume=resume, load=PPO.load, create=create, say=say,
+                     options=options, run_options=RUN_OPTIONS,
+                     info=lambda c: {"algorithm": "schedinspector-ppo", "epochs": epochs})
+    config, opts = model.config, model.run_options
     validation = (InspectorValidation(config, opts["validate_windows"], opts["validate_jobs"])
                   if opts["validate_every"] and opts["validate_windows"] else None)
-
-    def improves(v: float, best: float | None) -> bool:
-        return best is None or v > best
-
-    # a resumed run keeps its best so far, as the run that never stopped has it: the untrained
-    # inspector's epoch-0 score is no candidate
-    best = best_so_far(model.history, "val_improvement", improves, False)
-    if validation is not None and model.epoch == 0 and epochs > 0:
-        start = validation.score(model)
-        model.history.append({"epoch": 0, "val_improvement": start})
-        say(f"untrained greedy inspector: validation improvement over {config.base} "
-            f"{100 * start:.1f}% on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def note(stats: dict[str, Any]) -> str:
         val = stats.get("val_improvement")
@@ -128,8 +114,13 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                 f"{100 * stats.get('rejection_ratio', 0):.0f}%"
                 + ("" if val is None else f" val {100 * val:.1f}%"))
 
+    # the untrained inspector's epoch-0 score is no candidate for best.pt
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
-                 key="val_improvement", improves=improves, best=best,
+                 key="val_improvement", improves=lambda v, best: best is None or v > best,
+                 start_counts=False, started=lambda score: (
+                     f"untrained greedy inspector: validation improvement over {config.base} "
+                     f"{100 * score:.1f}% on {len(validation.starts)} windows of "
+                     f"{validation.jobs} jobs"),
                  columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
                  label=f"training inspector {config.trace}/{config.base}", note=note,
                  curve=lambda: training_curve(

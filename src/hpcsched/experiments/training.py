@@ -163,12 +163,16 @@ def resumed_config(path: Path, stored, given, *,
     """The config a resumed run continues with: `stored` (the checkpoint's), with the settings of
     `given` that do not shape the run (`NOT_SHAPING`) taken from it. `given`: None, a config (every
     setting counts as given) or a dict of the settings given (the command line's). A given setting
-    that would change the run is refused in one line naming it, its stored and its given value.
+    that would change the run is refused in one line naming it, its stored and its given value; a
+    dict setting given by name (DRAS's agent overrides) updates the stored one's entries.
     `effective(config)`: the settings compared (default: the config's fields), for configs whose
     fields hold defaults resolved elsewhere."""
     if given is None:
         return stored
     settings = _settings(given)
+    if isinstance(given, dict):  # settings given by name: a dict setting's entries update the stored
+        settings = {k: {**getattr(stored, k), **v} if isinstance(getattr(stored, k, None), dict)
+                    and isinstance(v, dict) else v for k, v in settings.items()}
     kind = type(stored)
     try:
         merged = kind(**{**asdict(stored), **settings})  # normalised as the stored one was
@@ -219,23 +223,33 @@ def resumed_options(path: Path, stored: dict[str, Any] | None, given: dict[str, 
     return options
 
 
-def open_run(out: Path, config, *, resume: bool, load, create, say,
-             effective: Callable[[Any], dict[str, Any]] | None = None):
-    """The model of the run folder `out`: with `resume`, the one in its model.pt, its stored
-    config checked against `config` (`resumed_config`: None, a config or a dict of the settings
-    given), else `create()`, refusing to overwrite an existing run. `load(path)` reads a
-    checkpoint; the model has `.config`, `.epoch`. (`say` is for the caller to tell that it
-    resumed, once every check has passed.)"""
+def open_run(out: Path, config, *, resume: bool, load, create, say, info: Callable[[Any], dict],
+             options: dict[str, Any] | None = None, run_options: dict[str, Any] | None = None,
+             effective: Callable[[Any], dict[str, Any]] | None = None, step: str = "epoch"):
+    """The model of the run folder `out` (held by `run_lock`): with `resume`, the one in its
+    model.pt, its stored config checked against `config` (`resumed_config`: None, a config or a
+    dict of the settings given), else `create()`, refusing to overwrite an existing run. With
+    `run_options` (the trainer's, with their defaults), the run's options (`resumed_options`: the
+    stored ones on resume, given by `options`) are kept in `model.run_options`. config.json gets
+    `info(config)`, the config's settings and the run options. `load(path)` reads a checkpoint;
+    the model has `.config`, `.epoch` (`step`s done)."""
     model_path = out / "model.pt"
     if not resume:
         if model_path.exists():
             raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
                                   f"choose another --out")
-        return create()
-    if not model_path.exists():
-        raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
-    model = load(model_path)
-    model.config = resumed_config(model_path, model.config, config, effective=effective)
+        model = create()
+    else:
+        model = load(model_path)
+        model.config = resumed_config(model_path, model.config, config, effective=effective)
+    kept = {}
+    if run_options is not None:
+        model.run_options = kept["run_options"] = resumed_options(
+            model_path, model.run_options if resume else None, options or {}, run_options, say)
+    if resume:
+        say(f"resumed {model_path} at {step} {model.epoch}")
+    (out / "config.json").write_text(json.dumps(
+        {**info(model.config), **asdict(model.config), **kept}, indent=1) + "\n")
     return model
 
 
@@ -273,24 +287,6 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
                       plot_every=plot_every, progress=progress, log=log, options=options)
 
 
-def open_with_options(out: Path, config, *, resume: bool, load, create, say,
-                      options: dict[str, Any], run_options: dict[str, Any], algorithm: str,
-                      epochs: int):
-    """`open_run`, then the run's options (`resumed_options`: the stored ones on resume) kept on
-    the model, and config.json written. Returns (model, options)."""
-    model_path = out / "model.pt"
-    model = open_run(out, config, resume=resume, load=load, create=create, say=say)
-    opts = resumed_options(model_path, model.run_options if resume else None, options,
-                           run_options, say)
-    model.run_options = opts
-    if resume:
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    (out / "config.json").write_text(json.dumps(
-        {"algorithm": algorithm, "epochs": epochs, **asdict(model.config), "run_options": opts},
-        indent=1) + "\n")
-    return model, opts
-
-
 def locked_run(body: Callable, config_class, run_options: dict[str, Any], config,
                out: str | Path, epochs: int, *, resume: bool, options: dict[str, Any], **kw):
     """A trainer's common start: check the run options against `run_options`, build a new run's
@@ -303,33 +299,48 @@ def locked_run(body: Callable, config_class, run_options: dict[str, Any], config
         return body(config, Path(out), epochs, resume=resume, options=options, **kw)
 
 
-def learn_epochs(model, out: Path, epochs: int, *, validation, validate_every: int, key: str,
-                 improves: Callable[[float, Any], bool], best, columns: list[str], label: str,
-                 curve: Callable[[], None], note: Callable[[dict[str, Any]], str],
-                 plot_every: int, progress: bool | None, say) -> None:
-    """`model.learn` until `epochs` epochs are done in all, each followed by the greedy validation
-    (every `validate_every` epochs and at the last: `key` in the epoch's stats, best.pt when it
-    `improves` on `best`), model.pt, the log (log.csv, progress with `note(stats)`) and, every
-    `plot_every` epochs and at the end, the curve: what every PPO trainer does after its start."""
+def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[[float, Any], bool],
+                 start_counts: bool, columns: list[str], label: str, curve: Callable[[], None],
+                 note: Callable[[dict[str, Any]], str], say, validation=None,
+                 validate_every: int = 1, started: Callable[[float], str] | None = None,
+                 plot_every: int = 10, progress: bool | None = None, step: str = "epoch",
+                 logged: Callable[[list], list] | None = None) -> None:
+    """What every trainer does once its run is open: `model.learn` until `epochs` epochs (`step`s)
+    are done in all. A new run's starting policy is scored by `validation` first (when `started`
+    says how to tell it), a candidate for best.pt only with `start_counts`; every epoch is then
+    followed by the greedy validation (every `validate_every` epochs and at the last: `key` in the
+    epoch's stats, which the model may also give itself), best.pt when `key` `improves` on the
+    best so far (`best_so_far`), model.pt, the log (`RunLog`: log.csv of `logged(history)`, by
+    default the rows with a mean reward; progress with `note(stats)`) and, every `plot_every`
+    epochs and at the end, `curve()`."""
     from hpcsched.experiments.runlog import RunLog
 
+    todo = max(0, epochs - model.epoch)
+    if validation is not None and started is not None and model.epoch == 0 and todo:
+        score = validation.score(model)
+        model.history.append({step: 0, key: score})
+        if start_counts:
+            model.save(out / "best.pt")
+        say(started(score))
+    best = best_so_far(model.history, key, improves, start_counts)
+    logged = logged or (lambda rows: [h for h in rows if "mean_reward" in h])
     try:
         with RunLog(out, columns, extra="val_", label=label, start=model.epoch, last=epochs,
-                    history=model.history, progress=progress, say=say) as runlog:
+                    history=model.history, step=step, progress=progress, say=say) as runlog:
             def after_epoch(stats: dict[str, Any]) -> None:
                 nonlocal best
-                if validation is not None and (stats["epoch"] % validate_every == 0
-                                               or stats["epoch"] == epochs):
+                n = stats[step]
+                if validation is not None and (n % validate_every == 0 or n == epochs):
                     stats[key] = validation.score(model)
-                    if improves(stats[key], best):
-                        best = stats[key]
-                        model.save(out / "best.pt")
+                if key in stats and improves(stats[key], best):
+                    best = stats[key]
+                    model.save(out / "best.pt")
                 model.save(out / "model.pt")
-                runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note(stats))
-                if plot_every and stats["epoch"] % plot_every == 0:
+                runlog.epoch(stats, logged(model.history), note(stats))
+                if plot_every and n % plot_every == 0:
                     curve()
 
-            model.learn(max(0, epochs - model.epoch), callback=after_epoch)
+            model.learn(todo, callback=after_epoch)
     finally:
         if model.history:
             curve()
@@ -343,49 +354,36 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
-                                    create=lambda: PPO(config), say=say, options=options,
-                                    run_options=RUN_OPTIONS, algorithm="rlscheduler-ppo",
-                                    epochs=epochs)
-    config = model.config
+    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
+                     say=say, options=options, run_options=RUN_OPTIONS,
+                     info=lambda c: {"algorithm": "rlscheduler-ppo", "epochs": epochs})
+    config, opts = model.config, model.run_options
     metric = config.metric
     key = _metric_key(metric)
     validation = (Validation(config, opts["validate_windows"], opts["validate_jobs"],
                              opts["validate_avoid"])
                   if opts["validate_every"] and opts["validate_windows"] else None)
     warm = config.init != "none"
-
-    def improves(a: float, b) -> bool:
-        return better(metric, a, b)
-
-    # a resumed run keeps its best so far, as the run that never stopped has it
-    best = best_so_far(model.history, f"val_{key}", improves, warm)
-    todo = epochs > model.epoch
-    if warm and model.epoch == 0 and todo:
+    if warm and model.epoch == 0 and epochs > 0:
         stats = warm_start(model)
         if "from_epoch" in stats:
             say(f"starting from {config.init[len('model:'):]} (epoch {stats['from_epoch']})")
         else:
             say(f"imitated {config.init} on {stats['imitation_decisions']} decisions: the network "
                 f"picks {config.init}'s job in {100 * stats['imitation_agreement']:.1f}% of them")
-    if validation is not None and model.epoch == 0 and todo:
+    if validation is not None:
         model.norm = model.norm or validation.prepared.report.norm
-        start = validation.score(model)
-        model.history.append({"epoch": 0, f"val_{key}": start})
-        if warm:  # the imitating policy is a candidate for best.pt; a random one is not
-            best = start
-            model.save(out / "best.pt")
-        else:
-            best = None
-        say(f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
-            f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def note(stats: dict[str, Any]) -> str:
         val = f" val {stats[f'val_{key}']:.4g}" if f"val_{key}" in stats else ""
         return f"reward {stats['mean_reward']:.4g} {key} {stats.get(key, float('nan')):.4g}{val}"
 
+    # the imitating policy is a candidate for best.pt; a random one is not
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
-                 key=f"val_{key}", improves=improves, best=best,
+                 key=f"val_{key}", improves=lambda a, b: better(metric, a, b), start_counts=warm,
+                 started=lambda score: (
+                     f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
+                     f"{score:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs"),
                  columns=LOG_FIRST + [k for k in METRIC_KEYS if k not in (
                      "first_job_id", "last_job_id")] + LOG_LAST,
                  label=f"training {config.trace} {metric}", note=note, curve=lambda: training_curve(
@@ -396,5 +394,5 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
 
 __all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better",
-           "learn_epochs", "locked_run", "open_run", "open_with_options", "resumed_config",
-           "resumed_options", "run_lock", "train"]
+           "learn_epochs", "locked_run", "open_run", "resumed_config", "resumed_options",
+           "run_lock", "train"]
