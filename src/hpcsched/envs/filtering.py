@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcsched.envs.pick_job import METRICS, WindowSampler, check_metric
+from hpcsched.envs.pick_job import WindowSampler, check_metric, metric_key
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import Prepared, window
@@ -29,11 +29,6 @@ from hpcsched.sim.run import Prepared, window
 #: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)
 FIXED_BAND = (10.0, 150.0)
 RULES = ("paper", "fixed")
-
-
-def metric_key(metric: str) -> str:
-    """The key of the engine's metrics that the environment's `metric` rewards."""
-    return METRICS[check_metric(metric)][0]
 
 
 def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, float]:
@@ -121,4 +116,4 @@ def make_window_filter(prepared: Prepared, *, rule: str = "paper", windows: int 
 
 
 __all__ = ["FIXED_BAND", "RULES", "WindowFilter", "band", "make_window_filter",
-           "heuristic_score", "metric_key", "sjf_score"]
+           "heuristic_score", "sjf_score"]

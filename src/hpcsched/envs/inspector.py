@@ -48,10 +48,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from hpcsched.envs.pick_job import METRICS as PICK_METRICS
+from hpcsched.envs.pick_job import as_prepared
 from hpcsched.sim.decisions import Pick, Wait
 from hpcsched.sim.engine import Policy
 from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared, prepare
+from hpcsched.sim.run import Prepared
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.windows import sample_windows
 
@@ -63,12 +65,8 @@ FEATURE_SETS = {"code": 7, "paper": 8}
 ESTIMATES = ("user", "perfect")
 REWARDS = ("paper", "code")
 
-#: metric -> (key of the engine's metrics, sign: -1 where lower is better)
-METRICS: dict[str, tuple[str, float]] = {
-    "bsld": ("bsld", -1.0),
-    "wait": ("wait", -1.0),
-    "utilization": ("utilization", 1.0),
-}
+#: metric -> (key of the engine's metrics, sign: -1 where lower is better): pick_job's three
+METRICS = {k: PICK_METRICS[k] for k in ("bsld", "wait", "utilization")}
 
 _HALF_DAY = 43200.0  # the code's normaliser of waiting time and rejected time (12 h)
 _QUEUE_SCALE = 128.0  # the code's queue-delay normaliser is (600 / 10) x 128
@@ -82,43 +80,29 @@ def check_choice(name: str, value: str, choices) -> str:
 
 
 # -- traces ---------------------------------------------------------------------------------------
-_PREPARED: dict[tuple[str, str | None, str], Prepared] = {}
-
-
 def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str | None = None,
                     profile: str = "schedinspector") -> Prepared:
     """The trace prepared for inspection under `profile` (its cleaning decides the requested
     times: the schedinspector profile's loader sets them to the run times). ``estimate="perfect"``
     replaces every requested time by the run time under any profile; ``"user"`` asks for the
     trace's own requests, which a profile that replaces them cannot give (an error). Named traces
-    are prepared once per process."""
+    are prepared once per process (`pick_job.as_prepared`)."""
     from hpcsched.sim.profiles import get_profile
 
     if estimate is not None:
         check_choice("estimate", estimate, ESTIMATES)
-    prof = get_profile(profile) if not isinstance(trace, Prepared) else trace.profile
-    perfect_already = prof.cleaning == "schedinspector"
-    if estimate == "user" and perfect_already:
-        raise ValueError(f"the {prof.name} profile schedules every job with its run time as its "
-                         f"request, as SchedInspector's code does; for the users' requested "
-                         f"times use the schedinspector-paper profile")
-    if estimate == "perfect" and perfect_already:
-        estimate = None  # the profile's cleaning has done it
-    key = None
-    if isinstance(trace, Prepared):
-        prepared = trace
-    elif isinstance(trace, str) and not os.path.exists(os.path.expanduser(trace)):
-        key = (trace, estimate, prof.name)
-        if key in _PREPARED:
-            return _PREPARED[key]
-        prepared = prepare(trace, prof)
-    else:
-        prepared = prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, prof)
+    given = isinstance(trace, Prepared)
+    prof = trace.profile if given else get_profile(profile)
+    if prof.cleaning == "schedinspector":  # every request is the run time already
+        if estimate == "user":
+            raise ValueError(f"the {prof.name} profile schedules every job with its run time as "
+                             f"its request, as SchedInspector's code does; for the users' "
+                             f"requested times use the schedinspector-paper profile")
+        estimate = None
+    prepared = as_prepared(trace, None if given else prof.name)
     if estimate == "perfect":
         prepared = dataclasses.replace(
             prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))
-    if key is not None:
-        _PREPARED[key] = prepared
     return prepared
 
 
@@ -404,14 +388,12 @@ class VecInspect:
         """Reset every env: with seeds drawn from `seed` (an int), with `seed[i]` for env i (one
         per env), or without seeds (None: each env keeps its generator). `options` go to every
         env's reset."""
-        if seed is None:
-            seeds = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)):
-            seeds = np.random.SeedSequence(seed).generate_state(self.num_envs).tolist()
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset needs one seed per env ({self.num_envs}), got {len(seeds)}")
+        n = self.num_envs
+        seeds = ([None] * n if seed is None else
+                 np.random.SeedSequence(seed).generate_state(n).tolist()
+                 if isinstance(seed, (int, np.integer)) else list(seed))
+        if len(seeds) != n:
+            raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
         out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
         return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
 

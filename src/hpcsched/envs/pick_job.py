@@ -66,6 +66,11 @@ def check_metric(metric: str) -> str:
     return metric
 
 
+def metric_key(metric: str) -> str:
+    """The key of the engine's metrics that the environment's `metric` rewards."""
+    return METRICS[check_metric(metric)][0]
+
+
 # -- traces and windows ---------------------------------------------------------------------------
 @lru_cache(maxsize=8)
 def _prepare_named(name: str, profile: str) -> Prepared:
@@ -190,26 +195,31 @@ def episode_reward(metrics: Mapping[str, Any], metric: str) -> float:
     return sign * float(metrics[key])
 
 
-class SlotSpace(spaces.Discrete):
-    """Discrete(slots) whose `sample()` without a mask draws among the valid slots of the current
-    decision, so that random agents (and gymnasium's checker) never pick an empty slot. With an
-    explicit mask or probabilities it is a plain Discrete."""
+class MaskedSampling:
+    """A space whose `sample()` without a mask or probabilities draws among the actions valid now
+    (`_masks()`, the live env's), so that random agents (and gymnasium's checker) never pick an
+    invalid one; the mask source is never pickled with the space."""
+
+    _masks: Callable[[], np.ndarray] | None = None
+
+    def sample(self, mask=None, probability=None):
+        if mask is None and probability is None and self._masks is not None:
+            valid = self._masks().astype(np.int8)
+            mask = tuple(valid) if valid.ndim == 2 else valid  # MultiDiscrete: one per env
+        return super().sample(mask=mask, probability=probability)
+
+    def __getstate__(self):
+        state = dict(super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__)
+        state["_masks"] = None
+        return state
+
+
+class SlotSpace(MaskedSampling, spaces.Discrete):
+    """Discrete(slots), sampled among the valid slots of the current decision."""
 
     def __init__(self, n: int, masks: Callable[[], np.ndarray] | None = None, seed=None) -> None:
         super().__init__(n, seed=seed)
         self._masks = masks
-
-    def sample(self, mask=None, probability=None):
-        if mask is None and probability is None and self._masks is not None:
-            mask = self._masks().astype(np.int8)
-        return super().sample(mask=mask, probability=probability)
-
-    def __getstate__(self):
-        # the mask source is the live env: never pickle it with the space
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
-        state = dict(state)
-        state["_masks"] = None
-        return state
 
 
 class Episodes:
@@ -403,6 +413,6 @@ class PickJobEnv(Episodes, gym.Env):
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "Episodes", "PickJobEnv",
-    "SlotSpace", "TraceFeatures", "UserScores", "WindowSampler", "as_prepared", "check_metric",
-    "episode_reward", "fairness_feature", "observe", "padding_row",
+    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "WindowSampler", "as_prepared", "check_metric",
+    "episode_reward", "fairness_feature", "metric_key", "observe", "padding_row",
 ]

@@ -30,27 +30,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hpcsched.envs.inspector import VecInspect
+from hpcsched.envs.pick_job import MaskedSampling
 from hpcsched.envs.vec import VecPickJob
 
 
-class SlotsSpace(spaces.MultiDiscrete):
-    """One action per env; `sample()` without a mask draws an unmasked action for every env (the
-    vector form of `pick_job.SlotSpace`), so random agents never pick an empty slot."""
+class SlotsSpace(MaskedSampling, spaces.MultiDiscrete):
+    """One action per env, each sampled among its env's valid actions (`pick_job.SlotSpace`'s
+    vector form)."""
 
     def __init__(self, n_actions: int, num_envs: int, masks: Callable[[], np.ndarray]) -> None:
         super().__init__(np.full(num_envs, n_actions, dtype=np.int64))
         self._masks = masks
-
-    def sample(self, mask=None, probability=None):
-        if mask is None and probability is None and self._masks is not None:
-            mask = tuple(m.astype(np.int8) for m in self._masks())
-        return super().sample(mask=mask, probability=probability)
-
-    def __getstate__(self):
-        # the mask source is the live vector env: never pickle it with the space
-        state = dict(super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__)
-        state["_masks"] = None
-        return state
 
 
 class MaskedVectorEnv(VectorEnv):

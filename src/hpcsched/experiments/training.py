@@ -56,12 +56,6 @@ RUN_OPTIONS: dict[str, Any] = {"validate_every": 5, "validate_windows": 20, "val
 NOT_SHAPING = ("threads", "parallel_update")
 
 
-def _metric_key(metric: str) -> str:
-    from hpcsched.envs.pick_job import METRICS, check_metric
-
-    return METRICS[check_metric(metric)][0]
-
-
 #: what validation windows keep clear of: "paper" = the jobs of RLScheduler's test windows (the
 #: ten 1024-job windows of `experiment rlscheduler-table5/7/8`), "none" = nothing
 VALIDATION_AVOID = ("paper", "none")
@@ -75,7 +69,7 @@ class Validation:
     on a job the tables are scored on."""
 
     def __init__(self, config, windows: int, jobs: int, avoid: str = "paper"):
-        from hpcsched.envs.pick_job import as_prepared
+        from hpcsched.envs.pick_job import as_prepared, metric_key
         from hpcsched.workload.windows import disjoint_windows, paper_test_jobs
 
         if avoid not in VALIDATION_AVOID:
@@ -89,7 +83,7 @@ class Validation:
         self.starts = disjoint_windows(n, windows, jobs, first=first, avoid=self.avoided,
                                        seed=VALIDATION_SEED)
         self.jobs = jobs
-        self.key = _metric_key(config.metric)
+        self.key = metric_key(config.metric)
 
     def score(self, model) -> float:
         from hpcsched.agents.checkpoint import RLPolicy
@@ -350,6 +344,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
     from hpcsched.agents.rlscheduler import warm_start
+    from hpcsched.envs.pick_job import metric_key
     from hpcsched.report.plots import training_curve
     from hpcsched.sim.metrics import METRIC_KEYS
 
@@ -359,7 +354,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                      info=lambda c: {"algorithm": "rlscheduler-ppo", "epochs": epochs})
     config, opts = model.config, model.run_options
     metric = config.metric
-    key = _metric_key(metric)
+    key = metric_key(metric)
     validation = (Validation(config, opts["validate_windows"], opts["validate_jobs"],
                              opts["validate_avoid"])
                   if opts["validate_every"] and opts["validate_windows"] else None)
