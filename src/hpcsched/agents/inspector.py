@@ -24,15 +24,16 @@ from torch import nn
 
 from hpcsched.agents.greedy import greedy, linear_weights, mlp_forward
 from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
-from hpcsched.agents.ppo import PPO, PPOParams, config_from_dict, derived_seed
+from hpcsched.agents.ppo import PPO, PPOParams, PPOSettings, config_from_dict, derived_seed
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
 
 ALGORITHM = "schedinspector-ppo"
 
 
 @dataclass
-class InspectorConfig:
-    """Every setting of a training run. Defaults: the paper (section 4.1) and the authors' code."""
+class InspectorConfig(PPOSettings):
+    """Every setting of a training run: PPO's (`ppo.PPOSettings`) and these. Defaults: the paper
+    (section 4.1) and the authors' code."""
 
     # -- the environment (hpcsched.envs.inspector.InspectEnv's arguments) ---------------------------
     trace: str = "lublin-1"
@@ -50,17 +51,9 @@ class InspectorConfig:
     train_fraction: float = 0.2
     max_interval: float = 600.0
     max_rejections: int = 72
-    # -- PPO -----------------------------------------------------------------------------------------
-    trajectories_per_epoch: int = 100
+    # -- PPO (and PPOSettings') ---------------------------------------------------------------------
     n_envs: int = 100
-    gamma: float = 1.0
-    lam: float = 0.97
-    clip_ratio: float = 0.2
     pi_lr: float = 1e-3  # the paper's stated rate (the code's policy rate is 3e-4)
-    vf_lr: float = 1e-3
-    train_pi_iters: int = 80
-    train_v_iters: int = 80
-    target_kl: float = 0.01
     # None: PyTorch's default initialisation (about 50% reject at first). P in (0, 1): the output
     # layer starts with near-zero weights and the bias of an accept probability P, so the inspector
     # starts as (almost) the base heuristic and only learns to reject where that pays.
@@ -69,9 +62,6 @@ class InspectorConfig:
     # decisions on `init_episodes` training episodes, so PPO starts from the rule, not from chance.
     init_rule: str | None = None
     init_episodes: int = 100
-    # -- the run -------------------------------------------------------------------------------------
-    seed: int = 0
-    threads: int | None = None
 
     @property
     def n_features(self) -> int:

@@ -45,8 +45,9 @@ from hpcsched.agents.nets import MaskedPolicy, ValueNet
 
 
 @dataclass
-class PPOParams:
-    """The algorithm's settings. A configuration derives them from its own (`Configuration`)."""
+class PPOSettings:
+    """PPO's settings as a configuration has them (its dataclass's first fields; the defaults
+    are RLScheduler's code)."""
 
     trajectories_per_epoch: int = 100
     gamma: float = 1.0
@@ -59,8 +60,14 @@ class PPOParams:
     target_kl: float = 0.01  # early stop once approx KL > 1.5 x target_kl
     seed: int = 0
     threads: int | None = None  # torch.set_num_threads for learn(); None: torch's default
-    # How the arithmetic is arranged. None of these changes what is estimated; each one fixes
-    # the rounding or the random stream of a published configuration, so that it trains the same.
+
+
+@dataclass
+class PPOParams(PPOSettings):
+    """The algorithm's settings: a configuration's (`Configuration`), and how the arithmetic is
+    arranged. None of the arrangement changes what is estimated; each one fixes the rounding or
+    the random stream of a published configuration, so that it trains the same."""
+
     parallel_update: bool = True  # policy and value iterations in two threads (same arithmetic)
     # torch threads of the rollouts (None: learn's). One: the network calls are small (<= 12,800
     # rows), and a second thread adds a barrier per op that costs a scheduler slice whenever the
@@ -80,10 +87,9 @@ class PPOParams:
             raise ValueError("float32_stats are means over the whole batch: they need chunk=None")
 
     @classmethod
-    def of(cls, config, **arrangement) -> "PPOParams":
-        """The settings `config` has by these names, the others from `arrangement`."""
-        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)
-                      if hasattr(config, f.name)}, **arrangement)
+    def of(cls, config: PPOSettings, **arrangement) -> "PPOParams":
+        """`config`'s PPO settings, arranged as `arrangement` says."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(PPOSettings)}, **arrangement)
 
 
 class Configuration(Protocol):
@@ -423,5 +429,5 @@ class PPO:
         return model
 
 
-__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOParams", "config_from_dict",
+__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOParams", "PPOSettings", "config_from_dict",
            "advantages_and_returns", "derived_seed", "torch_threads"]
