@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from hpcsched.envs.pick_job import WindowSampler, check_metric, metric_key
+from hpcsched.envs.pick_job import check_metric, metric_key
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import Prepared, window
+from hpcsched.workload.windows import WindowSampler
 
 #: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)
 FIXED_BAND = (10.0, 150.0)

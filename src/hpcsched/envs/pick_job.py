@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -48,6 +48,7 @@ from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, check_backfill
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.windows import StartFilter, WindowSampler
 
 #: metric -> (key of the engine's metrics dict, sign of the terminal reward)
 METRICS: dict[str, tuple[str, float]] = {
@@ -96,66 +97,6 @@ def as_prepared(trace: str | os.PathLike | JobTable | Prepared,
             os.path.expanduser(trace)):
         return _prepare_named(trace, profile)
     return prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
-
-
-WindowFilter = Callable[[int], bool] | Collection[int]
-
-
-class WindowSampler:
-    """Window starts as the authors' code draws them: uniform in
-    [length, min(first, N) - length - 1) (numpy's `integers`, high excluded).
-
-    `window_filter` keeps only some starts (trajectory filtering): a callable start -> bool is
-    rejection-sampled; a collection of allowed starts is sampled uniformly among its members in
-    that range (the same distribution, without retries)."""
-
-    def __init__(self, n_jobs: int, length: int, first: int | None = 10000,
-                 window_filter: WindowFilter | None = None, max_tries: int = 100_000) -> None:
-        if length <= 0:
-            raise ValueError(f"episode_jobs must be positive, got {length}")
-        limit = n_jobs if first is None else min(first, n_jobs)
-        self.low, self.high = length, limit - length - 1
-        if self.high <= self.low:
-            raise ValueError(
-                f"windows of {length} jobs cannot be drawn from {limit} jobs: starts are drawn "
-                f"from [{self.low}, {self.high}) as in RLScheduler's code, which needs at least "
-                f"{2 * length + 2} jobs; use fewer episode_jobs or fixed windows "
-                f"(reset(options={{'start': ...}}))"
-            )
-        self.n_jobs, self.length, self.first, self.max_tries = n_jobs, length, first, max_tries
-        self.accept: Callable[[int], bool] | None = None
-        self.allowed: np.ndarray | None = None
-        if window_filter is not None:
-            if callable(window_filter):
-                self.accept = window_filter
-            else:
-                allowed = np.unique(np.fromiter((int(s) for s in window_filter), dtype=np.int64))
-                allowed = allowed[(allowed >= self.low) & (allowed < self.high)]
-                if allowed.size == 0:
-                    raise ValueError(
-                        f"window_filter allows no start in [{self.low}, {self.high})")
-                self.allowed = allowed
-
-    @property
-    def filtered(self) -> bool:
-        return self.accept is not None or self.allowed is not None
-
-    def for_reset(self, options: Mapping[str, Any]) -> "WindowSampler":
-        """The sampler of a reset with these options: one drawing through its "window_filter",
-        if it names one (None: every window), instead of this one's."""
-        if "window_filter" not in options:
-            return self
-        return WindowSampler(self.n_jobs, self.length, self.first, options["window_filter"],
-                             self.max_tries)
-
-    def sample(self, rng: np.random.Generator) -> int:
-        if self.allowed is not None:
-            return int(self.allowed[rng.integers(len(self.allowed))])
-        for _ in range(self.max_tries):
-            start = int(rng.integers(self.low, self.high))
-            if self.accept is None or self.accept(start):
-                return start
-        raise RuntimeError(f"window_filter accepted none of {self.max_tries} random starts")
 
 
 class Episode:
@@ -352,7 +293,7 @@ class PickJobEnv(Episodes, gym.Env):
         slots: int = 128,
         cutoff: str = "fcfs",
         first: int | None = 10000,
-        window_filter: WindowFilter | None = None,
+        window_filter: StartFilter | None = None,
         fairness: bool | None = None,
     ) -> None:
         super().__init__(1, trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
@@ -413,6 +354,6 @@ class PickJobEnv(Episodes, gym.Env):
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "Episodes", "PickJobEnv",
-    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "WindowSampler", "as_prepared", "check_metric",
+    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "as_prepared", "check_metric",
     "episode_reward", "fairness_feature", "metric_key", "observe", "padding_row",
 ]

@@ -24,10 +24,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.envs.pick_job import Episodes, WindowFilter, episode_reward
+from hpcsched.envs.pick_job import Episodes, episode_reward
 from hpcsched.sim.profiles import Profile
 from hpcsched.sim.run import Prepared
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.windows import StartFilter
 
 
 class VecPickJob(Episodes):
@@ -49,7 +50,7 @@ class VecPickJob(Episodes):
         slots: int = 128,
         cutoff: str = "fcfs",
         first: int | None = 10000,
-        window_filter: WindowFilter | None = None,
+        window_filter: StartFilter | None = None,
         fairness: bool | None = None,
         copy: bool = True,
     ) -> None:
