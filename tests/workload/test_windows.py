@@ -141,11 +141,11 @@ def test_inspector_validation_windows_miss_every_table4_window_job(trace):
 def test_dras_validation_week_comes_before_the_test_period(trace):
     """DRAS validates on the week after its 28 training days and tests on the days after that:
     no job in both, and every validation job submitted before the first test job."""
-    from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, prepared_for,
-                                                    split)
+    from hpcsched.experiments.dras_training import DrasRunConfig, prepared_for
+    from hpcsched.workload.jobsets import first_days, split
 
     config = DrasRunConfig(trace=trace)
-    _, validate, test = split(prepared_for(config), config.train_days, config.validate_days,
+    _, validate, test = split(prepared_for(config).jobs, config.train_days, config.validate_days,
                               config.test_days)
     validate = first_days(validate, config.validate_first_days)
     assert len(validate) and len(test)

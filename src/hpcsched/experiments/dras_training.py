@@ -1,13 +1,8 @@
 """DRAS training (IPDPS'21 section III-C; spec dras.md 7.3-7.4, 15): `hpcsched train dras`.
 
-- The trace is split chronologically (`split`): a training period, a validation period, a test
-  period (days from the first submission).
-- The training jobsets follow the paper's three-phase curriculum (`curriculum`), in order:
-  "sampled" (jobs drawn at random from the training period, re-timed as a Poisson process with the
-  period's mean inter-arrival time), "real" (runs of consecutive jobs of the training period, spread
-  evenly over it) and "synthetic" (the Lublin-Feitelson model fitted to the training period,
-  `hpcsched.workload.lublin.fitted`). A spec like "sampled:4,real:4,synthetic:12" gives the phases
-  and their episode counts; "real:20" is the real-only ablation.
+- The trace is split chronologically: a training period, a validation period, a test period
+  (days from the first submission); the training jobsets follow the paper's three-phase
+  curriculum (`workload.jobsets`: sampled, real, synthetic).
 - One episode is one jobset from an empty machine; the agent updates every `update_every`
   scheduling instances (10). After every `validate_every`-th episode the greedy agent is scored on
   the validation period (its total reward, and its metrics). The run folder is
@@ -29,16 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hpcsched.agents.dras_episode import run_episode
 from hpcsched.agents.dras_policy import FORMAT, checked_agent
 from hpcsched.sim.run import Prepared, prepare
-from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.jobsets import curriculum, first_days, split
 
 ALGOS = ("pg", "dql", "decima")
-PHASES = ("sampled", "real", "synthetic")
-DAY = 86400.0
 
 
 @dataclass
@@ -80,18 +71,6 @@ class DrasRunConfig:
         return cls(**known)
 
 
-def parse_curriculum(spec: str) -> list[tuple[str, int]]:
-    """"sampled:4,real:4,synthetic:12" -> [("sampled", 4), ...], checked."""
-    phases = []
-    for part in spec.split(","):
-        name, _, count = part.strip().partition(":")
-        if name not in PHASES or not count.isdigit() or int(count) <= 0:
-            raise ValueError(f"curriculum {spec!r}: each part is PHASE:COUNT with PHASE one of "
-                             f"{', '.join(PHASES)} and COUNT > 0 (got {part!r})")
-        phases.append((name, int(count)))
-    return phases
-
-
 # -- the data --------------------------------------------------------------------------------------
 def prepared_for(config: DrasRunConfig) -> Prepared:
     from hpcsched.envs.dras import with_options
@@ -99,63 +78,6 @@ def prepared_for(config: DrasRunConfig) -> Prepared:
     profile = with_options("dras", reserve=config.reserve, persist=config.persist,
                            backfill_runtime=config.backfill_runtime)
     return prepare(config.trace, profile)
-
-
-def split(prepared: Prepared, train_days: float, validate_days: float,
-          test_days: float) -> tuple[JobTable, JobTable, JobTable]:
-    """Consecutive periods (days from the first submission): train, validate, test."""
-    jobs = prepared.jobs
-    t = (jobs.submit - jobs.submit[0]) / DAY
-    a, b, c = train_days, train_days + validate_days, train_days + validate_days + test_days
-    parts = (jobs.take(t < a), jobs.take((t >= a) & (t < b)), jobs.take((t >= b) & (t < c)))
-    for name, part in zip(("training", "validation", "test"), parts):
-        if len(part) == 0:
-            raise ValueError(f"{prepared.name}: the {name} period has no job (split {train_days}/"
-                             f"{validate_days}/{test_days} days; the trace spans {t[-1]:.1f} days)")
-    return parts
-
-
-def first_days(jobs: JobTable, days: float) -> JobTable:
-    t = (jobs.submit - jobs.submit[0]) / DAY
-    return jobs.take(t < days)
-
-
-def sampled_jobset(train: JobTable, n: int, rng: np.random.Generator) -> JobTable:
-    """n jobs drawn from the training period, arrivals re-timed as a Poisson process with the
-    period's mean inter-arrival time."""
-    n = min(n, len(train))
-    rows = np.sort(rng.choice(len(train), n, replace=False))
-    gap = (train.submit[-1] - train.submit[0]) / max(len(train) - 1, 1)
-    submit = train.submit[0] + np.cumsum(rng.exponential(gap, n))
-    return train.take(rows).with_columns(submit=submit)
-
-
-def real_jobsets(train: JobTable, n: int, count: int) -> list[JobTable]:
-    """`count` runs of n consecutive jobs, their starts spread evenly over the training period."""
-    n = min(n, len(train))
-    starts = np.linspace(0, len(train) - n, count).astype(int)
-    return [train.window(int(s), n) for s in starts]
-
-
-def curriculum_jobsets(config: DrasRunConfig, train: JobTable, cluster) -> list[tuple[str, JobTable]]:
-    """Every training episode's (phase, jobset), in order."""
-    from hpcsched.workload import lublin
-
-    rng = np.random.default_rng(config.seed + 1)
-    out = []
-    for phase, count in parse_curriculum(config.curriculum):
-        if phase == "real":
-            out += [("real", j) for j in real_jobsets(train, config.jobset_jobs, count)]
-            continue
-        for _ in range(count):
-            if phase == "sampled":
-                jobs = sampled_jobset(train, config.jobset_jobs, rng)
-            else:
-                jobs = lublin.fitted(train, cluster.nodes, config.jobset_jobs,
-                                     seed=int(rng.integers(2**31)),
-                                     procs_per_node=cluster.procs_per_node)
-            out.append((phase, jobs))
-    return out
 
 
 # -- agents ----------------------------------------------------------------------------------------
@@ -191,13 +113,14 @@ class DrasRun:
                  episode: int = 0) -> None:
         self.config, self.out, self.history, self.epoch = config, out, list(history), episode
         prepared = prepared_for(config)
-        train_jobs, validate_jobs, _ = split(prepared, config.train_days, config.validate_days,
-                                             config.test_days)
+        train_jobs, validate_jobs, _ = split(prepared.jobs, config.train_days,
+                                             config.validate_days, config.test_days)
         self.validate_jobs = first_days(validate_jobs, config.validate_first_days)
         self.env = make_env(config, prepared)
         self.agent = agent if agent is not None else make_agent(config, self.env.rows_shape[0])
         self.norm = {"time_scale": self.env.time_scale, "nodes": self.env.nodes}
-        self.jobsets = curriculum_jobsets(config, train_jobs, prepared.cluster)
+        self.jobsets = curriculum(config.curriculum, train_jobs, config.jobset_jobs, config.seed + 1,
+                                  prepared.cluster.nodes, prepared.cluster.procs_per_node)
 
     @classmethod
     def load(cls, path: Path, say) -> "DrasRun":
@@ -335,6 +258,5 @@ def _train(config, out: Path, epochs: int, *, resume: bool, options: dict[str, A
     return run.history
 
 
-__all__ = ["ALGOS", "DrasRun", "DrasRunConfig", "curriculum_jobsets", "effective_settings",
-           "first_days", "load", "load_agent", "make_agent", "make_env", "parse_curriculum",
-           "prepared_for", "real_jobsets", "sampled_jobset", "split", "train"]
+__all__ = ["ALGOS", "DrasRun", "DrasRunConfig", "effective_settings", "load", "load_agent",
+           "make_agent", "make_env", "prepared_for", "train"]
