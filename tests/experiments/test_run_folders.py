@@ -27,7 +27,7 @@ from hpcsched.cli import main
 from hpcsched.experiments import deeprm as deeprm_training
 from hpcsched.experiments import dras_training as dt
 from hpcsched.experiments import inspector_training, training
-from hpcsched.experiments.training import RunInUseError, run_lock
+from hpcsched.experiments.runfolder import RunInUseError, run_lock
 
 QUIET = dict(progress=False, log=lambda text: None)
 TINY = dict(trace="lublin-1", episode_jobs=48, n_envs=6, trajectories_per_epoch=6,
@@ -452,7 +452,7 @@ def test_cli_dras_resume_keeps_the_run_and_refuses_changes(tmp_path, capsys, mon
 HOLDER = """
 import sys
 from pathlib import Path
-from hpcsched.experiments.training import run_lock
+from hpcsched.experiments.runfolder import run_lock
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()  # until the test lets go (or kills this process)

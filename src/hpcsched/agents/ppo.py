@@ -182,7 +182,7 @@ class PPO:
         self.epoch = 0  # epochs done
         self.history: list[dict[str, Any]] = []
         # the options of the training run that shape it besides the config (validation): set by
-        # `experiments.training`, kept in the checkpoint
+        # `experiments.runfolder`, kept in the checkpoint
         self.run_options: dict[str, Any] = {}
         # what the configuration keeps in the checkpoint besides PPO's own (RLScheduler: the
         # filter band, the warm start; SchedInspector: its algorithm tag)

@@ -4,7 +4,7 @@
     rows = load_sweep()                      # slowdown vs load: SJF, Packer, Tetris*, Random, DeepRM
     rows = what_it_learned("pretrained/deeprm-load-110", load=1.1)   # Fig. 7
 
-A run folder is `experiments.training`'s; best.pt holds the best greedy slowdown on the
+A run folder is `experiments.runfolder`'s; best.pt holds the best greedy slowdown on the
 validation jobsets.
 Evaluation jobsets are the authors' "unseen" draw (seed 314159), 100 per load, pooled over jobs.
 """
@@ -51,7 +51,7 @@ def train(config: DeepRMConfig | dict | None, out: str | Path, epochs: int, *,
     """Train (or continue) the run in `out` until `epochs` epochs are done in all. With `resume`,
     `config` may be None (the stored one), a config or a dict of the settings given: a given one
     must repeat the stored value (threads excepted). Another training holding `out` is refused."""
-    from hpcsched.experiments.training import locked_run
+    from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DeepRMConfig, {}, config, out, epochs, resume=resume, options={},
                       progress=progress, log=log)
@@ -61,7 +61,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, options: dict[str, A
            progress: bool | None, log: Callable[[str], None] | None) -> DeepRM:
     import torch
 
-    from hpcsched.experiments.training import learn_epochs, open_run
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))

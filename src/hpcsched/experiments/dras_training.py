@@ -6,7 +6,7 @@
 - One episode is one jobset from an empty machine; the agent updates every `update_every`
   scheduling instances (10). After every `validate_every`-th episode the greedy agent is scored on
   the validation period (its total reward, and its metrics). The run folder is
-  `experiments.training`'s, an episode for an epoch: best.pt holds the best validation by `select`
+  `experiments.runfolder`'s, an episode for an epoch: best.pt holds the best validation by `select`
   (lowest average wait, or highest reward); model.pt also holds the agent's random state and
   DRAS-DQL's replay memory (its `replay` transitions: tens of MB on RICC), so that a run stopped
   and resumed writes what one that never stopped does.
@@ -103,7 +103,7 @@ def make_env(config: DrasRunConfig, prepared: Prepared):
 
 # -- the run ----------------------------------------------------------------------------------------
 class DrasRun:
-    """A DRAS training run as `training.learn_epochs` drives a model: its config, the episodes
+    """A DRAS training run as `runfolder.learn_epochs` drives a model: its config, the episodes
     played (`epoch`) and their `history`; `learn(n, callback)` plays the next n episodes of the
     curriculum, the greedy validation after every `validate_every`-th and the last; `save` writes
     a checkpoint (model.pt with what only continuing needs: the agent's random state, DQL's
@@ -225,7 +225,7 @@ def train(config: DrasRunConfig | dict | None, out: str | Path, *, resume: bool 
     With `resume`, `config` may be None (the stored one), a config or a dict of the settings given
     (its "agent" overrides added to the stored ones); a given setting must repeat the stored value
     (threads excepted). Another training holding `out` is refused."""
-    from hpcsched.experiments.training import locked_run
+    from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DrasRunConfig, {}, config, out, 0, resume=resume, options={},
                       progress=progress, log=log)
@@ -235,7 +235,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, options: dict[str, A
            progress: bool | None, log) -> list[dict]:
     import torch
 
-    from hpcsched.experiments.training import learn_epochs, open_run
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))

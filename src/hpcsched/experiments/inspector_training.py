@@ -76,9 +76,9 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
     """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
     in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
     validation and best.pt off), kept with the run. With `resume`, `config` and the options may be
-    left out, and a given one must repeat the stored value (`training.resumed_config`)."""
+    left out, and a given one must repeat the stored value (`runfolder.resumed_config`)."""
     from hpcsched.agents.inspector import InspectorConfig
-    from hpcsched.experiments.training import locked_run
+    from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, InspectorConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options)
@@ -88,7 +88,8 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import fit_rule
     from hpcsched.agents.ppo import PPO
-    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, learn_epochs, open_run
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
