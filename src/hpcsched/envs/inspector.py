@@ -380,9 +380,6 @@ class VecInspect:
     def windows(self) -> list[tuple[int, int]]:
         return [env.window for env in self.envs]
 
-    def close(self) -> None:
-        pass
-
     def reset(self, seed: int | Sequence[int | None] | None = None,
               options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Reset every env: with seeds drawn from `seed` (an int), with `seed[i]` for env i (one

@@ -47,18 +47,19 @@ class MaskedVectorEnv(VectorEnv):
     """A `VectorEnv` over a batched env with `VecPickJob`'s contract (``reset(seeds, options) ->
     (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)`` with auto-reset, a
     finished env's ``infos[i]`` being its single env's last info), whose episodes end only by
-    termination. The batch also names its spaces, its `windows` and the `final_obs` an ended
-    episode shows."""
+    termination. What a finished episode ends on, the infos of every step and the reset options
+    are the batch's (its `final_obs` and `windows`) unless a subclass says otherwise."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, batch) -> None:
+    def __init__(self, batch, num_envs: int, single_observation_space: spaces.Space,
+                 single_action_space: spaces.Discrete) -> None:
         self.batch = batch
-        self.num_envs = n = batch.num_envs
-        self.single_observation_space = batch.single_observation_space
-        self.single_action_space = batch.single_action_space
-        self.observation_space = batch_space(self.single_observation_space, n)
-        self.action_space = SlotsSpace(int(self.single_action_space.n), n, self.action_masks)
+        self.num_envs = n = int(num_envs)
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, n)
+        self.action_space = SlotsSpace(int(single_action_space.n), n, self.action_masks)
         self._mask: np.ndarray | None = None
         self._all = np.ones(n, dtype=bool)
 
@@ -68,9 +69,7 @@ class MaskedVectorEnv(VectorEnv):
         """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`.
         options go to every env's reset, as `SyncVectorEnv`'s; PickJob's "starts" give one
         window start per env."""
-        if options and "window_filter" in options:  # a single env's filter ends with its episode
-            raise ValueError("unknown reset options ['window_filter'] for a vector env")
-        obs, mask = self.batch.reset(seed=self._seeds(seed), options=options)
+        obs, mask = self.batch.reset(seed=self._seeds(seed), options=self._options(options))
         self._mask = mask.copy()
         return obs, self._infos(mask)
 
@@ -82,8 +81,8 @@ class MaskedVectorEnv(VectorEnv):
         self._mask = mask.copy()
         infos = self._infos(mask)
         for i in np.flatnonzero(done).tolist():
-            infos = self._add_info(infos, {"final_obs": np.array(self.batch.final_obs),
-                                           "final_info": env_infos[i]}, i)
+            infos = self._add_info(infos, {"final_obs": self._final_obs(),
+                                           "final_info": self._final_info(env_infos[i])}, i)
         return obs, reward, done, np.zeros(self.num_envs, dtype=bool), infos
 
     def action_masks(self) -> np.ndarray:
@@ -93,9 +92,17 @@ class MaskedVectorEnv(VectorEnv):
         return self._mask.copy()
 
     def close_extras(self, **kwargs: Any) -> None:
-        self.batch.close()
+        getattr(self.batch, "close", lambda: None)()
 
-    # -- internals -------------------------------------------------------------------------------
+    # -- what a subclass may say otherwise -------------------------------------------------------
+    def _final_obs(self) -> np.ndarray:
+        """The observation a finished episode ends on (its single env's last one)."""
+        return np.array(self.batch.final_obs)
+
+    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The single env's info at the end of an episode, from the batch's."""
+        return info
+
     def _infos(self, mask: np.ndarray) -> dict[str, Any]:
         """Every env's info of this step (of its new episode's start where one ended)."""
         windows = np.empty(self.num_envs, dtype=object)
@@ -104,6 +111,12 @@ class MaskedVectorEnv(VectorEnv):
         return {"action_mask": mask, "_action_mask": self._all.copy(), "window": windows,
                 "_window": self._all.copy()}
 
+    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        if options and "window_filter" in options:  # a single env's filter ends with its episode
+            raise ValueError("unknown reset options ['window_filter'] for a vector env")
+        return options
+
+    # -- internals -------------------------------------------------------------------------------
     def _seeds(self, seed) -> list[int | None]:
         n = self.num_envs
         if seed is None:
@@ -121,7 +134,9 @@ class PickJobVectorEnv(MaskedVectorEnv):
     (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, copy: bool = True, **kwargs: Any) -> None:
-        super().__init__(VecPickJob(num_envs, copy=copy, **kwargs))
+        batch = VecPickJob(num_envs, copy=copy, **kwargs)
+        super().__init__(batch, batch.num_envs, batch.single_observation_space,
+                         batch.single_action_space)
 
 
 class InspectVectorEnv(MaskedVectorEnv):
@@ -129,7 +144,9 @@ class InspectVectorEnv(MaskedVectorEnv):
     (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        super().__init__(VecInspect(num_envs, **kwargs))
+        batch = VecInspect(num_envs, **kwargs)
+        super().__init__(batch, num_envs, batch.single_observation_space,
+                         batch.single_action_space)
 
 
 __all__ = ["InspectVectorEnv", "MaskedVectorEnv", "PickJobVectorEnv", "SlotsSpace"]
