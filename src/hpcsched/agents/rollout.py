@@ -89,16 +89,9 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         if steps >= max_steps:
             raise RuntimeError(f"collect: {n} episodes did not finish within {max_steps} steps")
         actions, logp = act(obs, mask)
-        recording = finished < quota
-        if recording.all():
-            env_ids = np.arange(n_envs)
-            blocks.append((env_ids, finished.copy(), obs.copy(), mask.copy(),
-                           np.asarray(actions, np.int64).copy(), np.asarray(logp, np.float32).copy()))
-        else:
-            env_ids = np.flatnonzero(recording)
-            blocks.append((env_ids, finished[env_ids], obs[env_ids], mask[env_ids],
-                           np.asarray(actions, np.int64)[env_ids],
-                           np.asarray(logp, np.float32)[env_ids]))
+        env_ids = np.flatnonzero(finished < quota)  # indexing copies: `env` may reuse its buffers
+        blocks.append((env_ids, finished[env_ids], obs[env_ids], mask[env_ids],
+                       np.asarray(actions, np.int64)[env_ids], np.asarray(logp, np.float32)[env_ids]))
         obs, mask, reward, done, infos = env.step(actions)
         steps += 1
         for i in np.flatnonzero(done):

@@ -23,8 +23,7 @@ import numpy as np
 
 from hpcsched.envs.pick_job import check_metric, metric_key
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared, window
+from hpcsched.sim.run import Prepared, simulate
 from hpcsched.workload.windows import WindowSampler
 
 #: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)
@@ -48,8 +47,7 @@ def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, 
 def heuristic_score(prepared: Prepared, start: int, jobs: int, backfill: str = "none",
                     metric: str = "bsld", policy: str = "sjf") -> float:
     """A heuristic's metric on the window of `jobs` jobs from `start`."""
-    table = window(prepared, start, jobs)
-    result = make_engine(table, prepared.cluster, prepared.profile, backfill).run(get_policy(policy))
+    result = simulate(prepared, get_policy(policy), backfill=backfill, start=start, jobs=jobs)
     return float(result.metrics[metric_key(metric)])
 
 

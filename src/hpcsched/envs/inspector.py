@@ -53,7 +53,7 @@ from hpcsched.envs.pick_job import as_prepared
 from hpcsched.sim.decisions import Pick, Wait
 from hpcsched.sim.engine import Policy
 from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared
+from hpcsched.sim.run import Prepared, simulate
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.windows import sample_windows
 
@@ -301,9 +301,8 @@ class InspectEnv(gym.Env):
         """The pure base heuristic's metrics on a window (cached)."""
         key = (start, jobs)
         if key not in self._base_scores:
-            engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
-                                 self.prepared.profile, self.backfill)
-            self._base_scores[key] = engine.run(self.base).metrics
+            self._base_scores[key] = simulate(self.prepared, self.base, backfill=self.backfill,
+                                              start=start, jobs=jobs).metrics
         return self._base_scores[key]
 
     def action_masks(self) -> np.ndarray:

@@ -67,11 +67,8 @@ class VecPickJob(Episodes):
         """Start N new episodes. Env i draws its windows from its own generator: spawned from
         `seed` (an int or None), or, with one seed per env, ``np.random.default_rng(seed[i])``,
         the generator of a `PickJobEnv` reset with seed[i] (None there keeps env i's generator,
-        as a PickJobEnv reset without a seed does). options={"starts": [s0, s1, ...], "jobs": n}
-        fixes the first window of each env ({"start": s}: of every env; later windows are
-        drawn); {"window_filter": f} draws the windows of this reset and of the episodes that
-        follow it through f (a callable start -> bool or a collection of starts; None: every
-        window) instead of the constructor's `window_filter`, until the next reset."""
+        as a PickJobEnv reset without a seed does). `options`: see `Episodes._begin` (fixed
+        first windows; a window filter until the next reset)."""
         self._begin(self._generators(seed), options)
         return self._out_copy(self._obs), self._out_copy(self._mask)
 
