@@ -41,7 +41,8 @@ from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, kernel_logits
 from hpcsched.agents.packed import gather
 from hpcsched.agents.ppo import PPO, advantages_and_returns
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
-from hpcsched.envs.pick_job import PickJobEnv, as_prepared, observe
+from hpcsched.envs.pick_job import PickJobEnv, observe
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 

@@ -17,7 +17,8 @@ from fakes import FakeVecPickJob
 from hpcsched.agents.checkpoint import FORMAT, load_checkpoint, load_policy, save_checkpoint
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
-from hpcsched.envs.pick_job import PickJobEnv, as_prepared
+from hpcsched.envs.pick_job import PickJobEnv
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 

@@ -44,7 +44,7 @@ from hpcsched.agents.checkpoint import load_policy
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.envs.wrappers import relative_reward
-from hpcsched.envs.pick_job import as_prepared
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 

@@ -34,8 +34,8 @@ metric and the backfilling contribution); see `observe`. Requested times are the
 `schedinspector-paper` they are the users' estimates, and ``estimate="perfect"`` replaces them by
 the run times there too.
 
-Training windows come from the first `train_fraction` (20 %) of the trace; `evaluation_windows` draws
-the paper's test windows from the rest.
+Training windows come from the first `train_fraction` (20 %) of the trace; the paper's test windows
+from the rest (`workload.windows.evaluation_windows`).
 """
 
 from __future__ import annotations
@@ -49,18 +49,16 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcsched.envs.pick_job import METRICS as PICK_METRICS
-from hpcsched.envs.pick_job import as_prepared
 from hpcsched.sim.decisions import Pick, Wait
 from hpcsched.sim.engine import Policy
 from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared, simulate
+from hpcsched.sim.run import Prepared, as_prepared, simulate
 from hpcsched.workload.jobs import JobTable
-from hpcsched.workload.windows import sample_windows
+from hpcsched.workload.windows import TRAIN_FRACTION, split_point
 
 ACCEPT, REJECT = 0, 1
 MAX_INTERVAL = 600.0  # seconds a rejection waits at most (the paper's MAX_INTERVAL)
 MAX_REJECTIONS = 72  # per job: 72 x 600 s = 12 h at most
-TRAIN_FRACTION = 0.2
 FEATURE_SETS = {"code": 7, "paper": 8}
 ESTIMATES = ("user", "perfect")
 REWARDS = ("paper", "code")
@@ -86,7 +84,7 @@ def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: st
     times: the schedinspector profile's loader sets them to the run times). ``estimate="perfect"``
     replaces every requested time by the run time under any profile; ``"user"`` asks for the
     trace's own requests, which a profile that replaces them cannot give (an error). Named traces
-    are prepared once per process (`pick_job.as_prepared`)."""
+    are prepared once per process (`sim.run.as_prepared`)."""
     from hpcsched.sim.profiles import get_profile
 
     if estimate is not None:
@@ -104,25 +102,6 @@ def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: st
         prepared = dataclasses.replace(
             prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))
     return prepared
-
-
-def split_point(prepared: Prepared, train_fraction: float = TRAIN_FRACTION) -> int:
-    """Jobs [0, cut) are for training, [cut, N) for testing."""
-    if not 0.0 < train_fraction <= 1.0:
-        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
-    return int(len(prepared.jobs) * train_fraction)
-
-
-def evaluation_windows(prepared: Prepared, count: int = 50, length: int = 256, seed: int = 0,
-                 train_fraction: float = TRAIN_FRACTION) -> list[int]:
-    """`count` window starts of `length` jobs drawn from the part of the trace after the
-    training part (the paper: 50 windows of 256 jobs from the last 80 %)."""
-    cut = split_point(prepared, train_fraction)
-    n = len(prepared.jobs)
-    if n - cut < length:
-        raise ValueError(f"{prepared.name}: the test part ({n - cut} jobs after the first {cut}) "
-                         f"is shorter than one window of {length} jobs")
-    return [cut + s for s in sample_windows(n - cut, count, length, seed=seed)]
 
 
 # -- one inspected run ----------------------------------------------------------------------------
@@ -285,7 +264,7 @@ class InspectEnv(gym.Env):
         self.max_interval = max_interval
         self.max_rejections = max_rejections
         self.norm = dict(self.prepared.report.norm)
-        cut = split_point(self.prepared, train_fraction)
+        cut = split_point(len(self.prepared.jobs), train_fraction)
         if cut < self.episode_jobs:
             raise ValueError(f"{self.prepared.name}: the training part ({cut} jobs) is shorter "
                              f"than one episode of {self.episode_jobs} jobs")
@@ -413,4 +392,4 @@ class VecInspect:
 
 __all__ = ["ACCEPT", "ESTIMATES", "FEATURE_SETS", "InspectEnv", "Inspection", "MAX_INTERVAL",
            "MAX_REJECTIONS", "METRICS", "REJECT", "REWARDS", "VecInspect", "improvement",
-           "inspector_trace", "split_point", "evaluation_windows"]
+           "inspector_trace"]

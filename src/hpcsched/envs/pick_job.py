@@ -25,7 +25,6 @@ The observation (8 features per job slot, 9 for fairness; padding and cut-off) i
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 import gymnasium as gym
@@ -46,7 +45,7 @@ from hpcsched.envs.observation import (
 from hpcsched.sim.engine import Engine
 from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, check_backfill
-from hpcsched.sim.run import Prepared, prepare
+from hpcsched.sim.run import Prepared, as_prepared
 from hpcsched.workload.jobs import JobTable
 from hpcsched.workload.windows import StartFilter, WindowSampler
 
@@ -70,33 +69,6 @@ def check_metric(metric: str) -> str:
 def metric_key(metric: str) -> str:
     """The key of the engine's metrics that the environment's `metric` rewards."""
     return METRICS[check_metric(metric)][0]
-
-
-# -- traces and windows ---------------------------------------------------------------------------
-@lru_cache(maxsize=8)
-def _prepare_named(name: str, profile: str) -> Prepared:
-    return prepare(name, profile)
-
-
-def as_prepared(trace: str | os.PathLike | JobTable | Prepared,
-                profile: str | Profile | None = None) -> Prepared:
-    """`trace` prepared under `profile`: a Prepared is taken as it is (its own profile; a different
-    `profile` is an error), anything else goes through `prepare` (default profile "rlscheduler").
-    Bundled traces by short name are prepared once per process."""
-    if isinstance(trace, Prepared):
-        if profile is not None:
-            name = profile.name if isinstance(profile, Profile) else profile
-            if name != trace.profile.name:
-                raise ValueError(
-                    f"the trace was prepared under the {trace.profile.name!r} profile, not "
-                    f"{name!r}; prepare it again or leave profile out"
-                )
-        return trace
-    profile = "rlscheduler" if profile is None else profile
-    if isinstance(trace, str) and isinstance(profile, str) and not os.path.exists(
-            os.path.expanduser(trace)):
-        return _prepare_named(trace, profile)
-    return prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
 
 
 class Episode:
@@ -354,6 +326,6 @@ class PickJobEnv(Episodes, gym.Env):
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "Episodes", "PickJobEnv",
-    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "as_prepared", "check_metric",
+    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "check_metric",
     "episode_reward", "fairness_feature", "metric_key", "observe", "padding_row",
 ]

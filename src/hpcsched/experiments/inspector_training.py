@@ -35,14 +35,15 @@ class InspectorValidation:
     ours, which lie in the test part after `train_fraction`."""
 
     def __init__(self, config, windows: int = 10, jobs: int = 256):
-        from hpcsched.envs.inspector import inspector_trace, split_point
+        from hpcsched.envs.inspector import inspector_trace
         from hpcsched.policies.priority import get_policy
-        from hpcsched.workload.windows import covered, disjoint_windows, schedinspector_windows
+        from hpcsched.workload.windows import (covered, disjoint_windows, schedinspector_windows,
+                                               split_point)
 
         self.config = config
         self.prepared = inspector_trace(config.trace, config.estimate, config.profile)
         n = len(self.prepared.jobs)
-        cut = split_point(self.prepared, config.train_fraction)
+        cut = split_point(n, config.train_fraction)
         self.jobs = min(jobs, cut)
         self.avoided = covered(schedinspector_windows(n), 256) if n > 256 else []
         self.starts = disjoint_windows(n, windows, self.jobs, first=cut, avoid=self.avoided,

@@ -43,7 +43,8 @@ class Validation:
     on a job the tables are scored on."""
 
     def __init__(self, config, windows: int, jobs: int, avoid: str = "paper"):
-        from hpcsched.envs.pick_job import as_prepared, metric_key
+        from hpcsched.envs.pick_job import metric_key
+        from hpcsched.sim.run import as_prepared
         from hpcsched.workload.windows import disjoint_windows, paper_test_jobs
 
         if avoid not in VALIDATION_AVOID:

@@ -185,6 +185,28 @@ class WindowSampler:
         raise RuntimeError(f"window_filter accepted none of {self.max_tries} random starts")
 
 
+#: SchedInspector's share of a trace for training (the first 20 %; the rest is for testing)
+TRAIN_FRACTION = 0.2
+
+
+def split_point(n_jobs: int, train_fraction: float = TRAIN_FRACTION) -> int:
+    """Jobs [0, cut) are for training, [cut, n_jobs) for testing."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    return int(n_jobs * train_fraction)
+
+
+def evaluation_windows(n_jobs: int, count: int = 50, length: int = 256, seed: int = 0,
+                       train_fraction: float = TRAIN_FRACTION) -> list[int]:
+    """`count` window starts of `length` jobs drawn from the part of the trace after the
+    training part (SchedInspector's paper: 50 windows of 256 jobs from the last 80 %)."""
+    cut = split_point(n_jobs, train_fraction)
+    if n_jobs - cut < length:
+        raise ValueError(f"the test part ({n_jobs - cut} jobs after the first {cut}) is shorter "
+                         f"than one window of {length} jobs")
+    return [cut + s for s in sample_windows(n_jobs - cut, count, length, seed=seed)]
+
+
 def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     """Index ranges (train, test): the first part of the trace for training, the last
     round(n_jobs * test_fraction) jobs for testing (SchedInspector trains on the first 20 % and
@@ -201,6 +223,7 @@ def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     return range(0, cut), range(cut, n_jobs)
 
 
-__all__ = ["PAPER_SEED", "StartFilter", "WindowSampler", "covered", "disjoint_windows",
-           "gym_legacy_state", "paper_test_jobs", "paper_windows", "sample_windows",
-           "schedinspector_windows", "train_test_split"]
+__all__ = ["PAPER_SEED", "StartFilter", "TRAIN_FRACTION", "WindowSampler", "covered",
+           "disjoint_windows", "evaluation_windows", "gym_legacy_state", "paper_test_jobs",
+           "paper_windows", "sample_windows", "schedinspector_windows", "split_point",
+           "train_test_split"]
