@@ -8,10 +8,8 @@ itself is `agents.reinforce`'s, with DeepRM's settings (`DeepRMConfig.reinforce`
   ReLU -> M+1 logits (89,451 parameters); weights N(0, 0.01^2), biases 0 (the code's init).
 * One update: `jobsets_per_update` training jobsets, each rolled out `rollouts` (N = 20) times with
   sampled actions, all stepped together in one `DiscreteBatch` with the network run once per step
-  for the whole batch. Returns-to-go with gamma = 1; the baseline at decision index t is the mean
-  return-to-go at index t over the N rollouts of the same jobset (rollouts that ended are counted
-  as 0, the paper's zero padding); the loss is -mean(log pi(a_t | s_t) * (v_t - b_t)) over every
-  step of the group, and RMSProp (lr 1e-3, rho 0.9, eps 1e-9) takes one step.
+  for the whole batch; returns-to-go with gamma = 1 over the time baseline of each jobset's N
+  rollouts (`reinforce`'s "time"), and one RMSProp step (lr 1e-3, rho 0.9, eps 1e-9).
 * An epoch is one pass over the training jobsets (100 by default, shuffled), i.e. 10 updates of 10
   jobsets each: the code's groups of `batch_size` 10, but with an optimiser step per group (the code
   sums the groups' gradients into one step per pass; we take more, smaller steps to learn within

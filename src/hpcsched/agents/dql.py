@@ -26,7 +26,6 @@ import torch
 
 from hpcsched.agents.dras_episode import DrasAgent
 from hpcsched.agents.dras_nets import per_job_net
-from hpcsched.agents.greedy import Float64Copy, greedy
 
 
 @dataclass
@@ -95,31 +94,21 @@ class DrasDQL(DrasAgent):
     algo = "dql"
 
     def __init__(self, config: DQLConfig, rows: int, seed: int = 0):
-        self.config = config
-        self.rows = rows
-        torch.manual_seed(seed)
+        super().__init__(config, rows, seed)
         self.net = per_job_net(rows, config)
         self.target = copy.deepcopy(self.net)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
-        self.rng = np.random.default_rng(seed)
         self.replay = Replay(config.replay, (rows, 2), config.window)
         self.epsilon = 1.0
         self.updates = 0
-        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
     # -- deciding ----------------------------------------------------------------------------------
-    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
-        """The greedy rule of `hpcsched.agents.greedy` (float64 Q-values rounded to float32; the
-        first slot, the oldest job, on a tie), or with `deterministic=False` epsilon-greedy (its
-        exploiting picks compare the network's float32 Q-values, as training always did)."""
-        if deterministic:
-            return greedy(self.greedy_scores(obs, mask), mask)
-        valid = np.flatnonzero(mask)
+    def explore(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """Epsilon-greedy (its exploiting picks compare the network's float32 Q-values, as
+        training always did)."""
         if self.rng.random() < self.epsilon:
-            return int(self.rng.choice(valid))
-        with torch.no_grad():
-            q = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
-        return int(np.argmax(q))
+            return int(self.rng.choice(np.flatnonzero(mask)))
+        return int(np.argmax(self.scores(obs, mask)))
 
     # -- learning ----------------------------------------------------------------------------------
     def observe(self, obs, mask, action, reward, next_obs, next_mask, done) -> None:

@@ -10,22 +10,43 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from hpcsched.agents import dras_policy
+from hpcsched.agents.greedy import Float64Copy, greedy
 from hpcsched.workload.jobs import JobTable
 
 
 class DrasAgent:
-    """SB3's verbs of a DRAS agent (`agents.dras_pg.DrasPG`, `agents.dql.DrasDQL`): `learn(env,
-    jobsets)`, `save(path)`, `load(path)`, `policy(...)`; its greedy scores. An agent has `net`,
-    `rng`, `algo`, `state()`, `from_state(state)` and a `Float64Copy` in `_net64`."""
+    """SB3's verbs of a DRAS agent (`agents.dras_pg.DrasPG`, `agents.dql.DrasDQL`): `predict(obs,
+    mask)`, `learn(env, jobsets)`, `save(path)`, `load(path)`, `policy(...)`. An agent builds its
+    `net` after this seeds torch, and has `algo`, `explore`, `state()`, `from_state(state)`."""
 
-    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The network's masked scores (logits, Q-values) of one observation in float64: what a
-        greedy pick compares."""
+    def __init__(self, config, rows: int, seed: int) -> None:
+        import torch
+
+        self.config, self.rows = config, rows
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
+
+    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
+        """The most valued valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
+        scores rounded to float32; the first slot, the oldest job, on a tie), or with
+        `deterministic=False` the agent's exploring pick (`explore`)."""
+        if deterministic:
+            return greedy(self.greedy_scores(obs, mask), mask)
+        return self.explore(obs, mask)
+
+    def scores(self, obs: np.ndarray, mask: np.ndarray, net=None, dtype=np.float32) -> np.ndarray:
+        """The masked scores (logits, Q-values) of one observation by `net` (default: the agent's
+        own, float32), in `dtype`."""
         import torch
 
         with torch.no_grad():
-            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
-            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
+            obs = torch.from_numpy(np.asarray(obs, dtype=dtype))[None]
+            return (self.net if net is None else net)(obs, torch.from_numpy(mask)[None])[0].numpy()
+
+    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The float64 scores a greedy pick compares."""
+        return self.scores(obs, mask, self._net64(self.net), np.float64)
 
     def learn(self, env, jobsets, callback=None):
         """Play each jobset as a training episode (`learn` below)."""

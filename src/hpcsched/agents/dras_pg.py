@@ -2,14 +2,10 @@
 
 The agent acts one pick at a time (level 1 and level 2 alike, with the same network), remembers
 (observation, mask, action, reward), and every `update_every` scheduling instances takes one step
-of `agents.reinforce` on what it remembered, as one trajectory, then forgets it:
-
-    loss = -mean_k log pi(a_k | s_k) * A_k,   A_k = G_k - b_k,   G_k = sum_{k' >= k} gamma^(k'-k) r_k'
-
-with returns truncated at the end of the batch (the code's). The baseline b is either the batch
-standardisation of the code (`baseline="standardize"`: A = (G - mean G) / std G) or the paper's
-per-step running mean of past returns (`baseline="running"`). The same class is Decima-PG when it
-plays the one-level environment.
+of `agents.reinforce` on what it remembered, as one trajectory (returns truncated at its end, as
+the code's), then forgets it; its baseline is the code's batch standardisation or the paper's
+running mean (`reinforce.BASELINES`). The same class is Decima-PG when it plays the one-level
+environment.
 
 Defaults (spec section 16 items 6-8): the code's gamma = 0.6 and batch standardisation (with the
 paper's undiscounted returns and running-mean baseline, the 10-instance batches of a busy cluster
@@ -31,7 +27,6 @@ import torch
 
 from hpcsched.agents.dras_episode import DrasAgent
 from hpcsched.agents.dras_nets import PolicyNet, per_job_net, scaled_sizes
-from hpcsched.agents.greedy import Float64Copy, greedy
 from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
 
 
@@ -67,9 +62,7 @@ class DrasPG(DrasAgent):
     def __init__(self, config: PGConfig, rows: int, seed: int = 0):
         if config.baseline not in ("standardize", "running"):
             raise ValueError(f"baseline must be standardize or running, not {config.baseline!r}")
-        self.config = config
-        self.rows = rows
-        torch.manual_seed(seed)
+        super().__init__(config, rows, seed)
         if config.net == "paper":
             fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(rows)
             self.net = PolicyNet(rows, fc1, fc2, config.window, config.activation)
@@ -78,25 +71,17 @@ class DrasPG(DrasAgent):
         else:
             raise ValueError(f"net must be paper or per_job, not {config.net!r}")
         self.reinforce = Reinforce(self.net.parameters(), config.reinforce)
-        self.rng = np.random.default_rng(seed)
         self.dropped = 0
         self._memory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
-        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
     @property
     def updates(self) -> int:
         return self.reinforce.updates
 
     # -- deciding ----------------------------------------------------------------------------------
-    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
-        """The most probable valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
-        logits rounded to float32; the first slot, the oldest job, on a tie), or with
-        `deterministic=False` a sample of the masked softmax (the network's float32, as training
-        draws it)."""
-        if deterministic:
-            return greedy(self.greedy_scores(obs, mask), mask)
-        with torch.no_grad():
-            logits = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
+    def explore(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """A sample of the masked softmax (the network's float32, as training draws it)."""
+        logits = self.scores(obs, mask)
         p = np.exp(logits - logits.max())
         p /= p.sum()
         return int(self.rng.choice(p.size, p=p))

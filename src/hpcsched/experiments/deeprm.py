@@ -48,9 +48,8 @@ def heuristic_levels(config: DeepRMConfig) -> dict[str, float]:
 def train(config: DeepRMConfig | dict | None, out: str | Path, epochs: int, *,
           resume: bool = False, progress: bool | None = None,
           log: Callable[[str], None] | None = None) -> DeepRM:
-    """Train (or continue) the run in `out` until `epochs` epochs are done in all. With `resume`,
-    `config` may be None (the stored one), a config or a dict of the settings given: a given one
-    must repeat the stored value (threads excepted). Another training holding `out` is refused."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in `out` until `epochs`
+    epochs are done in all."""
     from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DeepRMConfig, {}, config, out, epochs, resume=resume, options={},

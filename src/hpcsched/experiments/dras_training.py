@@ -221,10 +221,8 @@ def effective_settings(config: DrasRunConfig) -> dict:
 
 def train(config: DrasRunConfig | dict | None, out: str | Path, *, resume: bool = False,
           progress: bool | None = None, log=None) -> list[dict]:
-    """Train (or continue) the run in `out` through the whole curriculum. Returns the history.
-    With `resume`, `config` may be None (the stored one), a config or a dict of the settings given
-    (its "agent" overrides added to the stored ones); a given setting must repeat the stored value
-    (threads excepted). Another training holding `out` is refused."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in `out` through the
+    whole curriculum; returns the history."""
     from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DrasRunConfig, {}, config, out, 0, resume=resume, options={},

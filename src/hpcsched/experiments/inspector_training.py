@@ -1,10 +1,5 @@
-"""A SchedInspector training run on disk: `hpcsched train inspector` is `train(config, out, epochs)`.
-
-The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose curve,
-folder lock and resume rules this reuses, and `experiments/runlog.py`, the log every trainer
-writes): model.pt after every epoch (atomic; `resume=True` continues, with the run's stored config
-and validation options), best.pt (best greedy validation improvement), log.csv, curve.png,
-config.json, and TensorBoard events in tb/ when tensorboard is installed.
+"""SchedInspector's training run: `hpcsched train inspector` is `train(config, out, epochs)`, in a
+run folder (`experiments.runfolder`; best.pt: the best greedy validation improvement).
 
 Validation runs the greedy inspector on fixed windows of the training part of the trace (drawn
 with their own seed) and scores the mean relative improvement over the base heuristic on them, in
@@ -74,10 +69,9 @@ class InspectorValidation:
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
-    """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
-    in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
-    validation and best.pt off), kept with the run. With `resume`, `config` and the options may be
-    left out, and a given one must repeat the stored value (`runfolder.resumed_config`)."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in folder `out` until
+    `epochs` epochs are done in all; returns the model. `options`: those of `RUN_OPTIONS`
+    (`validate_every=0` turns validation and best.pt off)."""
     from hpcsched.agents.inspector import InspectorConfig
     from hpcsched.experiments.runfolder import locked_run
 

@@ -81,16 +81,11 @@ def better(metric: str, a: float, b: float | None) -> bool:
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
-    """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
-    all. Returns the PPO model (`agents.rlscheduler`'s configuration). `log(text)` receives a line per event worth telling (default:
-    stderr).
-
-    `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
-    validation and best.pt off; `validate_windows` windows of `validate_jobs` jobs, clear of the
-    test windows' jobs with `validate_avoid="paper"`), kept with the run. With `resume`, `config`
-    may be None (the stored one), a config or a dict of the settings given, and the options may be
-    left out (the stored ones); a given value that differs from the stored one is refused
-    (`resumed_config`). Another training holding `out` is refused."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in folder `out` until
+    `epochs` epochs are done in all; returns the PPO model. `log(text)` receives a line per event
+    worth telling (default: stderr). `options`: the run options of `RUN_OPTIONS` (validation:
+    `validate_every` epochs, 0 turning validation and best.pt off; `validate_windows` windows of
+    `validate_jobs` jobs, clear of the test windows' jobs with `validate_avoid="paper"`)."""
     from hpcsched.agents.rlscheduler import RLSchedulerConfig
     from hpcsched.experiments.runfolder import locked_run
 
