@@ -40,10 +40,7 @@ def decision_scores(scores) -> np.ndarray:
 def greedy(scores, mask=None) -> int:
     """The action of one decision: the first maximum of the rounded `scores` (1-D) among the
     entries `mask` allows (all when None). With nothing allowed, 0."""
-    s = decision_scores(scores)
-    if mask is not None:
-        s = np.where(np.asarray(mask, dtype=bool), s, -np.inf)
-    return int(np.argmax(s))  # numpy's argmax returns the first maximum
+    return int(greedy_batch(scores, mask))
 
 
 def greedy_batch(scores, mask=None) -> np.ndarray:
@@ -51,7 +48,7 @@ def greedy_batch(scores, mask=None) -> np.ndarray:
     s = decision_scores(scores)
     if mask is not None:
         s = np.where(np.asarray(mask, dtype=bool), s, -np.inf)
-    return np.argmax(s, axis=-1).astype(np.int64)
+    return np.argmax(s, axis=-1).astype(np.int64)  # numpy's argmax returns the first maximum
 
 
 def linear_weights(net, dtype=np.float64) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -25,7 +25,7 @@ from torch import nn
 from hpcsched.agents.greedy import greedy, linear_weights, mlp_forward
 from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
 from hpcsched.agents.ppo import PPO, PPOParams, PPOSettings, config_from_dict, derived_seed
-from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
+from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect, needed_estimate
 
 ALGORITHM = "schedinspector-ppo"
 
@@ -75,14 +75,7 @@ class InspectorConfig(PPOSettings):
                     max_rejections=self.max_rejections, profile=self.profile)
 
     def __post_init__(self) -> None:
-        from hpcsched.sim.profiles import get_profile
-
-        if self.estimate is not None and get_profile(self.profile).cleaning == "schedinspector":
-            if self.estimate == "user":
-                raise ValueError(f"estimate 'user': the {self.profile} profile schedules every job "
-                                 f"with its run time as its request (SchedInspector's code); for "
-                                 f"the users' requested times use --profile schedinspector-paper")
-            self.estimate = None  # "perfect": the profile's loader does it already
+        self.estimate = needed_estimate(self.estimate, self.profile)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InspectorConfig":

@@ -78,6 +78,24 @@ def check_choice(name: str, value: str, choices) -> str:
 
 
 # -- traces ---------------------------------------------------------------------------------------
+def needed_estimate(estimate: str | None, profile) -> str | None:
+    """What an `estimate` ("perfect", "user", None) leaves to do under `profile`: None where the
+    profile's cleaning gives every job its run time as its request already (schedinspector's, as
+    SchedInspector's code does), under which the users' requests ("user") cannot be had."""
+    from hpcsched.sim.profiles import get_profile
+
+    if estimate is not None:
+        check_choice("estimate", estimate, ESTIMATES)
+    prof = get_profile(profile)
+    if prof.cleaning != "schedinspector":
+        return estimate
+    if estimate == "user":
+        raise ValueError(f"estimate 'user': the {prof.name} profile schedules every job with its "
+                         f"run time as its request, as SchedInspector's code does; for the "
+                         f"users' requested times use the schedinspector-paper profile")
+    return None
+
+
 def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str | None = None,
                     profile: str = "schedinspector") -> Prepared:
     """The trace prepared for inspection under `profile` (its cleaning decides the requested
@@ -85,19 +103,10 @@ def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: st
     replaces every requested time by the run time under any profile; ``"user"`` asks for the
     trace's own requests, which a profile that replaces them cannot give (an error). Named traces
     are prepared once per process (`sim.run.as_prepared`)."""
-    from hpcsched.sim.profiles import get_profile
-
-    if estimate is not None:
-        check_choice("estimate", estimate, ESTIMATES)
     given = isinstance(trace, Prepared)
-    prof = trace.profile if given else get_profile(profile)
-    if prof.cleaning == "schedinspector":  # every request is the run time already
-        if estimate == "user":
-            raise ValueError(f"the {prof.name} profile schedules every job with its run time as "
-                             f"its request, as SchedInspector's code does; for the users' "
-                             f"requested times use the schedinspector-paper profile")
-        estimate = None
-    prepared = as_prepared(trace, None if given else prof.name)
+    prof = trace.profile if given else profile
+    estimate = needed_estimate(estimate, prof)
+    prepared = as_prepared(trace, None if given else profile)
     if estimate == "perfect":
         prepared = dataclasses.replace(
             prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))

@@ -137,12 +137,36 @@ class SlotSpace(MaskedSampling, spaces.Discrete):
 
 class Episodes:
     """N PickJob episodes of one prepared trace and the buffers their observations are built in:
-    what `PickJobEnv` (N = 1) and `vec.VecPickJob` share. The arguments after `num_envs` are
-    `PickJobEnv`'s, checked here; all N share the trace's tables."""
+    what `PickJobEnv` (N = 1) and `vec.VecPickJob` share; all N share the trace's tables.
 
-    def __init__(self, num_envs: int, trace, profile, backfill: str, metric: str,
-                 episode_jobs: int, slots: int, cutoff: str, first: int | None, window_filter,
-                 fairness: bool | None) -> None:
+    Args (after `num_envs`, `PickJobEnv`'s and `VecPickJob`'s):
+        trace: a bundled trace's short name, an SWF path, a raw JobTable or a `Prepared` trace.
+        profile: the engine profile; default the Prepared's own, else "rlscheduler".
+        backfill: "none", "easy", "conservative" or "schedgym".
+        metric: the terminal reward: -bsld, -wait, -turnaround, -slowdown, +utilization, or
+            "fairness": -(largest per-user mean bsld), with a 9th per-job feature.
+        episode_jobs: jobs per window (256 in training, 1024 in the paper's tests).
+        slots: visible job slots (128).
+        cutoff: which jobs are visible when more than `slots` wait: "fcfs" or "interleave".
+        first: windows are drawn from the first `first` jobs of the trace (None: all).
+        window_filter: allowed window starts, a callable start -> bool or a collection.
+        fairness: add the per-user fairness feature (9 features); default: with metric "fairness".
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        trace: str | os.PathLike | JobTable | Prepared = "lublin-1",
+        profile: str | Profile | None = None,
+        backfill: str = "none",
+        metric: str = "bsld",
+        episode_jobs: int = 256,
+        slots: int = 128,
+        cutoff: str = "fcfs",
+        first: int | None = 10000,
+        window_filter: StartFilter | None = None,
+        fairness: bool | None = None,
+    ) -> None:
         if num_envs <= 0 or slots <= 0:
             raise ValueError(f"num_envs and slots must be positive, got {num_envs} and {slots}")
         self.num_envs = n = int(num_envs)
@@ -237,39 +261,14 @@ class Episodes:
 
 # -- the environment ------------------------------------------------------------------------------
 class PickJobEnv(Episodes, gym.Env):
-    """RLScheduler's environment (`hpcsched/PickJob-v0`); see the module docstring.
-
-    Args:
-        trace: a bundled trace's short name, an SWF path, a raw JobTable or a `Prepared` trace.
-        profile: the engine profile; default the Prepared's own, else "rlscheduler".
-        backfill: "none", "easy", "conservative" or "schedgym".
-        metric: the terminal reward: -bsld, -wait, -turnaround, -slowdown, +utilization, or
-            "fairness": -(largest per-user mean bsld), with a 9th per-job feature.
-        episode_jobs: jobs per window (256 in training, 1024 in the paper's tests).
-        slots: visible job slots (128).
-        cutoff: which jobs are visible when more than `slots` wait: "fcfs" or "interleave".
-        first: windows are drawn from the first `first` jobs of the trace (None: all).
-        window_filter: allowed window starts, a callable start -> bool or a collection.
-        fairness: add the per-user fairness feature (9 features); default: with metric "fairness".
-    """
+    """RLScheduler's environment (`hpcsched/PickJob-v0`); see the module docstring. Its arguments
+    are `Episodes`' (trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
+    window_filter, fairness)."""
 
     metadata = {"render_modes": []}
 
-    def __init__(
-        self,
-        trace: str | os.PathLike | JobTable | Prepared = "lublin-1",
-        profile: str | Profile | None = None,
-        backfill: str = "none",
-        metric: str = "bsld",
-        episode_jobs: int = 256,
-        slots: int = 128,
-        cutoff: str = "fcfs",
-        first: int | None = 10000,
-        window_filter: StartFilter | None = None,
-        fairness: bool | None = None,
-    ) -> None:
-        super().__init__(1, trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
-                         window_filter, fairness)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(1, *args, **kwargs)
         self.observation_space = self.single_observation_space
         self.action_space = SlotSpace(self.slots, self.action_masks)
         self._done = True

@@ -9,7 +9,7 @@
 Each of the N episodes behaves exactly as a `PickJobEnv` with the same arguments (same windows,
 same observation, same reward). A finished episode is replaced at once by a new window: the
 returned observation is the new episode's first, `reward[i]` and `done[i]` belong to the finished
-one and `infos[i]` holds its `metrics` and `window`.
+one and `infos[i]` is what `PickJobEnv`'s last step gives (`metrics`, `window`, no valid slot).
 
 Speed: all N engines share one prepared trace and one table of static features; the observations
 of all N are built together (`observation.fill_observations`, the one implementation of the
@@ -18,44 +18,25 @@ observation), with a handful of numpy calls per step, into preallocated arrays.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 from gymnasium import spaces
 
 from hpcsched.envs.pick_job import Episodes, episode_reward
-from hpcsched.sim.profiles import Profile
-from hpcsched.sim.run import Prepared
-from hpcsched.workload.jobs import JobTable
-from hpcsched.workload.windows import StartFilter
 
 
 class VecPickJob(Episodes):
-    """N PickJob episodes stepped together; the arguments after `num_envs` are `PickJobEnv`'s.
+    """N PickJob episodes stepped together; the arguments after `num_envs` are `PickJobEnv`'s
+    (`pick_job.Episodes`').
 
     copy: return fresh arrays from `reset` and `step` (default); with False the same buffers are
     returned every time and overwritten by the next call (faster, for a caller that copies what it
     keeps).
     """
 
-    def __init__(
-        self,
-        num_envs: int,
-        trace: str | os.PathLike | JobTable | Prepared = "lublin-1",
-        profile: str | Profile | None = None,
-        backfill: str = "none",
-        metric: str = "bsld",
-        episode_jobs: int = 256,
-        slots: int = 128,
-        cutoff: str = "fcfs",
-        first: int | None = 10000,
-        window_filter: StartFilter | None = None,
-        fairness: bool | None = None,
-        copy: bool = True,
-    ) -> None:
-        super().__init__(num_envs, trace, profile, backfill, metric, episode_jobs, slots, cutoff,
-                         first, window_filter, fairness)
+    def __init__(self, num_envs: int, *args: Any, copy: bool = True, **kwargs: Any) -> None:
+        super().__init__(num_envs, *args, **kwargs)
         self.copy = copy
         self.single_action_space = spaces.Discrete(self.slots)
         self.final_obs = np.broadcast_to(self.features.pad, self.single_observation_space.shape)
@@ -73,9 +54,7 @@ class VecPickJob(Episodes):
         return self._out_copy(self._obs), self._out_copy(self._mask)
 
     def step(self, actions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-        """Apply one slot per env; returns (obs, mask, reward, done, infos). A finished env's
-        `infos[i]` is what `PickJobEnv`'s last step gives (its `metrics`, `window` and empty
-        `action_mask`); its observation is already the next episode's first."""
+        """Apply one slot per env; returns (obs, mask, reward, done, infos)."""
         if not self._episodes:
             raise RuntimeError("call reset() first")
         a = np.asarray(actions)

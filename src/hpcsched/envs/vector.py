@@ -66,9 +66,8 @@ class MaskedVectorEnv(VectorEnv):
     # -- Gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`.
-        options go to every env's reset, as `SyncVectorEnv`'s; PickJob's "starts" give one
-        window start per env."""
+        """Seeds and options as `SyncVectorEnv` takes them (PickJob's "starts" also give one
+        window start per env)."""
         obs, mask = self.batch.reset(seed=self._seeds(seed), options=self._options(options))
         self._mask = mask.copy()
         return obs, self._infos(mask)
