@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsched.envs.pick_job import check_metric, metric_key
+from hpcsched.envs.observation import check_choice
+from hpcsched.envs.pick_job import METRICS, metric_key
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import Prepared, simulate
 from hpcsched.workload.windows import WindowSampler
@@ -71,7 +72,7 @@ class WindowFilter:
         self.band = (float(low), float(high))
         self.episode_jobs = episode_jobs
         self.backfill = backfill
-        self.metric = check_metric(metric)
+        self.metric = check_choice("metric", metric, METRICS)
         self.scores: dict[int, float] = dict(scores or {})
         self.rule = rule
         self.stats: dict[str, float] = {}

@@ -48,6 +48,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from hpcsched.envs.observation import check_choice
 from hpcsched.envs.pick_job import METRICS as PICK_METRICS
 from hpcsched.sim.decisions import Pick, Wait
 from hpcsched.sim.engine import Policy
@@ -69,12 +70,6 @@ METRICS = {k: PICK_METRICS[k] for k in ("bsld", "wait", "utilization")}
 _HALF_DAY = 43200.0  # the code's normaliser of waiting time and rejected time (12 h)
 _QUEUE_SCALE = 128.0  # the code's queue-delay normaliser is (600 / 10) x 128
 _TOP = 1.0 - 1e-5  # the code caps every feature just below 1
-
-
-def check_choice(name: str, value: str, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
-    return value
 
 
 # -- traces ---------------------------------------------------------------------------------------

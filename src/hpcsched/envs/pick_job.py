@@ -37,7 +37,7 @@ from hpcsched.envs.observation import (
     FEATURES,
     TraceFeatures,
     UserScores,
-    check_cutoff,
+    check_choice,
     fill_observations,
     observe,
     padding_row,
@@ -60,15 +60,9 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 
 
-def check_metric(metric: str) -> str:
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
-    return metric
-
-
 def metric_key(metric: str) -> str:
     """The key of the engine's metrics that the environment's `metric` rewards."""
-    return METRICS[check_metric(metric)][0]
+    return METRICS[check_choice("metric", metric, METRICS)][0]
 
 
 class Episode:
@@ -172,8 +166,8 @@ class Episodes:
         self.num_envs = n = int(num_envs)
         self.prepared = as_prepared(trace, profile)
         self.backfill = check_backfill(backfill)
-        self.metric = check_metric(metric)
-        self.cutoff = check_cutoff(cutoff)
+        self.metric = check_choice("metric", metric, METRICS)
+        self.cutoff = check_choice("cutoff", cutoff, CUTOFFS)
         s = self.slots = int(slots)
         self.episode_jobs = int(episode_jobs)
         self.fairness = fairness_feature(fairness, metric)
@@ -325,6 +319,6 @@ class PickJobEnv(Episodes, gym.Env):
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "Episodes", "PickJobEnv",
-    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores", "check_metric",
+    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores",
     "episode_reward", "fairness_feature", "metric_key", "observe", "padding_row",
 ]
