@@ -29,7 +29,6 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-
 #: config settings that do not change what a run computes or writes: a resumed run may change them
 NOT_SHAPING = ("threads", "parallel_update")
 
