@@ -17,7 +17,7 @@ class LogLinear(MaskedPolicy, nn.Linear):  # the network: each job's score, line
 
 class SmallestReward(VecWrapper):  # the env's part: the share of real choices won by a smallest job
     def reset(self, seed=None, options=None):
-        self.tally = np.zeros((self.n_envs, 2))  # per episode: choices won, real choices
+        self.tally = np.zeros((self.num_envs, 2))  # per episode: choices won, real choices
         self.obs, self.mask = self.env.reset(seed=seed)
         return self.obs, self.mask
 

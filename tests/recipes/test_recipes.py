@@ -122,7 +122,8 @@ def _direct_inspect(path, name):
 
 
 def _direct_dras(path, name):
-    from hpcsched.experiments.dras_training import DrasPolicy, load_agent
+    from hpcsched.agents.dras_policy import DrasPolicy
+    from hpcsched.experiments.dras_training import load_agent
     from hpcsched.sim.factory import make_engine
 
     agent, config = load_agent(path)

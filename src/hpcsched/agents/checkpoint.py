@@ -243,10 +243,10 @@ def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
     `norm`: the normalisation constants to observe with; by default the training trace's (stored
     in the checkpoint). To schedule another trace, pass that trace's constants, as RLScheduler's
     own test script does (its environment normalises by the trace it loads)."""
-    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
     ck = load_checkpoint(path)
-    cfg = config_of(path, lambda: PPOConfig.from_dict(ck["config"]))
+    cfg = config_of(path, lambda: RLSchedulerConfig.from_dict(ck["config"]))
     net = config_of(path, lambda: make_policy(cfg.policy, cfg.features, cfg.slots))
     restore_state(path, net, ck, "policy")
     return RLPolicy(net, norm if norm is not None else ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,

@@ -22,8 +22,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.dras import model_name, run_heuristic, run_model, test_period
-from hpcsched.experiments.dras_training import (FORMAT, DrasRunConfig, first_days, load,
-                                                prepared_for, split)
+from hpcsched.agents.dras_policy import FORMAT
+from hpcsched.experiments.dras_training import DrasRunConfig, load, prepared_for
+from hpcsched.workload.jobsets import first_days, split
 from hpcsched.experiments.policyspec import PRETRAINED
 from hpcsched.experiments.seeds import SEEDS, seed_path
 from hpcsched.experiments.seeds import shipped_seed as named_shipped_seed
@@ -70,7 +71,7 @@ def validation_fcfs(config: DrasRunConfig) -> float:
            config.train_days, config.validate_days, config.test_days, config.validate_first_days)
     if key not in _VALIDATION_FCFS:
         prepared = prepared_for(config)
-        _, validate, _ = split(prepared, config.train_days, config.validate_days,
+        _, validate, _ = split(prepared.jobs, config.train_days, config.validate_days,
                                config.test_days)
         jobs = first_days(validate, config.validate_first_days)
         _VALIDATION_FCFS[key] = float(run_heuristic("fcfs-easy", prepared, jobs).metrics["wait"])
@@ -162,8 +163,8 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS) -> int
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` and `to/NAME.pt` (the seed
-    with the lowest validation wait), slim as `dras_training.export` writes the shipped files."""
-    from hpcsched.experiments.dras_training import export as slim
+    with the lowest validation wait), slim (`agents.dras_policy.slim`) as the shipped files are."""
+    from hpcsched.agents.dras_policy import slim
 
     runs, to = Path(runs), Path(to or PRETRAINED)
     picked = []

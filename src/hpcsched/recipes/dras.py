@@ -15,7 +15,8 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The agent at `path`, greedy and frozen, on the trace it schedules."""
     if prepared is None:
         raise ValueError(f"{name}: a DRAS model needs the trace it schedules")
-    from hpcsched.experiments.dras_training import DrasPolicy, load_agent
+    from hpcsched.agents.dras_policy import DrasPolicy
+    from hpcsched.experiments.dras_training import load_agent
 
     agent, config = load_agent(path)
     return DrasPolicy(agent, config, prepared, name)

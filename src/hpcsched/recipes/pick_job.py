@@ -38,24 +38,24 @@ def as_policy(model, norm, **options):
 def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = False,
               given: dict | None = None, progress: bool | None = None, log=None):
     """Train a `config` (with the settings `given` over its defaults) in the run folder `out` until
-    `epochs` epochs are done in all, as every trainer's run folder is kept (`experiments.training`:
+    `epochs` epochs are done in all, as every trainer's run folder is kept (`experiments.runfolder`:
     the folder held by one training, model.pt after every epoch, log.csv, curve.png of the mean
     reward, a progress bar or a line per epoch); with `resume`, continue the run there (a setting
     given must repeat its own). No validation, so no best.pt: ``PREFIX:DIR`` is its model.pt.
     Returns the model."""
     from hpcsched.agents.ppo import PPO
-    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST, learn_epochs, open_run, run_lock
+    from hpcsched.experiments.runfolder import learn_epochs, open_run, run_lock
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
     from hpcsched.report.plots import training_curve
 
     out = Path(out)
     say = log or (lambda text: print(text, file=sys.stderr))
     with run_lock(out, resume=resume):
         model = open_run(out, given if resume else config(**(given or {})), resume=resume,
-                         load=PPO.load, create=lambda: PPO(config(**(given or {}))), say=say)
-        if resume:
-            say(f"resumed {out / 'model.pt'} at epoch {model.epoch}")
+                         load=PPO.load, create=lambda: PPO(config(**(given or {}))), say=say,
+                         info=lambda c: {"epochs": epochs})
         learn_epochs(model, out, epochs, validation=None, validate_every=0, key="",
-                     improves=lambda a, b: False, best=None, columns=LOG_FIRST + LOG_LAST,
+                     improves=lambda a, b: False, start_counts=False, columns=LOG_FIRST + LOG_LAST,
                      label=f"training {out.name}", note=lambda s: f"reward {s['mean_reward']:.4g}",
                      curve=lambda: training_curve(model.history, out / "curve.png", "mean_reward",
                                                   title=out.name),
