@@ -12,8 +12,9 @@ import time
 import numpy as np
 import torch
 
-from hpcsched.experiments.dras_training import DrasRunConfig, make_agent, make_env, prepared_for, \
-    run_episode, split
+from hpcsched.agents.dras_episode import run_episode
+from hpcsched.experiments.dras_training import DrasRunConfig, make_agent, make_env, prepared_for
+from hpcsched.workload.jobsets import split
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 
@@ -31,7 +32,7 @@ def best(fn, repeat=3):
 
 config = DrasRunConfig()
 p = prepared_for(config)
-train, _, _ = split(p, config.train_days, config.validate_days, config.test_days)
+train, _, _ = split(p.jobs, config.train_days, config.validate_days, config.test_days)
 jobs = train.window(20000, 2000)
 base, res = best(lambda: make_engine(jobs, p.cluster, p.profile, "easy").run(get_policy("fcfs")))
 env = make_env(config, p)

@@ -31,7 +31,8 @@ def say(text: str) -> None:
 def main() -> None:
     from hpcsched.agents.inspector import InspectedPolicy, InspectorConfig
     from hpcsched.agents.ppo import PPO
-    from hpcsched.envs.inspector import Inspection, evaluation_windows, inspector_trace
+    from hpcsched.envs.inspector import Inspection, inspector_trace
+    from hpcsched.workload.windows import evaluation_windows
     from hpcsched.policies.priority import get_policy
     from hpcsched.sim.factory import make_engine
     from hpcsched.sim.run import simulate
@@ -49,7 +50,7 @@ def main() -> None:
     base = get_policy(args.base, profile=prepared.profile)
     model = PPO(InspectorConfig(trace=args.trace, base=args.base, threads=1))
     inspected = InspectedPolicy(model.policy, base, prepared.report.norm, name="inspect")
-    starts = evaluation_windows(prepared, windows, 256, seed=0)
+    starts = evaluation_windows(len(prepared.jobs), windows, 256, seed=0)
 
     # one decision: base heuristic choice vs features + network, on the same states
     heuristic_s = inspect_s = 0.0

@@ -40,8 +40,9 @@ from hpcsched.agents.batch import Batch
 from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, kernel_logits
 from hpcsched.agents.packed import gather
 from hpcsched.agents.ppo import PPO, advantages_and_returns
-from hpcsched.agents.rlscheduler import PPOConfig
-from hpcsched.envs.pick_job import PickJobEnv, as_prepared, observe
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
+from hpcsched.envs.pick_job import PickJobEnv, observe
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.factory import make_engine
 
@@ -84,7 +85,7 @@ def epochs(trace: str, count: int, threads: int) -> list[tuple[float, float, dic
     """`count` full epochs (rollout + 80 + 80 iterations: the KL stop is disabled), one model:
     (wall s, CPU s of the process, stats) each."""
     torch.set_num_threads(threads)
-    model = PPO(PPOConfig(trace=trace, target_kl=1e9, seed=0))
+    model = PPO(RLSchedulerConfig(trace=trace, target_kl=1e9, seed=0))
     model.env()
     out = []
     for _ in range(count):
@@ -256,7 +257,7 @@ def main() -> None:
     say("rollouts ...")
     torch.set_num_threads(1)  # as PPO's rollouts run
     single = single_env_steps(args.trace, 500 if args.quick else 3000)
-    model = PPO(PPOConfig(trace=args.trace, seed=0))
+    model = PPO(RLSchedulerConfig(trace=args.trace, seed=0))
     batched, traj = batched_steps(model, 100, 1 if args.quick else 3)
 
     say(f"epochs (80 + 80 iterations) x {n_epochs} ...")
@@ -270,11 +271,11 @@ def main() -> None:
     b, _, _ = targets(traj)
     iters = 2 if args.quick else 5
     torch.set_num_threads(1)
-    ours_1 = ours_update_seconds(PPO(PPOConfig(trace=args.trace, seed=0)), b, iters)
-    plain_1 = autograd_update_seconds(PPO(PPOConfig(trace=args.trace, seed=0)), b, iters)
+    ours_1 = ours_update_seconds(PPO(RLSchedulerConfig(trace=args.trace, seed=0)), b, iters)
+    plain_1 = autograd_update_seconds(PPO(RLSchedulerConfig(trace=args.trace, seed=0)), b, iters)
     torch.set_num_threads(args.threads)
-    serial = ours_update_seconds(PPO(PPOConfig(trace=args.trace, seed=0)), b, iters)
-    dense = dense_update_seconds(PPO(PPOConfig(trace=args.trace, seed=0)), b, 1)
+    serial = ours_update_seconds(PPO(RLSchedulerConfig(trace=args.trace, seed=0)), b, iters)
+    dense = dense_update_seconds(PPO(RLSchedulerConfig(trace=args.trace, seed=0)), b, 1)
 
     spread = f"{walls[0]:.1f}-{walls[-1]:.1f} s over {len(walls)}" if len(walls) > 1 else "1 run"
     rows = [

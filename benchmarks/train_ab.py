@@ -26,13 +26,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# the same code runs on both versions: PPO(PPOConfig(...)), env(), learn() and the history's
-# timings are in every version since benchmarks/train_ab.py exists
+# the same code runs on both versions: PPO(config), env(), learn() and the history's timings are
+# in every version since benchmarks/train_ab.py exists (RLScheduler's config was ppo.PPOConfig
+# before agents/rlscheduler.py)
 EPOCH = """
 import json, time, torch
-from hpcsched.agents.ppo import PPO, PPOConfig
+from hpcsched.agents.ppo import PPO
+try:
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig as Config
+except ImportError:
+    from hpcsched.agents.ppo import PPOConfig as Config
 torch.set_num_threads({threads})
-model = PPO(PPOConfig(trace={trace!r}, target_kl=1e9, seed={seed}))
+model = PPO(Config(trace={trace!r}, target_kl=1e9, seed={seed}))
 model.env()
 t0, c0 = time.perf_counter(), time.process_time()
 model.learn(1)

@@ -16,14 +16,16 @@ import hpcsched
 from fakes import FakeVecPickJob
 from hpcsched.agents.checkpoint import (FORMAT, ModelFileError, load_checkpoint, load_policy,
                                         write_model)
-from hpcsched.agents.ppo import PPO, PPOConfig
-from hpcsched.envs.pick_job import PickJobEnv, as_prepared
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
+from hpcsched.envs.pick_job import PickJobEnv
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 
 
 def fake_model(seed=0) -> PPO:
-    return PPO(PPOConfig(n_envs=4, trajectories_per_epoch=4, slots=16, train_pi_iters=3,
+    return PPO(RLSchedulerConfig(n_envs=4, trajectories_per_epoch=4, slots=16, train_pi_iters=3,
                          train_v_iters=3, seed=seed, threads=1),
                env=FakeVecPickJob(n_envs=4, slots=16, episode_jobs=4))
 
@@ -44,7 +46,7 @@ def test_save_writes_one_file_and_it_holds_what_it_should(tmp_path):
     assert ck["format"] == FORMAT == "hpcsched.model/2" and ck["version"] == hpcsched.__version__
     assert (ck["recipe"], ck["learner"]) == ("rlscheduler", "ppo")
     assert ck["epoch"] == 1 and len(ck["history"]) == 1
-    assert PPOConfig.from_dict(ck["config"]) == model.config
+    assert RLSchedulerConfig.from_dict(ck["config"]) == model.config
     assert ck["norm"] == {"max_run_time": 1.0}  # the environment's constants
     for k, v in model.policy.state_dict().items():
         assert torch.equal(ck["weights"]["policy"][k], v)
@@ -197,7 +199,7 @@ def test_a_checkpoint_of_another_version_loads_with_a_warning(tmp_path):
 @pytest.mark.parametrize("backfill", ["none", "easy"])
 def test_load_policy_schedules_as_the_greedy_env_does(tmp_path, backfill):
     start, jobs, slots = 3000, 200, 16
-    model = PPO(PPOConfig(trace="lublin-1", backfill=backfill, episode_jobs=64, slots=slots,
+    model = PPO(RLSchedulerConfig(trace="lublin-1", backfill=backfill, episode_jobs=64, slots=slots,
                           n_envs=2, trajectories_per_epoch=2, seed=0, threads=1))
     model.save(tmp_path / "model.pt")
 
@@ -225,7 +227,7 @@ def test_load_policy_schedules_as_the_greedy_env_does(tmp_path, backfill):
 
 
 def test_sampling_policy_is_seeded_and_differs_from_greedy(tmp_path):
-    model = PPO(PPOConfig(trace="lublin-1", episode_jobs=64, slots=16, n_envs=2,
+    model = PPO(RLSchedulerConfig(trace="lublin-1", episode_jobs=64, slots=16, n_envs=2,
                           trajectories_per_epoch=2, seed=0, threads=1))
     model.save(tmp_path / "model.pt")
     prepared = as_prepared("lublin-1", "rlscheduler")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsched.agents.deeprm import DeepRM, DeepRMConfig, count_parameters, policy_network
+from hpcsched.agents.deeprm import DeepRM, DeepRMConfig, policy_network
+from hpcsched.agents.nets import count_parameters
 
 
 def test_the_paper_network_has_89451_parameters():

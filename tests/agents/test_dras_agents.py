@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from hpcsched.agents.dql import DQLConfig, DrasDQL
-from hpcsched.agents.dras_nets import (PolicyNet, QNet, paper_parameter_counts, parameter_count,
-                                       scaled_sizes)
+from hpcsched.agents.dras_nets import PolicyNet, QNet, paper_parameter_counts, scaled_sizes
+from hpcsched.agents.nets import count_parameters
 from hpcsched.agents.dras_pg import DrasPG, PGConfig
 
 
@@ -20,7 +20,7 @@ def test_paper_parameter_counts():
     # the paper prints 161,764,004 for Cori DQL, which is the count of a 12,176-row input
     assert counts["cori_dql"] == 160_784_004
     with torch.device("meta"):
-        assert parameter_count(QNet(12176 - 2, 10000, 4000)) == 161_764_004
+        assert count_parameters(QNet(12176 - 2, 10000, 4000)) == 161_764_004
 
 
 def test_scaled_sizes_give_thetas_layers():

@@ -197,8 +197,8 @@ DRAS_CASES = [("dras-dql-hpc2n-capacity", "hpc2n", "capacity", 400),
 
 @pytest.fixture(scope="module")
 def dras_setups():
-    from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_env,
-                                                    prepared_for, split)
+    from hpcsched.experiments.dras_training import DrasRunConfig, load_agent, make_env, prepared_for
+    from hpcsched.workload.jobsets import split
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the experiment runs them
@@ -208,7 +208,7 @@ def dras_setups():
         config = DrasRunConfig(algo=rc.algo, trace=trace, reward=reward, window=rc.window)
         if trace not in prepared:
             prepared[trace] = prepared_for(config)
-        test = split(prepared[trace], config.train_days, config.validate_days,
+        test = split(prepared[trace].jobs, config.train_days, config.validate_days,
                      config.test_days)[2]
         out[name] = (agent, make_env(config, prepared[trace]), test.window(0, jobs))
     yield out
@@ -218,7 +218,7 @@ def dras_setups():
 def _dras_picks(agent, env, jobs, scores=None):
     """(the slots picked, the start times) of a greedy, frozen episode; `scores(obs, mask)`, when
     given, replaces the agent's float64 scores. Also the rounded scores of every pick."""
-    from hpcsched.experiments.dras_training import run_episode
+    from hpcsched.agents.dras_episode import run_episode
 
     picks, seen = [], []
     own_scores, predict = agent.greedy_scores, agent.predict

@@ -13,7 +13,7 @@ from hpcsched.agents import rollout
 from hpcsched.agents.batch import Batch
 from hpcsched.agents.greedy import decision_scores, torch_float64
 from hpcsched.agents.ppo import PPO, PPOParams
-from hpcsched.agents.rlscheduler import PPOConfig, RLSchedulerConfig
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
 SLOTS = 16
 
@@ -25,7 +25,7 @@ def fake(n_envs=8, **kw):
 def config(**kw):
     base = dict(n_envs=8, trajectories_per_epoch=8, slots=SLOTS, pi_lr=1e-3, train_pi_iters=40,
                 train_v_iters=40, seed=0, threads=1)
-    return PPOConfig(**{**base, **kw})
+    return RLSchedulerConfig(**{**base, **kw})
 
 
 def greedy_mean_reward(model, seed=123, episodes=32) -> float:
@@ -247,11 +247,11 @@ def test_config_round_trips_and_refuses_unknown_settings():
     c = config(policy="mlp-v1", gamma=0.9)
     from dataclasses import asdict
 
-    assert PPOConfig.from_dict(asdict(c)) == c
+    assert RLSchedulerConfig.from_dict(asdict(c)) == c
     with pytest.raises(ValueError, match="unknown setting"):
-        PPOConfig.from_dict({"learning_rate": 1e-3})
-    assert PPOConfig().features == 8
-    assert PPOConfig(metric="fairness").features == 9
+        RLSchedulerConfig.from_dict({"learning_rate": 1e-3})
+    assert RLSchedulerConfig().features == 8
+    assert RLSchedulerConfig(metric="fairness").features == 9
 
 
 @pytest.mark.parametrize("target_kl, kls, iters", [

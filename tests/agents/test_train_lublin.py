@@ -41,9 +41,10 @@ import pytest
 
 import hpcsched.agents.ppo as ppo_module
 from hpcsched.agents.checkpoint import load_policy
-from hpcsched.agents.ppo import PPO, PPOConfig
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.envs.wrappers import relative_reward
-from hpcsched.envs.pick_job import as_prepared
+from hpcsched.sim.run import as_prepared
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 
@@ -66,7 +67,7 @@ def improvement(after: np.ndarray, before: np.ndarray) -> float:
 
 
 def train(path, epochs: int) -> PPO:
-    model = PPO(PPOConfig(**SETTINGS))
+    model = PPO(RLSchedulerConfig(**SETTINGS))
     model.save(path / "untrained.pt")
     model.learn(epochs)
     model.save(path / "trained.pt")

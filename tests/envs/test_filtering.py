@@ -16,7 +16,8 @@ from hpcsched.envs.filtering import (
     make_window_filter,
     sjf_score,
 )
-from hpcsched.envs.pick_job import WindowSampler, as_prepared
+from hpcsched.sim.run import as_prepared
+from hpcsched.workload.windows import WindowSampler
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import simulate
 

@@ -8,8 +8,8 @@ from gymnasium.utils.env_checker import check_env
 
 from envtraces import prepared, table
 from hpcsched.agents.inspector import InspectedPolicy
-from hpcsched.envs.inspector import (ACCEPT, REJECT, InspectEnv, inspector_trace, split_point,
-                                     evaluation_windows)
+from hpcsched.envs.inspector import ACCEPT, REJECT, InspectEnv, inspector_trace
+from hpcsched.workload.windows import evaluation_windows, split_point
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import prepare, simulate
 
@@ -157,14 +157,14 @@ def test_both_feature_sets_pass_gymnasiums_checker():
 
 def test_training_windows_come_from_the_first_fifth_and_test_windows_from_the_rest():
     prep = inspector_trace("lublin-1")
-    cut = split_point(prep)
+    cut = split_point(len(prep.jobs))
     assert cut == len(prep.jobs) // 5
     env = InspectEnv(prep, base="sjf")
     for seed in range(30):
         env.reset(seed=seed)
         s, n = env.window
         assert 0 <= s and s + n <= cut
-    for s in evaluation_windows(prep, 50, 256, seed=3):
+    for s in evaluation_windows(len(prep.jobs), 50, 256, seed=3):
         assert cut <= s and s + 256 <= len(prep.jobs)
 
 

@@ -71,11 +71,11 @@ def test_observation_by_hand():
 
 
 def test_observe_matches_the_env_and_is_order_free():
-    env, *_ = third_decision()
+    env, _, _, (obs3, _) = third_decision()
     norm = env.prepared.report.norm
     view = env.engine.next_decision()
     obs, mask, rows = observe(view, norm, slots=4)
-    np.testing.assert_array_equal(obs, env._obs)
+    np.testing.assert_array_equal(obs, obs3)
     np.testing.assert_array_equal(rows, env.rows)
     assert set(rows[mask].tolist()) == set(env.engine.queue)
     # the engine's queue order does not matter: same slots, same valid actions

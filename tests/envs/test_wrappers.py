@@ -79,7 +79,7 @@ def test_relative_reward_refuses_an_unknown_heuristic_and_an_env_without_windows
 def test_a_wrapper_hands_on_what_it_does_not_change(lublin):
     inner = small_vec(lublin)
     env = VecWrapper(VecWrapper(inner))
-    assert env.unwrapped is inner and env.norm == inner.norm and env.n_envs == 3
+    assert env.unwrapped is inner and env.norm == inner.norm and env.num_envs == 3
     obs, mask = env.reset(seed=4)
     np.testing.assert_array_equal(env.rows, inner.rows)
     with pytest.raises(AttributeError):

@@ -44,6 +44,7 @@ def test_verdicts_count_the_jobs_that_wait_longer_than_fcfs_ever_did():
 
 
 def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
+    from hpcsched.agents import dras_episode
     from hpcsched.experiments import dras_training as dt
     from hpcsched.experiments.policyspec import model_profiles, resolve_policy
     from hpcsched.sim.factory import make_engine
@@ -56,7 +57,7 @@ def test_a_dras_policy_in_the_engine_schedules_as_the_experiment_does():
     res = make_engine(jobs, p.cluster, p.profile, "easy").run(resolve_policy(spec, p))
     agent, config = dt.load_agent(dras.model_file("dras-pg", "ricc", "capability", None))
     env = dt.make_env(dt.DrasRunConfig(algo=config.algo, trace="ricc", window=config.window), p)
-    ref = dt.run_episode(agent, env, jobs, learn=False)["result"]
+    ref = dras_episode.run_episode(agent, env, jobs, learn=False)["result"]
     assert np.array_equal(res.start, ref.start) and np.array_equal(res.modes, ref.modes)
     with pytest.raises(ValueError, match="--backfill easy"):
         make_engine(jobs, p.cluster, p.profile, "none").run(resolve_policy(spec, p))

@@ -9,8 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
+from hpcsched.agents.checkpoint import slim
 from hpcsched.experiments import dras_seeds as S
-from hpcsched.experiments.dras_training import export as slim, load
+from hpcsched.experiments.dras_training import load
 from hpcsched.experiments.policyspec import PRETRAINED
 
 NAME = "dras-dql-ricc"
@@ -72,13 +73,13 @@ def test_the_aggregates_are_those_of_the_per_seed_ratios(row):
 
 def test_validation_is_each_runs_own_against_fcfs_on_the_same_days(row):
     from hpcsched.experiments.dras import heuristic
-    from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, prepared_for,
-                                                    split)
+    from hpcsched.experiments.dras_training import DrasRunConfig, prepared_for
+    from hpcsched.workload.jobsets import first_days, split
     from hpcsched.sim.factory import make_engine
 
     config = DrasRunConfig(validate_first_days=4.0)
     prepared = prepared_for(config)
-    jobs = first_days(split(prepared, 28.0, 7.0, 21.0)[1], 4.0)
+    jobs = first_days(split(prepared.jobs, 28.0, 7.0, 21.0)[1], 4.0)
     fcfs = make_engine(jobs, prepared.cluster, prepared.profile, "easy").run(heuristic("fcfs-easy"))
     vals = []
     for s, name in enumerate(STAND_INS):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hpcsched.experiments import dras_training as dt
+from hpcsched.workload import jobsets
 from hpcsched.sim.run import prepare
 from hpcsched.workload.jobs import JobTable, TraceHeader
 
@@ -26,7 +27,7 @@ def trace(days=10, per_day=60, nodes=16, seed=0):
 
 def test_split_is_chronological_and_complete():
     p = prepare(trace(), "dras")
-    tr, va, te = dt.split(p, 5, 2, 3)
+    tr, va, te = jobsets.split(p.jobs, 5, 2, 3)
     t0 = p.jobs.submit[0]
     assert tr.submit.max() < t0 + 5 * DAY <= va.submit.min()
     assert va.submit.max() < t0 + 7 * DAY <= te.submit.min()
@@ -35,13 +36,13 @@ def test_split_is_chronological_and_complete():
 
 def test_split_names_an_empty_period():
     with pytest.raises(ValueError, match="test period has no job"):
-        dt.split(prepare(trace(days=3), "dras"), 2, 1, 5)
+        jobsets.split(prepare(trace(days=3), "dras").jobs, 2, 1, 5)
 
 
 def test_sampled_jobset_is_poisson_at_the_period_rate():
     p = prepare(trace(days=20, per_day=200), "dras")
     rng = np.random.default_rng(0)
-    js = dt.sampled_jobset(p.jobs, 3000, rng)
+    js = jobsets.sampled_jobset(p.jobs, 3000, rng)
     gaps = np.diff(js.submit)
     mean_gap = (p.jobs.submit[-1] - p.jobs.submit[0]) / (len(p.jobs) - 1)
     assert np.mean(gaps) == pytest.approx(mean_gap, rel=0.06)
@@ -52,7 +53,7 @@ def test_sampled_jobset_is_poisson_at_the_period_rate():
 
 def test_real_jobsets_are_consecutive_runs_spread_over_the_period():
     p = prepare(trace(), "dras")
-    sets = dt.real_jobsets(p.jobs, 100, 4)
+    sets = jobsets.real_jobsets(p.jobs, 100, 4)
     assert [s.job_id[0] for s in sets][0] == p.jobs.job_id[0]
     assert sets[-1].job_id[-1] == p.jobs.job_id[-1]
     for s in sets:
@@ -60,11 +61,11 @@ def test_real_jobsets_are_consecutive_runs_spread_over_the_period():
 
 
 def test_curriculum_order_and_errors():
-    assert dt.parse_curriculum("sampled:2,real:1,synthetic:3") == [
+    assert jobsets.parse_curriculum("sampled:2,real:1,synthetic:3") == [
         ("sampled", 2), ("real", 1), ("synthetic", 3)]
     for bad in ("sampled", "sampled:0", "weekly:2"):
         with pytest.raises(ValueError, match="PHASE:COUNT"):
-            dt.parse_curriculum(bad)
+            jobsets.parse_curriculum(bad)
 
 
 def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
@@ -87,7 +88,9 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     ck = dt.load(out / "model.pt")
     assert ck["epoch"] == 2 and ck["recipe"] == "dras" and ck["learner"] == "reinforce"
     # the slim copy for shipping picks as the full model does
-    dt.export(out / "model.pt", tmp_path / "slim.pt")
+    from hpcsched.agents.checkpoint import slim as export
+
+    export(out / "model.pt", tmp_path / "slim.pt")
     slim, _ = dt.load_agent(tmp_path / "slim.pt")
     assert (tmp_path / "slim.pt").stat().st_size < (out / "model.pt").stat().st_size / 2
 

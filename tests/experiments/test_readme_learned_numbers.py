@@ -390,9 +390,10 @@ MODELS_MD = (Path(__file__).resolve().parents[2] / "src" / "hpcsched" / "data" /
 def validation(name: str):
     """(total reward, mean wait) of a shipped DRAS model on its own run's validation days, and
     FCFS+EASY's mean wait there."""
-    from hpcsched.experiments.dras_training import (DrasRunConfig, agent_from_state, first_days,
-                                                    load, make_env, prepared_for, run_episode,
-                                                    split)
+    from hpcsched.agents.dras_episode import run_episode
+    from hpcsched.agents.dras_policy import agent_from_state
+    from hpcsched.experiments.dras_training import DrasRunConfig, load, make_env, prepared_for
+    from hpcsched.workload.jobsets import first_days, split
     from hpcsched.experiments.policyspec import PRETRAINED
     from hpcsched.policies.priority import get_policy
     from hpcsched.sim.factory import make_engine
@@ -400,7 +401,7 @@ def validation(name: str):
     ck = load(PRETRAINED / f"{name}.pt")
     config = DrasRunConfig.from_dict(ck["config"])
     prepared = prepared_for(config)
-    jobs = first_days(split(prepared, config.train_days, config.validate_days,
+    jobs = first_days(split(prepared.jobs, config.train_days, config.validate_days,
                             config.test_days)[1], config.validate_first_days)
     run = run_episode(agent_from_state(ck), make_env(config, prepared), jobs,
                       learn=False)

@@ -20,13 +20,14 @@ import hpcsched
 from hpcsched.agents import dras_episode
 from hpcsched.agents.checkpoint import load_checkpoint
 from hpcsched.agents.inspector import InspectorConfig
-from hpcsched.agents.ppo import PPO, PPOConfig
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.agents.deeprm import DeepRM, DeepRMConfig
 from hpcsched.cli import main
 from hpcsched.experiments import deeprm as deeprm_training
 from hpcsched.experiments import dras_training as dt
 from hpcsched.experiments import inspector_training, training
-from hpcsched.experiments.training import RunInUseError, run_lock
+from hpcsched.experiments.runfolder import RunInUseError, run_lock
 
 QUIET = dict(progress=False, log=lambda text: None)
 TINY = dict(trace="lublin-1", episode_jobs=48, n_envs=6, trajectories_per_epoch=6,
@@ -109,7 +110,7 @@ class Episodes:
     def learning(*args, **kwargs):
         return Episodes.real(*args, **kwargs)
 
-    real = staticmethod(dt.run_episode)
+    real = staticmethod(dras_episode.run_episode)
 
     @staticmethod
     def run_episode(*args, **kwargs):
@@ -131,7 +132,7 @@ def test_rlscheduler_killed_and_resumed_writes_what_a_straight_run_does(tmp_path
     (best.pt: epoch 0). With validation every second epoch the killed run had no best.pt yet."""
     monkeypatch.setattr(training.Validation, "score",
                         lambda self, model: PPO_SCORES[model.epoch])
-    config = PPOConfig(**TINY, init=init, init_episodes=4, init_steps=5)
+    config = RLSchedulerConfig(**TINY, init=init, init_episodes=4, init_steps=5)
     options = dict(validate_every=every, validate_windows=1, validate_jobs=64, **QUIET)
 
     def run(out, resume):
@@ -151,7 +152,7 @@ def test_rlscheduler_killed_between_best_and_model_writes_what_a_straight_run_do
     monkeypatch.setattr(training.Validation, "score",
                         lambda self, model: PPO_SCORES[model.epoch])
     options = dict(validate_every=1, validate_windows=1, validate_jobs=64, **QUIET)
-    training.train(PPOConfig(**TINY), tmp_path / "straight", 3, **options)
+    training.train(RLSchedulerConfig(**TINY), tmp_path / "straight", 3, **options)
     real = PPO.save
 
     def save(self, path):
@@ -162,10 +163,10 @@ def test_rlscheduler_killed_between_best_and_model_writes_what_a_straight_run_do
     with monkeypatch.context() as m:
         m.setattr(PPO, "save", save)
         with pytest.raises(Killed):
-            training.train(PPOConfig(**TINY), tmp_path / "killed", 3, **options)
+            training.train(RLSchedulerConfig(**TINY), tmp_path / "killed", 3, **options)
     assert load_checkpoint(tmp_path / "killed" / "best.pt")["epoch"] == 2
     assert load_checkpoint(tmp_path / "killed" / "model.pt")["epoch"] == 1
-    training.train(PPOConfig(**TINY), tmp_path / "killed", 3, resume=True, **options)
+    training.train(RLSchedulerConfig(**TINY), tmp_path / "killed", 3, resume=True, **options)
     assert_same_run(tmp_path / "straight", tmp_path / "killed")
 
 
@@ -275,19 +276,19 @@ def test_resume_keeps_the_stored_validation_options(tmp_path, monkeypatch):
     monkeypatch.setattr(training.Validation, "__init__", init)
     monkeypatch.setattr(training.Validation, "score", lambda self, model: 1.0 + model.epoch)
     out = tmp_path / "run"
-    training.train(PPOConfig(**TINY), out, 1, validate_every=1, validate_windows=2,
+    training.train(RLSchedulerConfig(**TINY), out, 1, validate_every=1, validate_windows=2,
                    validate_jobs=64, **QUIET)
     stored = {"validate_every": 1, "validate_windows": 2, "validate_jobs": 64,
               "validate_avoid": "paper"}
     assert json.loads((out / "config.json").read_text())["run_options"] == stored
     # options left out: the stored ones (not train()'s defaults: every 5, 20 windows of 256)
-    model = training.train(PPOConfig(**TINY), out, 3, resume=True, **QUIET)
+    model = training.train(RLSchedulerConfig(**TINY), out, 3, resume=True, **QUIET)
     assert seen == [(2, 64), (2, 64)]
     assert [h["epoch"] for h in model.history if "val_bsld" in h] == [0, 1, 2, 3]
     assert load_checkpoint(out / "model.pt")["training"]["run"]["run_options"] == stored
     assert json.loads((out / "config.json").read_text())["run_options"] == stored
     # repeated as stored, and with another thread count (it does not shape the run): accepted
-    model = training.train(PPOConfig(**{**TINY, "threads": 2}), out, 3, resume=True,
+    model = training.train(RLSchedulerConfig(**{**TINY, "threads": 2}), out, 3, resume=True,
                            validate_windows=2, **QUIET)
     assert model.config.threads == 2
 
@@ -302,16 +303,16 @@ def test_resume_keeps_the_stored_validation_options(tmp_path, monkeypatch):
 ])
 def test_resume_refuses_a_change_of_the_run_naming_it(tmp_path, config, options, named):
     out = tmp_path / "run"
-    training.train(PPOConfig(**TINY), out, 1, validate_every=1, validate_windows=2,
+    training.train(RLSchedulerConfig(**TINY), out, 1, validate_every=1, validate_windows=2,
                    validate_jobs=64, **QUIET)
     before = {f: (out / f).read_bytes() for f in ("model.pt", "log.csv", "config.json")}
     with pytest.raises(ValueError) as info:
-        training.train(PPOConfig(**{**TINY, **config}), out, 2, resume=True, **options, **QUIET)
+        training.train(RLSchedulerConfig(**{**TINY, **config}), out, 2, resume=True, **options, **QUIET)
     message = str(info.value)
     assert named in message and str(out / "model.pt") in message and "\n" not in message
     assert {f: (out / f).read_bytes() for f in before} == before  # nothing was touched
     with pytest.raises(TypeError, match="validate_window"):  # a misspelt option is no option
-        training.train(PPOConfig(**TINY), out, 2, resume=True, validate_window=2, **QUIET)
+        training.train(RLSchedulerConfig(**TINY), out, 2, resume=True, validate_window=2, **QUIET)
 
 
 def test_inspector_resume_keeps_its_options_and_refuses_changes(tmp_path, monkeypatch):
@@ -332,12 +333,12 @@ def test_inspector_resume_keeps_its_options_and_refuses_changes(tmp_path, monkey
 
 def test_an_older_run_without_stored_options_resumes_with_the_given_ones(tmp_path):
     out = tmp_path / "run"
-    training.train(PPOConfig(**TINY), out, 1, validate_every=0, **QUIET)
+    training.train(RLSchedulerConfig(**TINY), out, 1, validate_every=0, **QUIET)
     ck = torch.load(out / "model.pt", weights_only=True)
     del ck["training"]["run"]["run_options"]  # as written before run options were kept
     torch.save(ck, out / "model.pt")
     said = []
-    model = training.train(PPOConfig(**TINY), out, 2, resume=True, validate_every=0,
+    model = training.train(RLSchedulerConfig(**TINY), out, 2, resume=True, validate_every=0,
                            progress=False, log=said.append)
     assert any("does not record its validation options" in s for s in said)
     assert model.run_options["validate_every"] == 0 and model.epoch == 2
@@ -449,7 +450,7 @@ def test_cli_dras_resume_keeps_the_run_and_refuses_changes(tmp_path, capsys, mon
 HOLDER = """
 import sys
 from pathlib import Path
-from hpcsched.experiments.training import run_lock
+from hpcsched.experiments.runfolder import run_lock
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()  # until the test lets go (or kills this process)
@@ -470,7 +471,7 @@ def other_training(tmp_path):
 
 def start_each(kind: str, out: Path, monkeypatch, toy=None):
     if kind == "rlscheduler":
-        return training.train(PPOConfig(**TINY), out, 1, validate_every=0, **QUIET)
+        return training.train(RLSchedulerConfig(**TINY), out, 1, validate_every=0, **QUIET)
     if kind == "inspector":
         return inspector_training.train(InspectorConfig(**TINY_INSPECTOR), out, 1,
                                         validate_every=0, **QUIET)
@@ -523,19 +524,19 @@ def test_the_lock_is_held_through_the_run_and_let_go_however_it_ends(tmp_path, m
 
     monkeypatch.setattr(PPO, "_one_epoch", epoch)
     with pytest.raises(Killed):
-        training.train(PPOConfig(**TINY), out, 3, validate_every=0, **QUIET)
+        training.train(RLSchedulerConfig(**TINY), out, 3, validate_every=0, **QUIET)
     assert len(refused) == 2 and f"(pid {os.getpid()})" in refused[0]
     with run_lock(out):  # the run died with an exception: the folder is free
         pass
     monkeypatch.setattr(PPO, "_one_epoch", real)
-    training.train(PPOConfig(**TINY), out, 2, resume=True, **QUIET)
+    training.train(RLSchedulerConfig(**TINY), out, 2, resume=True, **QUIET)
     with run_lock(out):
         pass
 
 
 def test_a_run_that_fails_to_start_leaves_no_folder_behind(tmp_path):
     with pytest.raises(ValueError):
-        training.train(PPOConfig(**TINY, reward_baseline="no-such-heuristic"), tmp_path / "run",
+        training.train(RLSchedulerConfig(**TINY, reward_baseline="no-such-heuristic"), tmp_path / "run",
                        1, **QUIET)
     assert not (tmp_path / "run").exists()
     with pytest.raises(FileNotFoundError, match="no checkpoint"):

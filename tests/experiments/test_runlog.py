@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_run_folders import TINY, TINY_DEEPRM, TINY_INSPECTOR, busy_toy_trace, dras_config
 
 from hpcsched.agents.inspector import InspectorConfig
-from hpcsched.agents.ppo import PPOConfig
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.agents.deeprm import DeepRMConfig
 from hpcsched.experiments import deeprm as deeprm_training
 from hpcsched.experiments import dras_training as dt
@@ -108,7 +108,7 @@ def toy():
 def run_each(kind: str, out: Path, monkeypatch, toy, **kw):
     """Two epochs (DRAS: episodes) of each trainer, validated every epoch."""
     if kind == "rlscheduler":
-        return training.train(PPOConfig(**TINY), out, 2, validate_every=1, validate_windows=1,
+        return training.train(RLSchedulerConfig(**TINY), out, 2, validate_every=1, validate_windows=1,
                               validate_jobs=64, **kw)
     if kind == "inspector":
         return inspector_training.train(InspectorConfig(**TINY_INSPECTOR), out, 2,
@@ -182,8 +182,8 @@ def test_a_resumed_run_purges_the_events_from_its_first_epoch_on(tmp_path, monke
     monkeypatch.setattr(runlog, "tensorboard_writer", fake)
     quiet = dict(validate_every=1, validate_windows=1, validate_jobs=64, progress=False,
                  log=lambda text: None)
-    training.train(PPOConfig(**TINY), tmp_path / "run", 1, **quiet)
-    training.train(PPOConfig(**TINY), tmp_path / "run", 3, resume=True, **quiet)
+    training.train(RLSchedulerConfig(**TINY), tmp_path / "run", 1, **quiet)
+    training.train(RLSchedulerConfig(**TINY), tmp_path / "run", 3, resume=True, **quiet)
     (first, new), (then, resumed) = calls
     assert first is None and then == 2
     assert new.steps("eval/bsld") == [0, 1] and resumed.steps("eval/bsld") == [2, 3]

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from hpcsched.agents.checkpoint import load_checkpoint
-from hpcsched.agents.ppo import PPO, PPOConfig
+from hpcsched.agents.ppo import PPO
+from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.cli import main
 from hpcsched.experiments.training import train
 
@@ -30,7 +31,7 @@ def same(a, b) -> bool:
 
 def test_crash_loses_only_the_epoch_in_progress_and_resume_matches(tmp_path, monkeypatch):
     straight = tmp_path / "straight"
-    train(PPOConfig(**TINY), straight, 3, **VALIDATE)
+    train(RLSchedulerConfig(**TINY), straight, 3, **VALIDATE)
 
     crashed = tmp_path / "crashed"
     real = PPO._one_epoch
@@ -44,11 +45,11 @@ def test_crash_loses_only_the_epoch_in_progress_and_resume_matches(tmp_path, mon
 
     monkeypatch.setattr(PPO, "_one_epoch", flaky)
     with pytest.raises(RuntimeError, match="power cut"):
-        train(PPOConfig(**TINY), crashed, 3, **VALIDATE)
+        train(RLSchedulerConfig(**TINY), crashed, 3, **VALIDATE)
     monkeypatch.setattr(PPO, "_one_epoch", real)
     assert load_checkpoint(crashed / "model.pt")["epoch"] == 2  # the two finished epochs survive
 
-    train(PPOConfig(**TINY), crashed, 3, resume=True, **VALIDATE)
+    train(RLSchedulerConfig(**TINY), crashed, 3, resume=True, **VALIDATE)
     assert load_checkpoint(crashed / "model.pt")["epoch"] == 3
     # resuming gives exactly the weights of the run that never stopped
     assert same(weights(crashed / "model.pt"), weights(straight / "model.pt"))
@@ -64,7 +65,7 @@ def test_crash_loses_only_the_epoch_in_progress_and_resume_matches(tmp_path, mon
 
 def test_best_checkpoint_holds_the_best_validation_score(tmp_path):
     out = tmp_path / "run"
-    model = train(PPOConfig(**TINY), out, 3, **VALIDATE)
+    model = train(RLSchedulerConfig(**TINY), out, 3, **VALIDATE)
     scores = {h["epoch"]: h["val_bsld"] for h in model.history if "val_bsld" in h and h["epoch"]}
     best_epoch = min(scores, key=scores.get)
     assert load_checkpoint(out / "best.pt")["epoch"] == best_epoch

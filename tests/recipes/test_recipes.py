@@ -53,7 +53,7 @@ def test_every_entry_point_imports():
         refs = [recipe.load, recipe.train, recipe.profile_of, recipe.heuristics,
                 *(rule.entry for rule in recipe.rules),
                 *(ref for c in commands for ref in (c.arguments, c.run)),
-                recipe.evaluation.run, recipe.evaluation.arguments]
+                recipe.evaluation.run, recipe.evaluation.arguments, recipe.tiny]
         for ref in filter(None, refs):
             assert callable(recipes.entry(ref)), ref
         assert recipe.train is not None  # all four have a trainer
@@ -122,7 +122,8 @@ def _direct_inspect(path, name):
 
 
 def _direct_dras(path, name):
-    from hpcsched.experiments.dras_training import DrasPolicy, load_agent
+    from hpcsched.agents.dras_policy import DrasPolicy
+    from hpcsched.experiments.dras_training import load_agent
     from hpcsched.sim.factory import make_engine
 
     agent, config = load_agent(path)

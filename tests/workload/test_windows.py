@@ -98,11 +98,11 @@ def test_disjoint_windows_refuse_when_too_few_fit():
 @pytest.mark.parametrize("trace", ["lublin-1", "lublin-2", "hpc2n", "ctc-sp2"])
 def test_rlscheduler_validation_windows_miss_every_table_window_job(trace):
     """Validation (which chooses best.pt) never sees a job of the windows the tables score."""
-    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
     from hpcsched.experiments.training import Validation
     from hpcsched.workload.windows import paper_windows
 
-    v = Validation(PPOConfig(trace=trace), 20, 256)
+    v = Validation(RLSchedulerConfig(trace=trace), 20, 256)
     test = set()
     for s in paper_windows():
         test.update(range(s, s + 1024))
@@ -113,7 +113,7 @@ def test_rlscheduler_validation_windows_miss_every_table_window_job(trace):
     assert seen and not (seen & test)
     assert max(seen) < 10000  # from the training range
     # the old draw (no avoidance) did overlap: the check above is not vacuous
-    old = Validation(PPOConfig(trace=trace), 20, 256, avoid="none")
+    old = Validation(RLSchedulerConfig(trace=trace), 20, 256, avoid="none")
     assert any(s + 256 > lo and s < hi for s in old.starts for lo, hi in v.avoided)
 
 
@@ -141,11 +141,11 @@ def test_inspector_validation_windows_miss_every_table4_window_job(trace):
 def test_dras_validation_week_comes_before_the_test_period(trace):
     """DRAS validates on the week after its 28 training days and tests on the days after that:
     no job in both, and every validation job submitted before the first test job."""
-    from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, prepared_for,
-                                                    split)
+    from hpcsched.experiments.dras_training import DrasRunConfig, prepared_for
+    from hpcsched.workload.jobsets import first_days, split
 
     config = DrasRunConfig(trace=trace)
-    _, validate, test = split(prepared_for(config), config.train_days, config.validate_days,
+    _, validate, test = split(prepared_for(config).jobs, config.train_days, config.validate_days,
                               config.test_days)
     validate = first_days(validate, config.validate_first_days)
     assert len(validate) and len(test)

@@ -1,8 +1,8 @@
 """Networks and learning algorithms that learn from `hpcsched.envs` and are then used as a `Policy`.
 
-    from hpcsched.agents import PPO, PPOConfig, load_policy
+    from hpcsched.agents import PPO, RLSchedulerConfig, load_policy
 
-    model = PPO(PPOConfig(trace="lublin-1")).learn(epochs=100)
+    model = PPO(RLSchedulerConfig(trace="lublin-1")).learn(epochs=100)
     model.save("runs/lublin-1.pt")
     policy = load_policy("runs/lublin-1.pt")      # engine.run(policy), like any heuristic
 
@@ -12,7 +12,7 @@ Names are imported on first use, so that importing `hpcsched.agents` costs nothi
 from importlib import import_module
 
 _WHERE = {
-    "PPO": "ppo", "PPOParams": "ppo", "PPOConfig": "rlscheduler", "RLSchedulerConfig": "rlscheduler",
+    "PPO": "ppo", "PPOParams": "ppo", "RLSchedulerConfig": "rlscheduler",
     "InspectorConfig": "inspector",
     "KernelPolicy": "nets", "KernelValue": "nets", "FlatValue": "nets", "MLPPolicy": "nets",
     "LeNetPolicy": "nets", "make_policy": "nets", "make_value": "nets",

@@ -8,10 +8,8 @@ itself is `agents.reinforce`'s, with DeepRM's settings (`DeepRMConfig.reinforce`
   ReLU -> M+1 logits (89,451 parameters); weights N(0, 0.01^2), biases 0 (the code's init).
 * One update: `jobsets_per_update` training jobsets, each rolled out `rollouts` (N = 20) times with
   sampled actions, all stepped together in one `DiscreteBatch` with the network run once per step
-  for the whole batch. Returns-to-go with gamma = 1; the baseline at decision index t is the mean
-  return-to-go at index t over the N rollouts of the same jobset (rollouts that ended are counted
-  as 0, the paper's zero padding); the loss is -mean(log pi(a_t | s_t) * (v_t - b_t)) over every
-  step of the group, and RMSProp (lr 1e-3, rho 0.9, eps 1e-9) takes one step.
+  for the whole batch; returns-to-go with gamma = 1 over the time baseline of each jobset's N
+  rollouts (`reinforce`'s "time"), and one RMSProp step (lr 1e-3, rho 0.9, eps 1e-9).
 * An epoch is one pass over the training jobsets (100 by default, shuffled), i.e. 10 updates of 10
   jobsets each: the code's groups of `batch_size` 10, but with an optimiser step per group (the code
   sums the groups' gradients into one step per pass; we take more, smaller steps to learn within
@@ -37,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hpcsched.agents.greedy import greedy_batch, linear_weights64
+from hpcsched.agents.greedy import greedy_batch, linear_weights, mlp_forward
 from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
 from hpcsched.cluster.grid import ResourceGrid
 from hpcsched.sim.discrete_batch import DiscreteBatch
@@ -101,10 +99,6 @@ def policy_network(inputs: int, hidden: int, actions: int) -> nn.Sequential:
     return net
 
 
-def count_parameters(net: nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
-
-
 class NumpyPolicy:
     """The network's forward pass in numpy (a 20-unit MLP: faster than torch per small batch).
 
@@ -114,18 +108,10 @@ class NumpyPolicy:
 
     def __init__(self, net: nn.Sequential, dtype=np.float32) -> None:
         self.dtype = np.dtype(dtype)
-        if self.dtype == np.float64:
-            (self.w1, self.b1), (self.w2, self.b2) = linear_weights64(net)
-            return
-        self.w1 = net[0].weight.detach().numpy().T.copy()
-        self.b1 = net[0].bias.detach().numpy().copy()
-        self.w2 = net[2].weight.detach().numpy().T.copy()
-        self.b2 = net[2].bias.detach().numpy().copy()
+        self.weights = linear_weights(net, self.dtype)
 
     def logits(self, images: np.ndarray) -> np.ndarray:
-        images = np.asarray(images, dtype=self.dtype)
-        h = np.maximum(images @ self.w1 + self.b1, 0)
-        return h @ self.w2 + self.b2
+        return mlp_forward(self.weights, np.asarray(images, dtype=self.dtype))
 
 
 def choose(logits: np.ndarray, mask: np.ndarray | None, rng: np.random.Generator | None,
@@ -349,4 +335,4 @@ class DeepRM:
 
 
 __all__ = ["CHUNK", "VALIDATION_SEED", "DeepRM", "DeepRMConfig", "NumpyPolicy",
-           "Rollout", "choose", "count_parameters", "policy_network", "rollout"]
+           "Rollout", "choose", "policy_network", "rollout"]

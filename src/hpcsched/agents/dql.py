@@ -13,7 +13,7 @@ Epsilon starts at 1 and is multiplied by `epsilon_decay` (the paper's 0.995) at 
 `epsilon_min` (the code's 0.01). One file, top to bottom.
 
 SB3's verbs: `learn(env, jobsets)`, `predict(obs, mask)`, `save(path)`, `DrasDQL.load(path)`,
-`policy(...)` (`agents.dras_episode`, `agents.dras_policy`).
+`policy(...)` (`agents.dras_episode.DrasAgent`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from hpcsched.agents import dras_episode, dras_policy
-from hpcsched.agents.dras_nets import QNet, scaled_sizes
-from hpcsched.agents.greedy import Float64Copy, greedy
+from hpcsched.agents.dras_episode import DrasAgent
+from hpcsched.agents.dras_nets import per_job_net
 
 
 @dataclass
@@ -91,43 +90,25 @@ class Replay:
         self.size, self.at = n, int(state["at"])
 
 
-class DrasDQL:
+class DrasDQL(DrasAgent):
     algo = "dql"
 
     def __init__(self, config: DQLConfig, rows: int, seed: int = 0):
-        self.config = config
-        self.rows = rows
-        nodes = rows - 2 * config.window
-        fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(2 + nodes)
-        torch.manual_seed(seed)
-        self.net = QNet(nodes, fc1, fc2, config.activation)
+        super().__init__(config, rows, seed)
+        self.net = per_job_net(rows, config)
         self.target = copy.deepcopy(self.net)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr)
-        self.rng = np.random.default_rng(seed)
         self.replay = Replay(config.replay, (rows, 2), config.window)
         self.epsilon = 1.0
         self.updates = 0
-        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
     # -- deciding ----------------------------------------------------------------------------------
-    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The masked Q-values of one observation in float64: what a greedy pick compares."""
-        with torch.no_grad():
-            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
-            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
-
-    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
-        """The greedy rule of `hpcsched.agents.greedy` (float64 Q-values rounded to float32; the
-        first slot, the oldest job, on a tie), or with `deterministic=False` epsilon-greedy (its
-        exploiting picks compare the network's float32 Q-values, as training always did)."""
-        if deterministic:
-            return greedy(self.greedy_scores(obs, mask), mask)
-        valid = np.flatnonzero(mask)
+    def explore(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """Epsilon-greedy (its exploiting picks compare the network's float32 Q-values, as
+        training always did)."""
         if self.rng.random() < self.epsilon:
-            return int(self.rng.choice(valid))
-        with torch.no_grad():
-            q = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
-        return int(np.argmax(q))
+            return int(self.rng.choice(np.flatnonzero(mask)))
+        return int(np.argmax(self.scores(obs, mask)))
 
     # -- learning ----------------------------------------------------------------------------------
     def observe(self, obs, mask, action, reward, next_obs, next_mask, done) -> None:
@@ -161,10 +142,6 @@ class DrasDQL:
     def forget(self) -> None:
         """Nothing to forget between episodes: the replay memory carries over."""
 
-    def learn(self, env, jobsets, callback=None) -> "DrasDQL":
-        """Play each jobset as a training episode (`agents.dras_episode.learn`)."""
-        return dras_episode.learn(self, env, jobsets, callback)
-
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
         """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
@@ -190,25 +167,12 @@ class DrasDQL:
         return agent
 
     def training_state(self) -> dict:
-        """What continuing the training needs besides `state`: the random generator's state and
-        the replay memory."""
-        return {"rng": self.rng.bit_generator.state, "replay": self.replay.state()}
+        """`DrasAgent`'s, and the replay memory."""
+        return {**super().training_state(), "replay": self.replay.state()}
 
     def restore_training_state(self, state: dict) -> None:
-        self.rng.bit_generator.state = state["rng"]
+        super().restore_training_state(state)
         self.replay.restore(state["replay"])
-
-    def save(self, path, **run) -> None:
-        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
-        dras_policy.save_agent(path, self, **run)
-
-    @classmethod
-    def load(cls, path) -> "DrasDQL":
-        return dras_policy.load_agent_of(path, cls)
-
-    def policy(self, config, prepared, name: str = "dras"):
-        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
-        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 __all__ = ["DQLConfig", "DrasDQL", "Replay"]

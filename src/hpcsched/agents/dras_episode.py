@@ -1,6 +1,7 @@
 """The DRAS family's episode: one jobset scheduled by one agent (DRAS-PG, DRAS-DQL, Decima-PG) from
 an empty machine, on `envs.dras.DrasEnv`. The same loop serves training (`learn`), validation and
-test (with `learn=True` at test: the paper's online updates)."""
+test (with `learn=True` at test: the paper's online updates). `DrasAgent`: the verbs every agent
+of the family has around it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,67 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from hpcsched.agents import dras_policy
+from hpcsched.agents.greedy import Float64Copy, greedy
 from hpcsched.workload.jobs import JobTable
+
+
+class DrasAgent:
+    """SB3's verbs of a DRAS agent (`agents.dras_pg.DrasPG`, `agents.dql.DrasDQL`): `predict(obs,
+    mask)`, `learn(env, jobsets)`, `save(path)`, `load(path)`, `policy(...)`. An agent builds its
+    `net` after this seeds torch, and has `algo`, `explore`, `state()`, `from_state(state)`."""
+
+    def __init__(self, config, rows: int, seed: int) -> None:
+        import torch
+
+        self.config, self.rows = config, rows
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
+
+    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
+        """The most valued valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
+        scores rounded to float32; the first slot, the oldest job, on a tie), or with
+        `deterministic=False` the agent's exploring pick (`explore`)."""
+        if deterministic:
+            return greedy(self.greedy_scores(obs, mask), mask)
+        return self.explore(obs, mask)
+
+    def scores(self, obs: np.ndarray, mask: np.ndarray, net=None, dtype=np.float32) -> np.ndarray:
+        """The masked scores (logits, Q-values) of one observation by `net` (default: the agent's
+        own, float32), in `dtype`."""
+        import torch
+
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(obs, dtype=dtype))[None]
+            return (self.net if net is None else net)(obs, torch.from_numpy(mask)[None])[0].numpy()
+
+    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The float64 scores a greedy pick compares."""
+        return self.scores(obs, mask, self._net64(self.net), np.float64)
+
+    def learn(self, env, jobsets, callback=None):
+        """Play each jobset as a training episode (`learn` below)."""
+        return learn(self, env, jobsets, callback)
+
+    def training_state(self) -> dict:
+        """What continuing the training needs besides `state`: the random generator's state."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def restore_training_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+    def save(self, path, **run) -> None:
+        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
+        dras_policy.save_agent(path, self, **run)
+
+    @classmethod
+    def load(cls, path):
+        return dras_policy.load_agent_of(path, cls)
+
+    def policy(self, config, prepared, name: str = "dras"):
+        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
+        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 def run_episode(agent, env, jobs: JobTable, *, learn: bool, explore: bool | None = None,
@@ -57,4 +118,4 @@ def learn(agent, env, jobsets: Iterable[JobTable],
     return agent
 
 
-__all__ = ["learn", "run_episode"]
+__all__ = ["DrasAgent", "learn", "run_episode"]

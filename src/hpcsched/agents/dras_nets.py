@@ -40,32 +40,25 @@ class PolicyNet(nn.Module):
         self.out = nn.Linear(fc2, out)
         self.act = ACTIVATIONS[activation]()
 
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """FC2 and the output, from FC1's pre-activation `h`."""
+        return self.out(self.act(self.fc2(self.act(h))))
+
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, W] from observations [B, rows, 2]; masked slots get -inf."""
-        x = self.conv(obs).squeeze(-1)
-        x = self.act(self.fc2(self.act(self.fc1(x))))
-        logits = self.out(x)
-        if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        return logits
+        return masked(self.head(self.fc1(self.conv(obs).squeeze(-1))), mask)
 
 
-class QNet(nn.Module):
+class QNet(PolicyNet):
     """One Q-value per job from [its 2 rows + N node rows]; see the module docstring."""
 
     def __init__(self, nodes: int, fc1: int, fc2: int, activation: str = "leaky_relu"):
-        super().__init__()
+        super().__init__(2 + nodes, fc1, fc2, 1, activation)
         self.nodes = nodes
-        self.conv = nn.Linear(2, 1)
-        self.fc1 = nn.Linear(2 + nodes, fc1, bias=False)
-        self.fc2 = nn.Linear(fc1, fc2, bias=False)
-        self.out = nn.Linear(fc2, 1)
-        self.act = ACTIVATIONS[activation]()
 
     def score_one(self, job_and_nodes: torch.Tensor) -> torch.Tensor:
         """The paper's form: Q [B] from [B, 2 + N, 2]."""
-        x = self.conv(job_and_nodes).squeeze(-1)
-        return self.out(self.act(self.fc2(self.act(self.fc1(x))))).squeeze(-1)
+        return super().forward(job_and_nodes).squeeze(-1)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Q [B, W] for every job slot of window observations [B, 2W + N, 2]."""
@@ -74,34 +67,40 @@ class QNet(nn.Module):
         jobs = c[:, : 2 * w].reshape(c.shape[0], w, 2)
         weight = self.fc1.weight  # [fc1, 2 + N]: the job's two rows come first
         h = jobs @ weight[:, :2].T + (c[:, 2 * w:] @ weight[:, 2:].T)[:, None, :]
-        q = self.out(self.act(self.fc2(self.act(h)))).squeeze(-1)
-        if mask is not None:
-            q = q.masked_fill(~mask, float("-inf"))
-        return q
+        return masked(self.head(h).squeeze(-1), mask)
 
     def score_slots(self, obs: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Q [B] of one slot per observation (what a TD update needs, a W-th of `forward`)."""
         c = self.conv(obs).squeeze(-1)
         w = (c.shape[1] - self.nodes) // 2
         idx = torch.stack([2 * slots, 2 * slots + 1], dim=1)  # [B, 2]
-        job = c.gather(1, idx)
-        x = torch.cat([job, c[:, 2 * w:]], dim=1)
-        return self.out(self.act(self.fc2(self.act(self.fc1(x))))).squeeze(-1)
+        x = torch.cat([c.gather(1, idx), c[:, 2 * w:]], dim=1)
+        return self.head(self.fc1(x)).squeeze(-1)
 
 
-def parameter_count(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+def per_job_net(rows: int, config) -> QNet:
+    """The per-job network of an agent `config` (its window, FC sizes, 0: scaled, activation) on
+    observations of `rows` rows."""
+    nodes = rows - 2 * config.window
+    fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(2 + nodes)
+    return QNet(nodes, fc1, fc2, config.activation)
+
+
+def masked(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
 
 
 def paper_parameter_counts() -> dict[str, int]:
     """Trainable parameters of Table III's four networks, built on the meta device (no memory)."""
+    from hpcsched.agents.nets import count_parameters
+
     with torch.device("meta"):
         return {
-            "theta_pg": parameter_count(PolicyNet(4460, 4000, 1000, 50)),
-            "theta_dql": parameter_count(QNet(4360, 4000, 1000)),
-            "cori_pg": parameter_count(PolicyNet(12176, 10000, 4000, 50)),
-            "cori_dql": parameter_count(QNet(12076, 10000, 4000)),
+            "theta_pg": count_parameters(PolicyNet(4460, 4000, 1000, 50)),
+            "theta_dql": count_parameters(QNet(4360, 4000, 1000)),
+            "cori_pg": count_parameters(PolicyNet(12176, 10000, 4000, 50)),
+            "cori_dql": count_parameters(QNet(12076, 10000, 4000)),
         }
 
 
-__all__ = ["PolicyNet", "QNet", "paper_parameter_counts", "parameter_count", "scaled_sizes"]
+__all__ = ["PolicyNet", "QNet", "paper_parameter_counts", "per_job_net", "scaled_sizes"]

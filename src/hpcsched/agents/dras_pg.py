@@ -2,14 +2,10 @@
 
 The agent acts one pick at a time (level 1 and level 2 alike, with the same network), remembers
 (observation, mask, action, reward), and every `update_every` scheduling instances takes one step
-of `agents.reinforce` on what it remembered, as one trajectory, then forgets it:
-
-    loss = -mean_k log pi(a_k | s_k) * A_k,   A_k = G_k - b_k,   G_k = sum_{k' >= k} gamma^(k'-k) r_k'
-
-with returns truncated at the end of the batch (the code's). The baseline b is either the batch
-standardisation of the code (`baseline="standardize"`: A = (G - mean G) / std G) or the paper's
-per-step running mean of past returns (`baseline="running"`). The same class is Decima-PG when it
-plays the one-level environment.
+of `agents.reinforce` on what it remembered, as one trajectory (returns truncated at its end, as
+the code's), then forgets it; its baseline is the code's batch standardisation or the paper's
+running mean (`reinforce.BASELINES`). The same class is Decima-PG when it plays the one-level
+environment.
 
 Defaults (spec section 16 items 6-8): the code's gamma = 0.6 and batch standardisation (with the
 paper's undiscounted returns and running-mean baseline, the 10-instance batches of a busy cluster
@@ -19,7 +15,7 @@ rate of the authors' later CQGym code) with the gradient norm clipped at 1 and a
 the logits by hundreds within a few dozen updates and the policy collapses onto one slot.
 
 SB3's verbs: `learn(env, jobsets)`, `predict(obs, mask)`, `save(path)`, `DrasPG.load(path)`,
-`policy(...)` (`agents.dras_episode`, `agents.dras_policy`).
+`policy(...)` (`agents.dras_episode.DrasAgent`).
 """
 
 from __future__ import annotations
@@ -29,9 +25,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from hpcsched.agents import dras_episode, dras_policy
-from hpcsched.agents.dras_nets import PolicyNet, QNet, scaled_sizes
-from hpcsched.agents.greedy import Float64Copy, greedy
+from hpcsched.agents.dras_episode import DrasAgent
+from hpcsched.agents.dras_nets import PolicyNet, per_job_net, scaled_sizes
 from hpcsched.agents.reinforce import Reinforce, ReinforceSettings
 
 
@@ -61,50 +56,32 @@ class PGConfig:
                                  max_grad_norm=self.max_grad_norm)
 
 
-class DrasPG:
+class DrasPG(DrasAgent):
     algo = "pg"
 
     def __init__(self, config: PGConfig, rows: int, seed: int = 0):
         if config.baseline not in ("standardize", "running"):
             raise ValueError(f"baseline must be standardize or running, not {config.baseline!r}")
-        self.config = config
-        self.rows = rows
-        torch.manual_seed(seed)
+        super().__init__(config, rows, seed)
         if config.net == "paper":
             fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(rows)
             self.net = PolicyNet(rows, fc1, fc2, config.window, config.activation)
         elif config.net == "per_job":
-            nodes = rows - 2 * config.window
-            fc1, fc2 = (config.fc1, config.fc2) if config.fc1 else scaled_sizes(2 + nodes)
-            self.net = QNet(nodes, fc1, fc2, config.activation)
+            self.net = per_job_net(rows, config)
         else:
             raise ValueError(f"net must be paper or per_job, not {config.net!r}")
         self.reinforce = Reinforce(self.net.parameters(), config.reinforce)
-        self.rng = np.random.default_rng(seed)
         self.dropped = 0
         self._memory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
-        self._net64 = Float64Copy()  # the greedy picks' float64 copy of `net`
 
     @property
     def updates(self) -> int:
         return self.reinforce.updates
 
     # -- deciding ----------------------------------------------------------------------------------
-    def greedy_scores(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The masked logits of one observation in float64: what a greedy pick compares."""
-        with torch.no_grad():
-            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
-            return self._net64(self.net)(obs64, torch.from_numpy(mask)[None])[0].numpy()
-
-    def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> int:
-        """The most probable valid slot by the greedy rule of `hpcsched.agents.greedy` (float64
-        logits rounded to float32; the first slot, the oldest job, on a tie), or with
-        `deterministic=False` a sample of the masked softmax (the network's float32, as training
-        draws it)."""
-        if deterministic:
-            return greedy(self.greedy_scores(obs, mask), mask)
-        with torch.no_grad():
-            logits = self.net(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None])[0].numpy()
+    def explore(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """A sample of the masked softmax (the network's float32, as training draws it)."""
+        logits = self.scores(obs, mask)
         p = np.exp(logits - logits.max())
         p /= p.sum()
         return int(self.rng.choice(p.size, p=p))
@@ -135,10 +112,6 @@ class DrasPG:
     def forget(self) -> None:
         self._memory = []
 
-    def learn(self, env, jobsets, callback=None) -> "DrasPG":
-        """Play each jobset as a training episode (`agents.dras_episode.learn`)."""
-        return dras_episode.learn(self, env, jobsets, callback)
-
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
         """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
@@ -163,25 +136,6 @@ class DrasPG:
         agent.reinforce.updates = counters["updates"]
         agent.dropped = counters["dropped"]
         return agent
-
-    def training_state(self) -> dict:
-        """What continuing the training needs besides `state`: the random generator's state."""
-        return {"rng": self.rng.bit_generator.state}
-
-    def restore_training_state(self, state: dict) -> None:
-        self.rng.bit_generator.state = state["rng"]
-
-    def save(self, path, **run) -> None:
-        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
-        dras_policy.save_agent(path, self, **run)
-
-    @classmethod
-    def load(cls, path) -> "DrasPG":
-        return dras_policy.load_agent_of(path, cls)
-
-    def policy(self, config, prepared, name: str = "dras"):
-        """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""
-        return dras_policy.DrasPolicy(self, config, prepared, name)
 
 
 __all__ = ["DrasPG", "PGConfig"]

@@ -40,10 +40,7 @@ def decision_scores(scores) -> np.ndarray:
 def greedy(scores, mask=None) -> int:
     """The action of one decision: the first maximum of the rounded `scores` (1-D) among the
     entries `mask` allows (all when None). With nothing allowed, 0."""
-    s = decision_scores(scores)
-    if mask is not None:
-        s = np.where(np.asarray(mask, dtype=bool), s, -np.inf)
-    return int(np.argmax(s))  # numpy's argmax returns the first maximum
+    return int(greedy_batch(scores, mask))
 
 
 def greedy_batch(scores, mask=None) -> np.ndarray:
@@ -51,26 +48,27 @@ def greedy_batch(scores, mask=None) -> np.ndarray:
     s = decision_scores(scores)
     if mask is not None:
         s = np.where(np.asarray(mask, dtype=bool), s, -np.inf)
-    return np.argmax(s, axis=-1).astype(np.int64)
+    return np.argmax(s, axis=-1).astype(np.int64)  # numpy's argmax returns the first maximum
 
 
-def linear_weights64(net) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(W^T, b)`` of every `torch.nn.Linear` in `net`, in module order, widened to float64 (copies:
-    later training does not change them)."""
+def linear_weights(net, dtype=np.float64) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(W^T, b)`` of every `torch.nn.Linear` in `net`, in module order, as `dtype` (float64:
+    widened exactly; copies: later training does not change them)."""
     from torch import nn
 
-    return [(m.weight.detach().numpy().astype(np.float64).T.copy(),
-             m.bias.detach().numpy().astype(np.float64).copy())
+    return [(m.weight.detach().numpy().astype(dtype).T.copy(),
+             m.bias.detach().numpy().astype(dtype).copy())
             for m in net.modules() if isinstance(m, nn.Linear)]
 
 
-def mlp_logits64(weights: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
-    """An MLP's forward pass in float64: `weights` as `linear_weights64` gives them (W^T, b per
-    layer), ReLU between layers; `x` one input (F,) or a batch (B, F)."""
+def mlp_forward(weights: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """An MLP's forward pass in numpy, in the weights' dtype: `weights` as `linear_weights` gives
+    them (W^T, b per layer), ReLU between layers; `x` one input (F,) or a batch (B, F)."""
     for i, (wt, b) in enumerate(weights):
-        x = x @ wt + b
+        x = x @ wt
+        x += b
         if i < len(weights) - 1:
-            x = np.maximum(x, 0.0)
+            np.maximum(x, 0.0, out=x)
     return x
 
 
@@ -102,4 +100,4 @@ class Float64Copy:
 
 
 __all__ = ["DECISION_DTYPE", "Float64Copy", "decision_scores", "greedy", "greedy_batch",
-           "linear_weights64", "mlp_logits64", "torch_float64"]
+           "linear_weights", "mlp_forward", "torch_float64"]

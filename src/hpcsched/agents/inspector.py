@@ -15,21 +15,22 @@ rates and its own arithmetic: the batch taken whole, statistics as float32 means
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 
-from hpcsched.agents.greedy import greedy, linear_weights64, mlp_logits64
+from hpcsched.agents.greedy import greedy, linear_weights, mlp_forward
 from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
-from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
-from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect
+from hpcsched.agents.ppo import PPO, PPOParams, PPOSettings, config_from_dict, derived_seed
+from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect, needed_estimate
 
 @dataclass
-class InspectorConfig:
-    """Every setting of a training run. Defaults: the paper (section 4.1) and the authors' code."""
+class InspectorConfig(PPOSettings):
+    """Every setting of a training run: PPO's (`ppo.PPOSettings`) and these. Defaults: the paper
+    (section 4.1) and the authors' code."""
 
     # -- the environment (hpcsched.envs.inspector.InspectEnv's arguments) ---------------------------
     trace: str = "lublin-1"
@@ -47,17 +48,9 @@ class InspectorConfig:
     train_fraction: float = 0.2
     max_interval: float = 600.0
     max_rejections: int = 72
-    # -- PPO -----------------------------------------------------------------------------------------
-    trajectories_per_epoch: int = 100
+    # -- PPO (and PPOSettings') ---------------------------------------------------------------------
     n_envs: int = 100
-    gamma: float = 1.0
-    lam: float = 0.97
-    clip_ratio: float = 0.2
     pi_lr: float = 1e-3  # the paper's stated rate (the code's policy rate is 3e-4)
-    vf_lr: float = 1e-3
-    train_pi_iters: int = 80
-    train_v_iters: int = 80
-    target_kl: float = 0.01
     # None: PyTorch's default initialisation (about 50% reject at first). P in (0, 1): the output
     # layer starts with near-zero weights and the bias of an accept probability P, so the inspector
     # starts as (almost) the base heuristic and only learns to reject where that pays.
@@ -66,9 +59,6 @@ class InspectorConfig:
     # decisions on `init_episodes` training episodes, so PPO starts from the rule, not from chance.
     init_rule: str | None = None
     init_episodes: int = 100
-    # -- the run -------------------------------------------------------------------------------------
-    seed: int = 0
-    threads: int | None = None
 
     @property
     def n_features(self) -> int:
@@ -82,22 +72,11 @@ class InspectorConfig:
                     max_rejections=self.max_rejections, profile=self.profile)
 
     def __post_init__(self) -> None:
-        from hpcsched.sim.profiles import get_profile
-
-        if self.estimate is not None and get_profile(self.profile).cleaning == "schedinspector":
-            if self.estimate == "user":
-                raise ValueError(f"estimate 'user': the {self.profile} profile schedules every job "
-                                 f"with its run time as its request (SchedInspector's code); for "
-                                 f"the users' requested times use --profile schedinspector-paper")
-            self.estimate = None  # "perfect": the profile's loader does it already
+        self.estimate = needed_estimate(self.estimate, self.profile)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InspectorConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"InspectorConfig: unknown setting(s) {', '.join(sorted(unknown))}")
-        return cls(**trained_config(d))
+        return config_from_dict(cls, trained_config(d))
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:
@@ -196,11 +175,11 @@ class InspectedPolicy:
         self.inspection: Inspection | None = None
         self._weights = None
         if net is not None:  # plain numpy: far cheaper than a torch call for one decision
-            self._weights = linear_weights64(net)
+            self._weights = linear_weights(net)
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """The network's two logits (accept, reject) of one observation, in float64."""
-        return mlp_logits64(self._weights, np.asarray(obs, dtype=np.float64))
+        return mlp_forward(self._weights, np.asarray(obs, dtype=np.float64))
 
     def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
         """The inspector's action (0 accept, 1 reject) on an observation: by the greedy rule of
@@ -263,4 +242,4 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
 
 __all__ = ["InspectedPolicy", "InspectorConfig", "InspectorPolicyNet",
            "InspectorValueNet", "bias_toward_accept", "fit_rule", "load_inspector",
-           "load_inspector_checkpoint", "mlp_logits64", "reject_unfit", "trained_config"]
+           "load_inspector_checkpoint", "reject_unfit", "trained_config"]

@@ -175,17 +175,12 @@ def kernel_logits(
 
     Only the real rows go through the MLP (a masked logit is ``-1e6`` plus whatever its score would
     be; the score of a padding row does not matter, so it is taken as 0)."""
+    from hpcsched.agents.greedy import mlp_forward
+
     mask = np.asarray(mask, dtype=bool)
     dtype = weights[0][0].dtype
-    x = np.asarray(obs, dtype=dtype)[mask]
-    last = len(weights) - 1
-    for i, (w, b) in enumerate(weights):
-        x = x @ w
-        x += b
-        if i < last:
-            np.maximum(x, 0.0, out=x)
     logits = np.full(mask.shape, -MASK_PENALTY, dtype=dtype)
-    logits[mask] = x[:, 0]
+    logits[mask] = mlp_forward(weights, np.asarray(obs, dtype=dtype)[mask])[:, 0]
     return logits
 
 
@@ -305,9 +300,9 @@ class InspectorPolicyNet(MaskedPolicy):
         return logits if mask is None else apply_mask(logits, mask)
 
     def scores64(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        from hpcsched.agents.greedy import linear_weights64, mlp_logits64
+        from hpcsched.agents.greedy import linear_weights, mlp_forward
 
-        return mlp_logits64(linear_weights64(self), np.asarray(obs, dtype=np.float64))
+        return mlp_forward(linear_weights(self), np.asarray(obs, dtype=np.float64))
 
 
 class InspectorValueNet(ValueNet):

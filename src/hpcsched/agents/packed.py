@@ -182,56 +182,26 @@ def _param_grads(ws, gw, gb) -> list[torch.Tensor]:
     return out
 
 
-class _MLPRows(torch.autograd.Function):
-    """The MLP over the rows of x, chunk by chunk; no gradient for x (the observation is data).
-    With `recompute` the forward keeps nothing and the backward recomputes each chunk's
-    activations; otherwise it keeps them."""
-
-    @staticmethod
-    def forward(ctx, x, chunk, recompute, *params):
-        ws, bs = params[0::2], params[1::2]
-        keep = not recompute and any(ctx.needs_input_grad[3:])
-        out = x.new_empty((len(x), ws[-1].shape[0]))
-        ctx.kept = []
-        for s in range(0, len(x), chunk):
-            hs = _forward(ws, bs, x[s:s + chunk], keep=keep)
-            out[s:s + chunk] = hs[-1]
-            if keep:
-                ctx.kept.append(hs)
-        ctx.save_for_backward(x, *params)
-        ctx.chunk = chunk
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        x, *params = ctx.saved_tensors
-        ws, bs = params[0::2], params[1::2]
-        gw, gb = _grad_buffers(ws, bs)
-        grad_out = grad_out.contiguous()
-        for i, s in enumerate(range(0, len(x), ctx.chunk)):
-            hs = ctx.kept[i] if ctx.kept else _forward(ws, bs, x[s:s + ctx.chunk], keep=True)
-            _backward(ws, hs, grad_out[s:s + ctx.chunk], gw, gb, input_grad=False)
-        ctx.kept = []
-        return (None, None, None, *_param_grads(ws, gw, gb))
-
-
-class _MLPGathered(torch.autograd.Function):
-    """The MLP over the rows ``src[index]`` (src 1-D, index (N, width)), chunk by chunk, with the
-    gradient of src (summed over the repeats of each entry). `recompute` as in `_MLPRows`."""
+class _MLP(torch.autograd.Function):
+    """The MLP over the rows of x, or, with an `index` (N, width), over the rows ``src[index]``
+    of a 1-D src, chunk by chunk; src's gradient (summed over the repeats of each entry) only
+    where it needs one (the observation is data). With `recompute` the forward keeps nothing and
+    the backward recomputes each chunk's activations; otherwise it keeps them."""
 
     @staticmethod
     def forward(ctx, src, index, chunk, recompute, *params):
         ws, bs = params[0::2], params[1::2]
         keep = not recompute and any(ctx.needs_input_grad)
-        out = src.new_empty((len(index), ws[-1].shape[0]))
+        n = len(src if index is None else index)
+        out = src.new_empty((n, ws[-1].shape[0]))
         ctx.kept = []
-        for s in range(0, len(index), chunk):
-            hs = _forward(ws, bs, _take(src, index[s:s + chunk]), keep=keep)
+        for s in range(0, n, chunk):
+            hs = _forward(ws, bs, _chunk(src, index, s, chunk), keep=keep)
             out[s:s + chunk] = hs[-1]
             if keep:
                 ctx.kept.append(hs)
         ctx.save_for_backward(src, index, *params)
-        ctx.chunk = chunk
+        ctx.chunk, ctx.n = chunk, n
         return out
 
     @staticmethod
@@ -239,15 +209,22 @@ class _MLPGathered(torch.autograd.Function):
         src, index, *params = ctx.saved_tensors
         ws, bs = params[0::2], params[1::2]
         gw, gb = _grad_buffers(ws, bs)
-        grad_src = torch.zeros_like(src)
+        input_grad = ctx.needs_input_grad[0]
+        grad_src = torch.zeros_like(src) if input_grad else None
         grad_out = grad_out.contiguous()
-        for i, s in enumerate(range(0, len(index), ctx.chunk)):
-            part = index[s:s + ctx.chunk]
-            hs = ctx.kept[i] if ctx.kept else _forward(ws, bs, _take(src, part), keep=True)
-            g = _backward(ws, hs, grad_out[s:s + ctx.chunk], gw, gb, input_grad=True)
-            grad_src.scatter_add_(0, part.reshape(-1), g.reshape(-1))
+        for i, s in enumerate(range(0, ctx.n, ctx.chunk)):
+            hs = ctx.kept[i] if ctx.kept else _forward(ws, bs, _chunk(src, index, s, ctx.chunk),
+                                                       keep=True)
+            g = _backward(ws, hs, grad_out[s:s + ctx.chunk], gw, gb, input_grad=input_grad)
+            if input_grad:
+                grad_src.scatter_add_(0, index[s:s + ctx.chunk].reshape(-1), g.reshape(-1))
         ctx.kept = []
         return (grad_src, None, None, None, *_param_grads(ws, gw, gb))
+
+
+def _chunk(src: torch.Tensor, index: torch.Tensor | None, s: int, chunk: int) -> torch.Tensor:
+    """Rows s to s + chunk of the input: of src itself, or of src[index]."""
+    return src[s:s + chunk] if index is None else _take(src, index[s:s + chunk])
 
 
 class PrefixLayout:
@@ -359,14 +336,14 @@ def mlp_rows(seq: nn.Sequential, x: torch.Tensor, chunk: int = ROW_CHUNK,
     """``seq(x)`` for x (N, in) -> (N, out), with the chunked backward (no gradient for x)."""
     if x.requires_grad:
         raise ValueError("mlp_rows gives no gradient for its input; use the module itself")
-    return _MLPRows.apply(x.contiguous(), int(chunk), bool(recompute), *_params(seq))
+    return _MLP.apply(x.contiguous(), None, int(chunk), bool(recompute), *_params(seq))
 
 
 def mlp_gathered(seq: nn.Sequential, src: torch.Tensor, index: torch.Tensor,
                  chunk: int = GATHER_CHUNK, recompute: bool = False) -> torch.Tensor:
     """``seq(src[index])`` for a 1-D src and index (N, width) -> (N, out), chunked, with the
     gradient of src."""
-    return _MLPGathered.apply(src, index, int(chunk), bool(recompute), *_params(seq))
+    return _MLP.apply(src, index, int(chunk), bool(recompute), *_params(seq))
 
 
 class ActionPacking:

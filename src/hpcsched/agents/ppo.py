@@ -18,10 +18,10 @@ seeded the same way. So training 2 epochs, or 1 epoch + save + load + 1 epoch, g
 
 What PPO learns, and from what, is a configuration (`Configuration`): its networks, its
 environments (the training aids that are not the algorithm are wrappers, `envs.wrappers`) and its
-hyperparameters (`PPOParams`). RLScheduler's is `agents.rlscheduler.RLSchedulerConfig` (also
-known as `PPOConfig`), SchedInspector's `agents.inspector.InspectorConfig`:
+hyperparameters (`PPOParams`). RLScheduler's is `agents.rlscheduler.RLSchedulerConfig`,
+SchedInspector's `agents.inspector.InspectorConfig`:
 
-    model = PPO(PPOConfig(trace="lublin-1", metric="bsld"))
+    model = PPO(RLSchedulerConfig(trace="lublin-1", metric="bsld"))
     model.learn(epochs=100)
     model.save("runs/lublin-1-bsld.pt")
     model = PPO.load("runs/lublin-1-bsld.pt")        # either kind, from the checkpoint
@@ -45,8 +45,9 @@ from hpcsched.agents.nets import MaskedPolicy, ValueNet
 
 
 @dataclass
-class PPOParams:
-    """The algorithm's settings. A configuration derives them from its own (`Configuration`)."""
+class PPOSettings:
+    """PPO's settings as a configuration has them (its dataclass's first fields; the defaults
+    are RLScheduler's code)."""
 
     trajectories_per_epoch: int = 100
     gamma: float = 1.0
@@ -59,8 +60,14 @@ class PPOParams:
     target_kl: float = 0.01  # early stop once approx KL > 1.5 x target_kl
     seed: int = 0
     threads: int | None = None  # torch.set_num_threads for learn(); None: torch's default
-    # How the arithmetic is arranged. None of these changes what is estimated; each one fixes
-    # the rounding or the random stream of a published configuration, so that it trains the same.
+
+
+@dataclass
+class PPOParams(PPOSettings):
+    """The algorithm's settings: a configuration's (`Configuration`), and how the arithmetic is
+    arranged. None of the arrangement changes what is estimated; each one fixes the rounding or
+    the random stream of a published configuration, so that it trains the same."""
+
     parallel_update: bool = True  # policy and value iterations in two threads (same arithmetic)
     # torch threads of the rollouts (None: learn's). One: the network calls are small (<= 12,800
     # rows), and a second thread adds a barrier per op that costs a scheduler slice whenever the
@@ -80,10 +87,9 @@ class PPOParams:
             raise ValueError("float32_stats are means over the whole batch: they need chunk=None")
 
     @classmethod
-    def of(cls, config, **arrangement) -> "PPOParams":
-        """The settings `config` has by these names, the others from `arrangement`."""
-        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)
-                      if hasattr(config, f.name)}, **arrangement)
+    def of(cls, config: PPOSettings, **arrangement) -> "PPOParams":
+        """`config`'s PPO settings, arranged as `arrangement` says."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(PPOSettings)}, **arrangement)
 
 
 class Configuration(Protocol):
@@ -102,7 +108,16 @@ class Configuration(Protocol):
     def from_dict(cls, d: dict[str, Any]) -> "Configuration": ...
 
 
-#: a model file's recipe -> its configuration
+def config_from_dict(cls, d: dict[str, Any]):
+    """A configuration dataclass from its saved settings; an unknown one is refused, named."""
+    unknown = set(d) - {f.name for f in fields(cls)}
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown setting(s) {', '.join(sorted(unknown))}")
+    return cls(**d)
+
+
+#: a model file's recipe -> its configuration class (module, qualified name); a recipe of
+#: PPO registered from outside adds its own (`recipes.pick_job.ppo_recipe`)
 CONFIGURATIONS = {"rlscheduler": ("hpcsched.agents.rlscheduler", "RLSchedulerConfig"),
                   "schedinspector": ("hpcsched.agents.inspector", "InspectorConfig")}
 
@@ -169,7 +184,7 @@ class PPO:
         self.epoch = 0  # epochs done
         self.history: list[dict[str, Any]] = []
         # the options of the training run that shape it besides the config (validation): set by
-        # `experiments.training`, kept in the checkpoint
+        # `experiments.runfolder`, kept in the checkpoint
         self.run_options: dict[str, Any] = {}
         # what the configuration keeps in the model file besides PPO's own (RLScheduler: the
         # filter band, the warm start)
@@ -432,20 +447,14 @@ class PPO:
 
 def recipe_of(config) -> str:
     """The recipe whose configuration `config` is (`CONFIGURATIONS`)."""
-    for recipe, (module, name) in CONFIGURATIONS.items():
-        if type(config).__module__ == module and type(config).__name__ == name:
+    where = (type(config).__module__, type(config).__qualname__)
+    for recipe, known in CONFIGURATIONS.items():
+        if tuple(known) == where:
             return recipe
-    raise ValueError(f"PPO saves the configurations it can load back ({', '.join(CONFIGURATIONS)}); "
-                     f"add {type(config).__name__} to hpcsched.agents.ppo.CONFIGURATIONS")
+    raise ValueError(f"PPO saves the configurations it can load back, those of a recipe "
+                     f"({', '.join(CONFIGURATIONS)}); register {type(config).__name__}'s "
+                     f"(`recipes.pick_job.ppo_recipe`)")
 
 
-def __getattr__(name: str):
-    if name == "PPOConfig":  # RLScheduler's configuration, by the name it had here
-        from hpcsched.agents.rlscheduler import RLSchedulerConfig
-
-        return RLSchedulerConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOConfig", "PPOParams",
+__all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOParams", "PPOSettings", "config_from_dict",
            "advantages_and_returns", "derived_seed", "recipe_of", "torch_threads"]

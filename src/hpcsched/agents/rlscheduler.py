@@ -14,15 +14,16 @@ taking a trained model's networks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from hpcsched.agents.ppo import PPO, PPOParams, derived_seed
+from hpcsched.agents.ppo import PPO, PPOParams, PPOSettings, config_from_dict, derived_seed
 
 
 @dataclass
-class RLSchedulerConfig:
-    """Every setting of a training run. Defaults: RLScheduler's code and paper (spec section 8)."""
+class RLSchedulerConfig(PPOSettings):
+    """Every setting of a training run: PPO's (`ppo.PPOSettings`) and these. Defaults:
+    RLScheduler's code and paper (spec section 8)."""
 
     # -- the environment (hpcsched.envs.pick_job.PickJobEnv's arguments) ---------------------------
     trace: str = "lublin-1"
@@ -38,16 +39,6 @@ class RLSchedulerConfig:
     # -- networks (nets.POLICIES, nets.VALUES) ------------------------------------------------------
     policy: str = "kernel"
     value: str = "kernel"  # the code's kernel-then-MLP critic (11,570); "flat": the paper's MLP
-    # -- PPO -----------------------------------------------------------------------------------------
-    trajectories_per_epoch: int = 100
-    gamma: float = 1.0
-    lam: float = 0.97
-    clip_ratio: float = 0.2
-    pi_lr: float = 3e-4
-    vf_lr: float = 1e-3
-    train_pi_iters: int = 80
-    train_v_iters: int = 80
-    target_kl: float = 0.01  # early stop once approx KL > 1.5 x target_kl
     # -- trajectory filtering (spec section 7; see envs/filtering.py) -------------------------------
     filter: str = "none"  # "none", "paper": band (median, 2 x mean) of SJF, "fixed": (10, 150)
     filter_windows: int = 1000  # SJF windows sampled for the band's statistics
@@ -59,8 +50,6 @@ class RLSchedulerConfig:
     init_episodes: int = 100  # episodes of the heuristic to imitate
     init_steps: int = 300  # supervised steps on them
     # -- the run -------------------------------------------------------------------------------------
-    seed: int = 0
-    threads: int | None = None  # torch.set_num_threads for learn(); None: torch's default
     parallel_update: bool = True  # policy and value iterations in two threads (same arithmetic)
 
     #: decisions per gradient chunk of the networks over the flattened observation
@@ -74,15 +63,11 @@ class RLSchedulerConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RLSchedulerConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"PPOConfig: unknown setting(s) {', '.join(sorted(unknown))}")
-        return cls(**d)
+        return config_from_dict(cls, d)
 
     # -- PPO's configuration (ppo.Configuration) ----------------------------------------------------
     def ppo_params(self) -> PPOParams:
-        return PPOParams.of(self, chunk=self.CHUNK)
+        return PPOParams.of(self, parallel_update=self.parallel_update, chunk=self.CHUNK)
 
     def networks(self):
         from hpcsched.agents.nets import make_policy, make_value
@@ -111,11 +96,6 @@ class RLSchedulerConfig:
     def extra_state(self) -> dict[str, Any]:
         # "filter": the band and its statistics once computed; "warm": what `warm_start` did
         return {"filter": None, "warm": None}
-
-
-#: the name the configuration had when PPO was RLScheduler's alone (the CLI and the checkpoint
-#: loader use it)
-PPOConfig = RLSchedulerConfig
 
 
 def window_filter(model: PPO, prepared):
@@ -165,4 +145,4 @@ def warm_start(model: PPO) -> dict[str, Any]:
     return model.extra["warm"]
 
 
-__all__ = ["PPOConfig", "RLSchedulerConfig", "warm_start", "window_filter"]
+__all__ = ["RLSchedulerConfig", "warm_start", "window_filter"]

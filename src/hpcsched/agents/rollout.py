@@ -22,8 +22,6 @@ import numpy as np
 class VecEnv(Protocol):
     """What `collect` needs of a vectorised environment (hpcsched.envs.vec.VecPickJob)."""
 
-    n_envs: int
-
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]: ...
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -79,10 +77,8 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     """Step `env` with `act` until n episodes (as `quotas` assigns them) have finished."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"collect: the number of episodes must be a positive integer, got {n!r}")
-    n_envs = int(getattr(env, "n_envs", 0)) or None
     obs, mask = env.reset(seed=seed)
-    if n_envs is None:
-        n_envs = obs.shape[0]
+    n_envs = len(obs)
     quota = quotas(n, n_envs)
     finished = np.zeros(n_envs, dtype=np.int64)
     # per batched step: which envs were recorded and what they saw and did
@@ -93,16 +89,9 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         if steps >= max_steps:
             raise RuntimeError(f"collect: {n} episodes did not finish within {max_steps} steps")
         actions, logp = act(obs, mask)
-        recording = finished < quota
-        if recording.all():
-            env_ids = np.arange(n_envs)
-            blocks.append((env_ids, finished.copy(), obs.copy(), mask.copy(),
-                           np.asarray(actions, np.int64).copy(), np.asarray(logp, np.float32).copy()))
-        else:
-            env_ids = np.flatnonzero(recording)
-            blocks.append((env_ids, finished[env_ids], obs[env_ids], mask[env_ids],
-                           np.asarray(actions, np.int64)[env_ids],
-                           np.asarray(logp, np.float32)[env_ids]))
+        env_ids = np.flatnonzero(finished < quota)  # indexing copies: `env` may reuse its buffers
+        blocks.append((env_ids, finished[env_ids], obs[env_ids], mask[env_ids],
+                       np.asarray(actions, np.int64)[env_ids], np.asarray(logp, np.float32)[env_ids]))
         obs, mask, reward, done, infos = env.step(actions)
         steps += 1
         for i in np.flatnonzero(done):

@@ -158,7 +158,8 @@ DQL_OPTIONS = ("epsilon_decay", "epsilon_min", "target_every", "replay", "batch"
 
 
 def cmd_train(args) -> int:
-    from hpcsched.experiments.dras_training import DrasRunConfig, parse_curriculum, train
+    from hpcsched.experiments.dras_training import DrasRunConfig, train
+    from hpcsched.workload.jobsets import parse_curriculum
 
     # a resumed run: the options given (the others are the run's own); a new one: all
     values = option_values(args, given_only=args.resume)
@@ -311,7 +312,7 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 def test_window(prepared, config: dict, days: float | None = None) -> tuple[int, int]:
     """(position of its first job, jobs) of the test period of a DRAS model's `config` in
-    `prepared` (`experiments.dras_training.split`'s): the jobs submitted from `train_days +
+    `prepared` (`workload.jobsets.split`'s): the jobs submitted from `train_days +
     validate_days` to `days` (default: the config's `test_days`) after the first submission."""
     import numpy as np
 

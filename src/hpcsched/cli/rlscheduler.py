@@ -167,7 +167,7 @@ def cmd_experiment(args) -> int:
     return 0
 
 
-#: command-line options -> PPOConfig settings, where the names differ
+#: command-line options -> RLSchedulerConfig settings, where the names differ
 CONFIG_NAMES = {"trajectories": ("trajectories_per_epoch", "n_envs"), "policy_net": ("policy",),
                 "value_net": ("value",), "pi_iters": ("train_pi_iters",),
                 "v_iters": ("train_v_iters",)}
@@ -175,7 +175,7 @@ RUN_OPTIONS = ("validate_every", "validate_windows", "validate_jobs", "validate_
 
 
 def config_settings(values: dict) -> dict:
-    """PPOConfig settings of the command-line options in `values` (run options left out)."""
+    """RLSchedulerConfig settings of the command-line options in `values` (run options left out)."""
     out = {}
     for dest, v in values.items():
         if dest in RUN_OPTIONS:
@@ -205,7 +205,7 @@ def _cmd_seeds(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from hpcsched.agents.ppo import PPOConfig
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
     from hpcsched.experiments.training import train
 
     # a resumed run: the options given (the others are the run's own); a new one: all
@@ -214,7 +214,7 @@ def cmd_train(args) -> int:
     if init.startswith("model:"):  # the file, found as every model is (a run folder: best.pt)
         values["init"] = "model:" + str(locate(init[len("model:"):], get("rl")))
     settings = config_settings(values)
-    config = settings if args.resume else PPOConfig(**settings)
+    config = settings if args.resume else RLSchedulerConfig(**settings)
     model = train(config, args.out, args.epochs, resume=args.resume,
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     last = next((h for h in reversed(model.history) if "mean_reward" in h), None)

@@ -52,6 +52,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from hpcsched.envs.observation import check_choice
 from hpcsched.envs.pick_job import SlotSpace
 from hpcsched.sim.decisions import Pick, Start, Wait
 from hpcsched.sim.factory import make_engine
@@ -64,12 +65,6 @@ REWARDS = ("capability", "capacity")
 WAIT_FLOOR = 6 * 3600.0  # the code's floor on the largest wait in Eq. (1)
 WAIT_CAP = 4.0  # a bound for the observation space (log-scaled waits stay far below it)
 PRIORITY_FRACTION = 802 / 4360
-
-
-def check_reward(reward: str) -> str:
-    if reward not in REWARDS:
-        raise ValueError(f"unknown DRAS reward {reward!r}; choose one of: {', '.join(REWARDS)}")
-    return reward
 
 
 class DrasObserver:
@@ -157,7 +152,7 @@ class DrasEnv(gym.Env):
             raise ValueError(f"DRAS runs under a profile with the cqsim loop, not {prof.name!r}")
         self.prepared = trace if isinstance(trace, Prepared) else prepare(trace, prof)
         self.profile = prof
-        self.reward_kind = check_reward(reward)
+        self.reward_kind = check_choice("DRAS reward", reward, REWARDS)
         self.window = int(window)
         self.hierarchy = bool(hierarchy)
         self.episode_jobs = int(episode_jobs)
@@ -284,4 +279,4 @@ def with_options(profile: str | Profile = "dras", **options) -> Profile:
     return dataclasses.replace(get_profile(profile), **changes)
 
 
-__all__ = ["DrasEnv", "DrasObserver", "REWARDS", "WINDOW", "capability_reward", "check_reward", "with_options"]
+__all__ = ["DrasEnv", "DrasObserver", "REWARDS", "WINDOW", "capability_reward", "with_options"]

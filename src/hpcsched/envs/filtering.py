@@ -21,19 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from hpcsched.envs.pick_job import METRICS, WindowSampler, check_metric
+from hpcsched.envs.observation import check_choice
+from hpcsched.envs.pick_job import METRICS, metric_key
 from hpcsched.policies.priority import get_policy
-from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared, window
+from hpcsched.sim.run import Prepared, simulate
+from hpcsched.workload.windows import WindowSampler
 
 #: the reference code's band for bsld (HPCSimPickJobs.py, `10 < SJF_score < 150`)
 FIXED_BAND = (10.0, 150.0)
 RULES = ("paper", "fixed")
-
-
-def metric_key(metric: str) -> str:
-    """The key of the engine's metrics that the environment's `metric` rewards."""
-    return METRICS[check_metric(metric)][0]
 
 
 def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, float]:
@@ -52,8 +48,7 @@ def band(scores: np.ndarray | list[float], rule: str = "paper") -> tuple[float, 
 def heuristic_score(prepared: Prepared, start: int, jobs: int, backfill: str = "none",
                     metric: str = "bsld", policy: str = "sjf") -> float:
     """A heuristic's metric on the window of `jobs` jobs from `start`."""
-    table = window(prepared, start, jobs)
-    result = make_engine(table, prepared.cluster, prepared.profile, backfill).run(get_policy(policy))
+    result = simulate(prepared, get_policy(policy), backfill=backfill, start=start, jobs=jobs)
     return float(result.metrics[metric_key(metric)])
 
 
@@ -77,7 +72,7 @@ class WindowFilter:
         self.band = (float(low), float(high))
         self.episode_jobs = episode_jobs
         self.backfill = backfill
-        self.metric = check_metric(metric)
+        self.metric = check_choice("metric", metric, METRICS)
         self.scores: dict[int, float] = dict(scores or {})
         self.rule = rule
         self.stats: dict[str, float] = {}
@@ -121,4 +116,4 @@ def make_window_filter(prepared: Prepared, *, rule: str = "paper", windows: int 
 
 
 __all__ = ["FIXED_BAND", "RULES", "WindowFilter", "band", "make_window_filter",
-           "heuristic_score", "metric_key", "sjf_score"]
+           "heuristic_score", "sjf_score"]

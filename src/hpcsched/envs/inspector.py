@@ -34,8 +34,8 @@ metric and the backfilling contribution); see `observe`. Requested times are the
 `schedinspector-paper` they are the users' estimates, and ``estimate="perfect"`` replaces them by
 the run times there too.
 
-Training windows come from the first `train_fraction` (20 %) of the trace; `evaluation_windows` draws
-the paper's test windows from the rest.
+Training windows come from the first `train_fraction` (20 %) of the trace; the paper's test windows
+from the rest (`workload.windows.evaluation_windows`).
 """
 
 from __future__ import annotations
@@ -48,41 +48,47 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from hpcsched.envs.observation import check_choice
+from hpcsched.envs.pick_job import METRICS as PICK_METRICS
 from hpcsched.sim.decisions import Pick, Wait
 from hpcsched.sim.engine import Policy
 from hpcsched.sim.factory import make_engine
-from hpcsched.sim.run import Prepared, prepare
+from hpcsched.sim.run import Prepared, as_prepared, simulate
 from hpcsched.workload.jobs import JobTable
-from hpcsched.workload.windows import sample_windows
+from hpcsched.workload.windows import TRAIN_FRACTION, split_point
 
 ACCEPT, REJECT = 0, 1
 MAX_INTERVAL = 600.0  # seconds a rejection waits at most (the paper's MAX_INTERVAL)
 MAX_REJECTIONS = 72  # per job: 72 x 600 s = 12 h at most
-TRAIN_FRACTION = 0.2
 FEATURE_SETS = {"code": 7, "paper": 8}
 ESTIMATES = ("user", "perfect")
 REWARDS = ("paper", "code")
 
-#: metric -> (key of the engine's metrics, sign: -1 where lower is better)
-METRICS: dict[str, tuple[str, float]] = {
-    "bsld": ("bsld", -1.0),
-    "wait": ("wait", -1.0),
-    "utilization": ("utilization", 1.0),
-}
+#: metric -> (key of the engine's metrics, sign: -1 where lower is better): pick_job's three
+METRICS = {k: PICK_METRICS[k] for k in ("bsld", "wait", "utilization")}
 
 _HALF_DAY = 43200.0  # the code's normaliser of waiting time and rejected time (12 h)
 _QUEUE_SCALE = 128.0  # the code's queue-delay normaliser is (600 / 10) x 128
 _TOP = 1.0 - 1e-5  # the code caps every feature just below 1
 
 
-def check_choice(name: str, value: str, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
-    return value
-
-
 # -- traces ---------------------------------------------------------------------------------------
-_PREPARED: dict[tuple[str, str | None, str], Prepared] = {}
+def needed_estimate(estimate: str | None, profile) -> str | None:
+    """What an `estimate` ("perfect", "user", None) leaves to do under `profile`: None where the
+    profile's cleaning gives every job its run time as its request already (schedinspector's, as
+    SchedInspector's code does), under which the users' requests ("user") cannot be had."""
+    from hpcsched.sim.profiles import get_profile
+
+    if estimate is not None:
+        check_choice("estimate", estimate, ESTIMATES)
+    prof = get_profile(profile)
+    if prof.cleaning != "schedinspector":
+        return estimate
+    if estimate == "user":
+        raise ValueError(f"estimate 'user': the {prof.name} profile schedules every job with its "
+                         f"run time as its request, as SchedInspector's code does; for the "
+                         f"users' requested times use the schedinspector-paper profile")
+    return None
 
 
 def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str | None = None,
@@ -91,54 +97,15 @@ def inspector_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: st
     times: the schedinspector profile's loader sets them to the run times). ``estimate="perfect"``
     replaces every requested time by the run time under any profile; ``"user"`` asks for the
     trace's own requests, which a profile that replaces them cannot give (an error). Named traces
-    are prepared once per process."""
-    from hpcsched.sim.profiles import get_profile
-
-    if estimate is not None:
-        check_choice("estimate", estimate, ESTIMATES)
-    prof = get_profile(profile) if not isinstance(trace, Prepared) else trace.profile
-    perfect_already = prof.cleaning == "schedinspector"
-    if estimate == "user" and perfect_already:
-        raise ValueError(f"the {prof.name} profile schedules every job with its run time as its "
-                         f"request, as SchedInspector's code does; for the users' requested "
-                         f"times use the schedinspector-paper profile")
-    if estimate == "perfect" and perfect_already:
-        estimate = None  # the profile's cleaning has done it
-    key = None
-    if isinstance(trace, Prepared):
-        prepared = trace
-    elif isinstance(trace, str) and not os.path.exists(os.path.expanduser(trace)):
-        key = (trace, estimate, prof.name)
-        if key in _PREPARED:
-            return _PREPARED[key]
-        prepared = prepare(trace, prof)
-    else:
-        prepared = prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, prof)
+    are prepared once per process (`sim.run.as_prepared`)."""
+    given = isinstance(trace, Prepared)
+    prof = trace.profile if given else profile
+    estimate = needed_estimate(estimate, prof)
+    prepared = as_prepared(trace, None if given else profile)
     if estimate == "perfect":
         prepared = dataclasses.replace(
             prepared, jobs=prepared.jobs.with_columns(req_time=prepared.jobs.run_time.copy()))
-    if key is not None:
-        _PREPARED[key] = prepared
     return prepared
-
-
-def split_point(prepared: Prepared, train_fraction: float = TRAIN_FRACTION) -> int:
-    """Jobs [0, cut) are for training, [cut, N) for testing."""
-    if not 0.0 < train_fraction <= 1.0:
-        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
-    return int(len(prepared.jobs) * train_fraction)
-
-
-def evaluation_windows(prepared: Prepared, count: int = 50, length: int = 256, seed: int = 0,
-                 train_fraction: float = TRAIN_FRACTION) -> list[int]:
-    """`count` window starts of `length` jobs drawn from the part of the trace after the
-    training part (the paper: 50 windows of 256 jobs from the last 80 %)."""
-    cut = split_point(prepared, train_fraction)
-    n = len(prepared.jobs)
-    if n - cut < length:
-        raise ValueError(f"{prepared.name}: the test part ({n - cut} jobs after the first {cut}) "
-                         f"is shorter than one window of {length} jobs")
-    return [cut + s for s in sample_windows(n - cut, count, length, seed=seed)]
 
 
 # -- one inspected run ----------------------------------------------------------------------------
@@ -301,7 +268,7 @@ class InspectEnv(gym.Env):
         self.max_interval = max_interval
         self.max_rejections = max_rejections
         self.norm = dict(self.prepared.report.norm)
-        cut = split_point(self.prepared, train_fraction)
+        cut = split_point(len(self.prepared.jobs), train_fraction)
         if cut < self.episode_jobs:
             raise ValueError(f"{self.prepared.name}: the training part ({cut} jobs) is shorter "
                              f"than one episode of {self.episode_jobs} jobs")
@@ -317,9 +284,8 @@ class InspectEnv(gym.Env):
         """The pure base heuristic's metrics on a window (cached)."""
         key = (start, jobs)
         if key not in self._base_scores:
-            engine = make_engine(self.prepared.jobs.window(start, jobs), self.prepared.cluster,
-                                 self.prepared.profile, self.backfill)
-            self._base_scores[key] = engine.run(self.base).metrics
+            self._base_scores[key] = simulate(self.prepared, self.base, backfill=self.backfill,
+                                              start=start, jobs=jobs).metrics
         return self._base_scores[key]
 
     def action_masks(self) -> np.ndarray:
@@ -334,7 +300,7 @@ class InspectEnv(gym.Env):
         return row
 
     def _info(self) -> dict[str, Any]:
-        return {"action_mask": self.action_masks()}
+        return {"action_mask": self.action_masks(), "window": self.window}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -375,33 +341,38 @@ class InspectEnv(gym.Env):
 
 
 class VecInspect:
-    """`n_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
+    """`num_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
     reads): ``reset(seed) -> (obs (N, F), mask (N, 2))``, ``step(actions) -> (obs, mask,
     reward, done, infos)``; a finished environment's reward and info are its episode's, and its
     observation is already the next episode's first."""
 
-    def __init__(self, n_envs: int, **env_kwargs):
+    def __init__(self, num_envs: int, **env_kwargs):
         first = InspectEnv(**env_kwargs)
         env_kwargs = dict(env_kwargs, trace=first.prepared)
-        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(n_envs - 1)]
+        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(num_envs - 1)]
         for env in self.envs[1:]:
             env._base_scores = first._base_scores  # one cache of base runs for all
-        self.n_envs = n_envs
+        self.num_envs = num_envs
         self.norm = first.norm
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.final_obs = np.zeros(first.observation_space.shape, np.float32)  # InspectEnv's last
+
+    @property
+    def windows(self) -> list[tuple[int, int]]:
+        return [env.window for env in self.envs]
 
     def reset(self, seed: int | Sequence[int | None] | None = None,
               options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Reset every env: with seeds drawn from `seed` (an int), with `seed[i]` for env i (one
         per env), or without seeds (None: each env keeps its generator). `options` go to every
         env's reset."""
-        if seed is None:
-            seeds = [None] * self.n_envs
-        elif isinstance(seed, (int, np.integer)):
-            seeds = np.random.SeedSequence(seed).generate_state(self.n_envs).tolist()
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.n_envs:
-                raise ValueError(f"reset needs one seed per env ({self.n_envs}), got {len(seeds)}")
+        n = self.num_envs
+        seeds = ([None] * n if seed is None else
+                 np.random.SeedSequence(seed).generate_state(n).tolist()
+                 if isinstance(seed, (int, np.integer)) else list(seed))
+        if len(seeds) != n:
+            raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
         out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
         return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
 
@@ -425,4 +396,4 @@ class VecInspect:
 
 __all__ = ["ACCEPT", "ESTIMATES", "FEATURE_SETS", "InspectEnv", "Inspection", "MAX_INTERVAL",
            "MAX_REJECTIONS", "METRICS", "REJECT", "REWARDS", "VecInspect", "improvement",
-           "inspector_trace", "split_point", "evaluation_windows"]
+           "inspector_trace"]

@@ -50,10 +50,11 @@ def padding_row(n_features: int = 8) -> np.ndarray:
     return row
 
 
-def check_cutoff(cutoff: str) -> str:
-    if cutoff not in CUTOFFS:
-        raise ValueError(f"unknown cutoff {cutoff!r}; choose one of: {', '.join(CUTOFFS)}")
-    return cutoff
+def check_choice(name: str, value: str, choices) -> str:
+    """`value` if it is one of `choices` (an env's setting), else a ValueError naming them."""
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
+    return value
 
 
 def _scaled(values: np.ndarray, maximum: float) -> np.ndarray:
@@ -125,17 +126,13 @@ class UserScores:
         self.sums += np.bincount(u, weights=bsld, minlength=self.n_users)
         self.counts += np.bincount(u, minlength=self.n_users)
 
-    def means(self) -> np.ndarray:
-        """Each user's mean bsld so far (NaN for a user with no started job)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return self.sums / self.counts
-
     def feature(self, rows: np.ndarray) -> np.ndarray:
         """The feature of each of `rows` (rows of the table), from the jobs counted so far."""
         counted = self.counts > 0
         if not counted.any():
             return np.ones(len(rows))
-        mean = self.means()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = self.sums / self.counts  # NaN for a user with no started job
         top = float(mean[counted].max())
         if top == 0:
             return np.ones(len(rows))
@@ -293,7 +290,7 @@ def observe(
     `view.start_time`), or True to count them afresh at every call (simpler, O(jobs) per decision;
     the executed times are then the run times, as under the rlscheduler profile).
     """
-    check_cutoff(cutoff)
+    check_choice("cutoff", cutoff, CUTOFFS)
     if fairness is True:
         fairness = UserScores(view.jobs, getattr(view, "executed", None))
     elif fairness is False:
@@ -313,6 +310,6 @@ def observe(
 
 __all__ = [
     "CUTOFFS", "FAIR_FEATURES", "FEATURES", "HIGH", "LOW", "MAX_WAIT", "TraceFeatures",
-    "UserScores", "check_cutoff", "fill_observations", "interleave", "observe", "padding_row",
+    "UserScores", "check_choice", "fill_observations", "interleave", "observe", "padding_row",
     "visible_rows", "visible_rows_grouped",
 ]

@@ -25,8 +25,7 @@ The observation (8 features per job slot, 9 for fairness; padding and cut-off) i
 from __future__ import annotations
 
 import os
-from functools import lru_cache
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -38,7 +37,7 @@ from hpcsched.envs.observation import (
     FEATURES,
     TraceFeatures,
     UserScores,
-    check_cutoff,
+    check_choice,
     fill_observations,
     observe,
     padding_row,
@@ -46,8 +45,9 @@ from hpcsched.envs.observation import (
 from hpcsched.sim.engine import Engine
 from hpcsched.sim.factory import make_engine
 from hpcsched.sim.profiles import Profile, check_backfill
-from hpcsched.sim.run import Prepared, prepare
+from hpcsched.sim.run import Prepared, as_prepared
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.windows import StartFilter, WindowSampler
 
 #: metric -> (key of the engine's metrics dict, sign of the terminal reward)
 METRICS: dict[str, tuple[str, float]] = {
@@ -60,97 +60,9 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 
 
-def check_metric(metric: str) -> str:
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
-    return metric
-
-
-# -- traces and windows ---------------------------------------------------------------------------
-@lru_cache(maxsize=8)
-def _prepare_named(name: str, profile: str) -> Prepared:
-    return prepare(name, profile)
-
-
-def as_prepared(trace: str | os.PathLike | JobTable | Prepared,
-                profile: str | Profile | None = None) -> Prepared:
-    """`trace` prepared under `profile`: a Prepared is taken as it is (its own profile; a different
-    `profile` is an error), anything else goes through `prepare` (default profile "rlscheduler").
-    Bundled traces by short name are prepared once per process."""
-    if isinstance(trace, Prepared):
-        if profile is not None:
-            name = profile.name if isinstance(profile, Profile) else profile
-            if name != trace.profile.name:
-                raise ValueError(
-                    f"the trace was prepared under the {trace.profile.name!r} profile, not "
-                    f"{name!r}; prepare it again or leave profile out"
-                )
-        return trace
-    profile = "rlscheduler" if profile is None else profile
-    if isinstance(trace, str) and isinstance(profile, str) and not os.path.exists(
-            os.path.expanduser(trace)):
-        return _prepare_named(trace, profile)
-    return prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
-
-
-WindowFilter = Callable[[int], bool] | Collection[int]
-
-
-class WindowSampler:
-    """Window starts as the authors' code draws them: uniform in
-    [length, min(first, N) - length - 1) (numpy's `integers`, high excluded).
-
-    `window_filter` keeps only some starts (trajectory filtering): a callable start -> bool is
-    rejection-sampled; a collection of allowed starts is sampled uniformly among its members in
-    that range (the same distribution, without retries)."""
-
-    def __init__(self, n_jobs: int, length: int, first: int | None = 10000,
-                 window_filter: WindowFilter | None = None, max_tries: int = 100_000) -> None:
-        if length <= 0:
-            raise ValueError(f"episode_jobs must be positive, got {length}")
-        limit = n_jobs if first is None else min(first, n_jobs)
-        self.low, self.high = length, limit - length - 1
-        if self.high <= self.low:
-            raise ValueError(
-                f"windows of {length} jobs cannot be drawn from {limit} jobs: starts are drawn "
-                f"from [{self.low}, {self.high}) as in RLScheduler's code, which needs at least "
-                f"{2 * length + 2} jobs; use fewer episode_jobs or fixed windows "
-                f"(reset(options={{'start': ...}}))"
-            )
-        self.n_jobs, self.length, self.first, self.max_tries = n_jobs, length, first, max_tries
-        self.accept: Callable[[int], bool] | None = None
-        self.allowed: np.ndarray | None = None
-        if window_filter is not None:
-            if callable(window_filter):
-                self.accept = window_filter
-            else:
-                allowed = np.unique(np.fromiter((int(s) for s in window_filter), dtype=np.int64))
-                allowed = allowed[(allowed >= self.low) & (allowed < self.high)]
-                if allowed.size == 0:
-                    raise ValueError(
-                        f"window_filter allows no start in [{self.low}, {self.high})")
-                self.allowed = allowed
-
-    @property
-    def filtered(self) -> bool:
-        return self.accept is not None or self.allowed is not None
-
-    def for_reset(self, options: Mapping[str, Any]) -> "WindowSampler":
-        """The sampler of a reset with these options: one drawing through its "window_filter",
-        if it names one (None: every window), instead of this one's."""
-        if "window_filter" not in options:
-            return self
-        return WindowSampler(self.n_jobs, self.length, self.first, options["window_filter"],
-                             self.max_tries)
-
-    def sample(self, rng: np.random.Generator) -> int:
-        if self.allowed is not None:
-            return int(self.allowed[rng.integers(len(self.allowed))])
-        for _ in range(self.max_tries):
-            start = int(rng.integers(self.low, self.high))
-            if self.accept is None or self.accept(start):
-                return start
-        raise RuntimeError(f"window_filter accepted none of {self.max_tries} random starts")
+def metric_key(metric: str) -> str:
+    """The key of the engine's metrics that the environment's `metric` rewards."""
+    return METRICS[check_choice("metric", metric, METRICS)][0]
 
 
 class Episode:
@@ -190,51 +102,38 @@ def episode_reward(metrics: Mapping[str, Any], metric: str) -> float:
     return sign * float(metrics[key])
 
 
-def setup(env, trace, profile, backfill: str, metric: str, episode_jobs: int, slots: int,
-          cutoff: str, first: int | None, window_filter, fairness: bool | None) -> None:
-    """The settings and per-trace tables of a PickJob environment, one or batched (their
-    arguments), checked and kept on `env`."""
-    if slots <= 0:
-        raise ValueError(f"slots must be positive, got {slots}")
-    env.prepared = as_prepared(trace, profile)
-    env.backfill = check_backfill(backfill)
-    env.metric = check_metric(metric)
-    env.cutoff = check_cutoff(cutoff)
-    env.slots, env.episode_jobs = int(slots), int(episode_jobs)
-    env.fairness = fairness_feature(fairness, metric)
-    env.n_features = 9 if env.fairness else 8
-    env.features = TraceFeatures(env.prepared.jobs, env.prepared.report.norm, env.n_features)
-    env.need = env.prepared.cluster.nodes_needed(env.prepared.jobs.procs)
-    env.sampler = WindowSampler(len(env.prepared.jobs), env.episode_jobs, first, window_filter)
+class MaskedSampling:
+    """A space whose `sample()` without a mask or probabilities draws among the actions valid now
+    (`_masks()`, the live env's), so that random agents (and gymnasium's checker) never pick an
+    invalid one; the mask source is never pickled with the space."""
+
+    _masks: Callable[[], np.ndarray] | None = None
+
+    def sample(self, mask=None, probability=None):
+        if mask is None and probability is None and self._masks is not None:
+            valid = self._masks().astype(np.int8)
+            mask = tuple(valid) if valid.ndim == 2 else valid  # MultiDiscrete: one per env
+        return super().sample(mask=mask, probability=probability)
+
+    def __getstate__(self):
+        state = dict(super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__)
+        state["_masks"] = None
+        return state
 
 
-class SlotSpace(spaces.Discrete):
-    """Discrete(slots) whose `sample()` without a mask draws among the valid slots of the current
-    decision, so that random agents (and gymnasium's checker) never pick an empty slot. With an
-    explicit mask or probabilities it is a plain Discrete."""
+class SlotSpace(MaskedSampling, spaces.Discrete):
+    """Discrete(slots), sampled among the valid slots of the current decision."""
 
     def __init__(self, n: int, masks: Callable[[], np.ndarray] | None = None, seed=None) -> None:
         super().__init__(n, seed=seed)
         self._masks = masks
 
-    def sample(self, mask=None, probability=None):
-        if mask is None and probability is None and self._masks is not None:
-            mask = self._masks().astype(np.int8)
-        return super().sample(mask=mask, probability=probability)
 
-    def __getstate__(self):
-        # the mask source is the live env: never pickle it with the space
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
-        state = dict(state)
-        state["_masks"] = None
-        return state
+class Episodes:
+    """N PickJob episodes of one prepared trace and the buffers their observations are built in:
+    what `PickJobEnv` (N = 1) and `vec.VecPickJob` share; all N share the trace's tables.
 
-
-# -- the environment ------------------------------------------------------------------------------
-class PickJobEnv(gym.Env):
-    """RLScheduler's environment (`hpcsched/PickJob-v0`); see the module docstring.
-
-    Args:
+    Args (after `num_envs`, `PickJobEnv`'s and `VecPickJob`'s):
         trace: a bundled trace's short name, an SWF path, a raw JobTable or a `Prepared` trace.
         profile: the engine profile; default the Prepared's own, else "rlscheduler".
         backfill: "none", "easy", "conservative" or "schedgym".
@@ -248,10 +147,9 @@ class PickJobEnv(gym.Env):
         fairness: add the per-user fairness feature (9 features); default: with metric "fairness".
     """
 
-    metadata = {"render_modes": []}
-
     def __init__(
         self,
+        num_envs: int,
         trace: str | os.PathLike | JobTable | Prepared = "lublin-1",
         profile: str | Profile | None = None,
         backfill: str = "none",
@@ -260,105 +158,167 @@ class PickJobEnv(gym.Env):
         slots: int = 128,
         cutoff: str = "fcfs",
         first: int | None = 10000,
-        window_filter: WindowFilter | None = None,
+        window_filter: StartFilter | None = None,
         fairness: bool | None = None,
     ) -> None:
-        super().__init__()
-        setup(self, trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
-              window_filter, fairness)
-        self.observation_space = spaces.Box(0.0, 1.0, (self.slots, self.n_features), np.float32)
+        if num_envs <= 0 or slots <= 0:
+            raise ValueError(f"num_envs and slots must be positive, got {num_envs} and {slots}")
+        self.num_envs = n = int(num_envs)
+        self.prepared = as_prepared(trace, profile)
+        self.backfill = check_backfill(backfill)
+        self.metric = check_choice("metric", metric, METRICS)
+        self.cutoff = check_choice("cutoff", cutoff, CUTOFFS)
+        s = self.slots = int(slots)
+        self.episode_jobs = int(episode_jobs)
+        self.fairness = fairness_feature(fairness, metric)
+        self.n_features = f = 9 if self.fairness else 8
+        self.features = TraceFeatures(self.prepared.jobs, self.prepared.report.norm, f)
+        self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
+        # the constructor's windows; `sampler`: this reset's (its window_filter option)
+        self.sampler = self._sampler = WindowSampler(len(self.prepared.jobs), self.episode_jobs,
+                                                     first, window_filter)
+        self.single_observation_space = spaces.Box(0.0, 1.0, (s, f), np.float32)
+        self._obs = np.empty((n, s, f), dtype=np.float32)
+        self._mask = np.zeros((n, s), dtype=bool)
+        self._rows = np.full((n, s), -1, dtype=np.int64)
+        self._base = np.zeros(n, dtype=np.int64)  # where each window starts in the trace
+        # one decision is observed through fill_observations' own path for one
+        self._out = (self._obs[0], self._mask[0], self._rows[0]) if n == 1 else (
+            self._obs, self._mask, self._rows)
+        self._episodes: list[Episode] = []
+        self._rngs: list[np.random.Generator] = []
+
+    @property
+    def norm(self) -> dict[str, float]:
+        """The trace's normalisation constants (what `observe` needs to see as these envs do)."""
+        return self.prepared.report.norm
+
+    @property
+    def windows(self) -> list[tuple[int, int]]:
+        """(start, jobs) of each env's current window."""
+        return [(ep.start, ep.jobs) for ep in self._episodes]
+
+    @property
+    def engines(self) -> list[Engine]:
+        return [ep.engine for ep in self._episodes]
+
+    def _begin(self, rngs: list[np.random.Generator], options: Mapping[str, Any] | None) -> None:
+        """Start an episode in every env, env i drawing its windows from rngs[i], and observe.
+        Options: {"start": s, "jobs": n} fixes every env's first window, {"starts": [s0, ...],
+        "jobs": n} each env's; {"window_filter": f} draws the windows of this reset and of the
+        episodes that follow it through f instead of the constructor's `window_filter`."""
+        options = dict(options or {})
+        unknown = set(options) - {"start", "starts", "jobs", "window_filter"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'starts', "
+                             f"'jobs', 'window_filter'")
+        if "start" in options:
+            if "starts" in options:
+                raise ValueError("reset options 'start' and 'starts' exclude each other")
+            options["starts"] = [options.pop("start")] * self.num_envs
+        starts = options.get("starts")
+        if starts is None and "jobs" in options:
+            raise ValueError("reset option 'jobs' needs 'start' or 'starts' as well")
+        if starts is not None and len(starts) != self.num_envs:
+            raise ValueError(f"reset option 'starts' needs {self.num_envs} starts, "
+                             f"got {len(starts)}")
+        self.sampler = self._sampler.for_reset(options)
+        self._rngs = rngs
+        jobs = int(options.get("jobs", self.episode_jobs))
+        self._episodes = [self._new_episode(i) if starts is None else
+                          self._start(i, int(starts[i]), jobs) for i in range(self.num_envs)]
+        self._observe()
+
+    def _new_episode(self, i: int) -> Episode:
+        return self._start(i, self.sampler.sample(self._rngs[i]), self.episode_jobs)
+
+    def _start(self, i: int, start: int, jobs: int) -> Episode:
+        n = len(self.prepared.jobs)
+        if start < 0 or jobs <= 0 or start + jobs > n:
+            raise ValueError(f"window [{start}, {start + jobs}) is outside the trace's {n} jobs")
+        self._base[i] = start
+        return Episode(self.prepared, start, jobs, self.backfill, self.fairness)
+
+    def _observe(self) -> None:
+        episodes = self._episodes
+        fill_observations(*self._out, self.features, [ep.view for ep in episodes], self._base,
+                          self.need, self.cutoff,
+                          [ep.users for ep in episodes] if self.fairness else None)
+
+    def _invalid(self, i: int, action: int) -> ValueError:
+        """The error of env i's `action`, a slot out of range or one that holds no job."""
+        where = f"env {i}: " if self.num_envs > 1 else ""
+        why = (f"not a slot (0..{self.slots - 1})" if not 0 <= action < self.slots else
+               "that slot holds no waiting job; pick a slot whose action mask is True")
+        return ValueError(f"{where}invalid action {action}: {why}")
+
+
+# -- the environment ------------------------------------------------------------------------------
+class PickJobEnv(Episodes, gym.Env):
+    """RLScheduler's environment (`hpcsched/PickJob-v0`); see the module docstring. Its arguments
+    are `Episodes`' (trace, profile, backfill, metric, episode_jobs, slots, cutoff, first,
+    window_filter, fairness)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(1, *args, **kwargs)
+        self.observation_space = self.single_observation_space
         self.action_space = SlotSpace(self.slots, self.action_masks)
-        self._obs = np.empty((self.slots, self.n_features), dtype=np.float32)
-        self._mask = np.zeros(self.slots, dtype=bool)
-        self._rows = np.full(self.slots, -1, dtype=np.int64)
-        self._start = np.zeros(1, dtype=np.int64)  # where the window starts, for fill_observations
-        self.episode: Episode | None = None
         self._done = True
 
     # -- Gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """options: {"start": s, "jobs": n} (a fixed window) or {"window_filter": f} (the
+        window of this episode drawn through f)."""
         super().reset(seed=seed)
-        start, jobs = self._window(options or {})
-        self.episode = Episode(self.prepared, start, jobs, self.backfill, self.fairness)
+        if options and {"start", "window_filter"} <= set(options):
+            raise ValueError("reset options 'start' and 'window_filter' exclude each other: a "
+                             "fixed window is not drawn")
+        self._begin([self.np_random], options)
         self._done = False
-        self._observe()
-        return self._obs.copy(), self._info()
+        return self._obs[0].copy(), self._info()
 
     def step(self, action):
         if self._done:
             raise RuntimeError("the episode has ended (or never began): call reset() first")
         a = int(action)
-        if not 0 <= a < self.slots or not self._mask[a]:
-            raise ValueError(
-                f"invalid action {a}: slot {a} holds no waiting job (valid slots: 0..."
-                f"{int(self._mask.sum()) - 1}); pick a slot whose action mask is True"
-            )
-        ep = self.episode
-        if not ep.apply(int(self._rows[a])):
+        if not 0 <= a < self.slots or not self._mask[0, a]:
+            raise self._invalid(0, a)
+        ep = self._episodes[0]
+        if not ep.apply(int(self._rows[0, a])):
             self._done = True
             metrics = ep.engine.result().metrics
-            self._obs[:] = self.features.pad
-            self._mask[:] = False
-            self._rows[:] = -1
+            self._obs[0] = self.features.pad
+            self._mask[0] = False
+            self._rows[0] = -1
             info = self._info()
             info["metrics"] = metrics
-            return self._obs.copy(), episode_reward(metrics, self.metric), True, False, info
+            return self._obs[0].copy(), episode_reward(metrics, self.metric), True, False, info
         self._observe()
-        return self._obs.copy(), 0.0, False, False, self._info()
+        return self._obs[0].copy(), 0.0, False, False, self._info()
 
     def action_masks(self) -> np.ndarray:
         """The valid slots of the current decision (sb3-contrib's MaskablePPO reads this)."""
-        return self._mask.copy()
+        return self._mask[0].copy()
 
     # -- inspection ------------------------------------------------------------------------------
     @property
     def rows(self) -> np.ndarray:
         """The row of the current window's job table in each slot (-1: empty slot)."""
-        return self._rows.copy()
-
-    @property
-    def norm(self) -> dict[str, float]:
-        """The trace's normalisation constants (what `observe` needs to see as this env does)."""
-        return self.prepared.report.norm
+        return self._rows[0].copy()
 
     @property
     def engine(self) -> Engine | None:
-        return None if self.episode is None else self.episode.engine
-
-    # -- internals -------------------------------------------------------------------------------
-    def _window(self, options: Mapping[str, Any]) -> tuple[int, int]:
-        unknown = set(options) - {"start", "jobs", "window_filter"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', 'jobs', "
-                             f"'window_filter'")
-        if "start" not in options:
-            if "jobs" in options:
-                raise ValueError("reset option 'jobs' needs 'start' as well")
-            return self.sampler.for_reset(options).sample(self.np_random), self.episode_jobs
-        if "window_filter" in options:
-            raise ValueError("reset options 'start' and 'window_filter' exclude each other: a "
-                             "fixed window is not drawn")
-        start = int(options["start"])
-        jobs = int(options.get("jobs", self.episode_jobs))
-        n = len(self.prepared.jobs)
-        if start < 0 or jobs <= 0 or start + jobs > n:
-            raise ValueError(f"window [{start}, {start + jobs}) is outside the trace's {n} jobs")
-        return start, jobs
-
-    def _observe(self) -> None:
-        ep = self.episode
-        self._start[0] = ep.start
-        fill_observations(self._obs, self._mask, self._rows, self.features, [ep.view],
-                          self._start, self.need, self.cutoff,
-                          None if ep.users is None else [ep.users])
+        return self._episodes[0].engine if self._episodes else None
 
     def _info(self) -> dict[str, Any]:
-        ep = self.episode
-        return {"action_mask": self._mask.copy(), "window": (ep.start, ep.jobs)}
+        ep = self._episodes[0]
+        return {"action_mask": self._mask[0].copy(), "window": (ep.start, ep.jobs)}
 
 
 __all__ = [
-    "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "PickJobEnv", "SlotSpace",
-    "TraceFeatures", "UserScores", "WindowSampler", "as_prepared", "check_metric",
-    "episode_reward", "fairness_feature", "observe", "padding_row",
+    "CUTOFFS", "FAIR_FEATURES", "FEATURES", "METRICS", "Episode", "Episodes", "PickJobEnv",
+    "MaskedSampling", "SlotSpace", "TraceFeatures", "UserScores",
+    "episode_reward", "fairness_feature", "metric_key", "observe", "padding_row",
 ]

@@ -30,52 +30,44 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hpcsched.envs.inspector import VecInspect
+from hpcsched.envs.pick_job import MaskedSampling
 from hpcsched.envs.vec import VecPickJob
 
 
-class SlotsSpace(spaces.MultiDiscrete):
-    """One action per env; `sample()` without a mask draws an unmasked action for every env (the
-    vector form of `pick_job.SlotSpace`), so random agents never pick an empty slot."""
+class SlotsSpace(MaskedSampling, spaces.MultiDiscrete):
+    """One action per env, each sampled among its env's valid actions (`pick_job.SlotSpace`'s
+    vector form)."""
 
     def __init__(self, n_actions: int, num_envs: int, masks: Callable[[], np.ndarray]) -> None:
         super().__init__(np.full(num_envs, n_actions, dtype=np.int64))
         self._masks = masks
 
-    def sample(self, mask=None, probability=None):
-        if mask is None and probability is None and self._masks is not None:
-            mask = tuple(m.astype(np.int8) for m in self._masks())
-        return super().sample(mask=mask, probability=probability)
-
-    def __getstate__(self):
-        # the mask source is the live vector env: never pickle it with the space
-        state = dict(super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__)
-        state["_masks"] = None
-        return state
-
 
 class MaskedVectorEnv(VectorEnv):
     """A `VectorEnv` over a batched env with `VecPickJob`'s contract (``reset(seeds, options) ->
-    (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)``, auto-reset), whose
-    episodes end only by termination. Subclasses say what a finished episode ends on."""
+    (obs, mask)``, ``step(actions) -> (obs, mask, reward, done, infos)`` with auto-reset, a
+    finished env's ``infos[i]`` being its single env's last info), whose episodes end only by
+    termination. What a finished episode ends on, the infos of every step and the reset options
+    are the batch's (its `final_obs` and `windows`) unless a subclass says otherwise."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, batch, num_envs: int, single_observation_space: spaces.Space,
                  single_action_space: spaces.Discrete) -> None:
         self.batch = batch
-        self.num_envs = int(num_envs)
+        self.num_envs = n = int(num_envs)
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
-        self.observation_space = batch_space(single_observation_space, self.num_envs)
-        self.action_space = SlotsSpace(int(single_action_space.n), self.num_envs,
-                                       self.action_masks)
+        self.observation_space = batch_space(single_observation_space, n)
+        self.action_space = SlotsSpace(int(single_action_space.n), n, self.action_masks)
         self._mask: np.ndarray | None = None
-        self._all = np.ones(self.num_envs, dtype=bool)
+        self._all = np.ones(n, dtype=bool)
 
     # -- Gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """seed: None, an int (env i gets seed + i) or one seed per env, as `SyncVectorEnv`."""
+        """Seeds and options as `SyncVectorEnv` takes them (PickJob's "starts" also give one
+        window start per env)."""
         obs, mask = self.batch.reset(seed=self._seeds(seed), options=self._options(options))
         self._mask = mask.copy()
         return obs, self._infos(mask)
@@ -99,14 +91,12 @@ class MaskedVectorEnv(VectorEnv):
         return self._mask.copy()
 
     def close_extras(self, **kwargs: Any) -> None:
-        close = getattr(self.batch, "close", None)
-        if close is not None:
-            close()
+        getattr(self.batch, "close", lambda: None)()
 
-    # -- what subclasses say ---------------------------------------------------------------------
+    # -- what a subclass may say otherwise -------------------------------------------------------
     def _final_obs(self) -> np.ndarray:
         """The observation a finished episode ends on (its single env's last one)."""
-        raise NotImplementedError
+        return np.array(self.batch.final_obs)
 
     def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """The single env's info at the end of an episode, from the batch's."""
@@ -114,9 +104,15 @@ class MaskedVectorEnv(VectorEnv):
 
     def _infos(self, mask: np.ndarray) -> dict[str, Any]:
         """Every env's info of this step (of its new episode's start where one ended)."""
-        return {"action_mask": mask, "_action_mask": self._all.copy()}
+        windows = np.empty(self.num_envs, dtype=object)
+        for i, window in enumerate(self.batch.windows):
+            windows[i] = window
+        return {"action_mask": mask, "_action_mask": self._all.copy(), "window": windows,
+                "_window": self._all.copy()}
 
     def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        if options and "window_filter" in options:  # a single env's filter ends with its episode
+            raise ValueError("unknown reset options ['window_filter'] for a vector env")
         return options
 
     # -- internals -------------------------------------------------------------------------------
@@ -134,61 +130,22 @@ class MaskedVectorEnv(VectorEnv):
 
 class PickJobVectorEnv(MaskedVectorEnv):
     """`hpcsched/PickJob-v0` x `num_envs` on `VecPickJob`; the other arguments are `PickJobEnv`'s
-    (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it).
-
-    Reset options, as `PickJobEnv`'s given to every env: {"start": s, "jobs": n}; or one window
-    start per env: {"starts": [s0, s1, ...], "jobs": n}."""
+    (``gym.make_vec("hpcsched/PickJob-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, copy: bool = True, **kwargs: Any) -> None:
         batch = VecPickJob(num_envs, copy=copy, **kwargs)
         super().__init__(batch, batch.num_envs, batch.single_observation_space,
                          batch.single_action_space)
-        self._pad = np.broadcast_to(batch.features.pad, batch.single_observation_space.shape)
-        self._no_slot = np.zeros(batch.slots, dtype=bool)
-
-    def _final_obs(self) -> np.ndarray:
-        return self._pad.copy()  # an ended PickJobEnv shows empty slots
-
-    def _final_info(self, info: dict[str, Any]) -> dict[str, Any]:
-        return {"action_mask": self._no_slot.copy(), **info}
-
-    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
-        infos = super()._infos(mask)
-        windows = np.empty(self.num_envs, dtype=object)
-        for i, window in enumerate(self.batch.windows):
-            windows[i] = window
-        infos["window"], infos["_window"] = windows, self._all.copy()
-        return infos
-
-    def _options(self, options: dict[str, Any] | None) -> dict[str, Any] | None:
-        if not options:
-            return options
-        options = dict(options)
-        unknown = set(options) - {"start", "starts", "jobs"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: 'start', "
-                             f"'starts', 'jobs'")
-        if "start" in options:
-            if "starts" in options:
-                raise ValueError("reset options 'start' and 'starts' exclude each other")
-            options["starts"] = [int(options.pop("start"))] * self.num_envs
-        elif "jobs" in options and "starts" not in options:
-            raise ValueError("reset option 'jobs' needs 'start' or 'starts' as well")
-        return options
 
 
 class InspectVectorEnv(MaskedVectorEnv):
     """`hpcsched/Inspect-v0` x `num_envs` on `VecInspect`; the other arguments are `InspectEnv`'s
-    (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it). Reset options go to
-    every env, as `InspectEnv`'s."""
+    (``gym.make_vec("hpcsched/Inspect-v0", num_envs=N, **kwargs)`` builds it)."""
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
         batch = VecInspect(num_envs, **kwargs)
-        first = batch.envs[0]
-        super().__init__(batch, num_envs, first.observation_space, first.action_space)
-
-    def _final_obs(self) -> np.ndarray:
-        return np.zeros(self.single_observation_space.shape, np.float32)  # as InspectEnv's last
+        super().__init__(batch, num_envs, batch.single_observation_space,
+                         batch.single_action_space)
 
 
 __all__ = ["InspectVectorEnv", "MaskedVectorEnv", "PickJobVectorEnv", "SlotsSpace"]

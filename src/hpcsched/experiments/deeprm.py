@@ -4,18 +4,14 @@
     rows = load_sweep()                      # slowdown vs load: SJF, Packer, Tetris*, Random, DeepRM
     rows = what_it_learned("pretrained/deeprm-load-110", load=1.1)   # Fig. 7
 
-A run folder holds model.pt (rewritten atomically every epoch; `resume=True` continues it with
-its stored config, see `experiments.training.open_run`), best.pt (the best greedy slowdown on the
-validation jobsets), log.csv, curve.png, config.json, and TensorBoard events in tb/ when
-tensorboard is installed (`experiments.runlog`).
+A run folder is `experiments.runfolder`'s; best.pt holds the best greedy slowdown on the
+validation jobsets.
 Evaluation jobsets are the authors' "unseen" draw (seed 314159), 100 per load, pooled over jobs.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,48 +48,33 @@ def heuristic_levels(config: DeepRMConfig) -> dict[str, float]:
 def train(config: DeepRMConfig | dict | None, out: str | Path, epochs: int, *,
           resume: bool = False, progress: bool | None = None,
           log: Callable[[str], None] | None = None) -> DeepRM:
-    """Train (or continue) the run in `out` until `epochs` epochs are done in all. With `resume`,
-    `config` may be None (the stored one), a config or a dict of the settings given: a given one
-    must repeat the stored value (threads excepted). Another training holding `out` is refused."""
-    from hpcsched.experiments.training import run_lock
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in `out` until `epochs`
+    epochs are done in all."""
+    from hpcsched.experiments.runfolder import locked_run
 
-    if not resume and not isinstance(config, DeepRMConfig):
-        config = DeepRMConfig(**(config or {}))
-    with run_lock(Path(out), resume=resume):
-        return _train(config, Path(out), epochs, resume=resume, progress=progress, log=log)
+    return locked_run(_train, DeepRMConfig, {}, config, out, epochs, resume=resume, options={},
+                      progress=progress, log=log)
 
 
-def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | None,
-           log: Callable[[str], None] | None) -> DeepRM:
+def _train(config, out: Path, epochs: int, *, resume: bool, options: dict[str, Any],
+           progress: bool | None, log: Callable[[str], None] | None) -> DeepRM:
     import torch
 
-    from hpcsched.experiments.runlog import RunLog
-    from hpcsched.experiments.training import best_so_far, open_run
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model_path = out / "model.pt"
     model = open_run(out, config, resume=resume, load=DeepRM.load, create=lambda: DeepRM(config),
-                     say=say)
+                     say=say, info=lambda c: {"algorithm": "deeprm-reinforce", "epochs": epochs,
+                                              "rate": c.rate})
     config = model.config
-    if resume:
-        if config.threads and config.threads != torch.get_num_threads():
-            torch.set_num_threads(config.threads)  # the threads given now (they shape nothing)
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    (out / "config.json").write_text(json.dumps(
-        {"algorithm": "deeprm-reinforce", "epochs": epochs, "rate": config.rate,
-         **asdict(config)}, indent=1) + "\n")
+    if resume and config.threads and config.threads != torch.get_num_threads():
+        torch.set_num_threads(config.threads)  # the threads given now (they shape nothing)
     levels = heuristic_levels(config) if config.validate_jobsets else {}
     if levels:
         say("heuristics on the validation jobsets: " +
             ", ".join(f"{k} {v:.3f}" for k, v in levels.items()))
     key = f"val_{config.reward}"  # best.pt: the best greedy validation score of the reward
-
-    def improves(v: float, best: float | None) -> bool:
-        return best is None or v < best
-
-    # a resumed run keeps its best so far: the epoch-0 row (a warm start's) is a candidate
-    best = best_so_far(model.history, key, improves, True)
 
     def curve() -> None:
         rows = [h for h in model.history if "slowdown" in h or "val_slowdown" in h]
@@ -103,8 +84,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
                              f"(validation): " + ", ".join(f"{k} {v:.2f}"
                                                            for k, v in levels.items()))
 
-    todo = max(0, epochs - model.epoch)
-    if config.init != "none" and model.epoch == 0 and todo:
+    if config.init != "none" and model.epoch == 0 and epochs > 0:
         stats = model.warm_start(config.init)
         row = {"epoch": 0, **stats}
         if config.validate_jobsets:
@@ -112,30 +92,21 @@ def _train(config, out: Path, epochs: int, *, resume: bool, progress: bool | Non
             row["val_slowdown"], row["val_completion"] = m["slowdown"], m["completion"]
         model.history.append(row)  # before best.pt, which must hold its own epoch's validation
         if config.validate_jobsets:
-            best = row[key]
             model.save(out / "best.pt")
         say(f"imitated {config.init} on {stats['imitation_states']} states: the network picks "
             f"its action in {100 * stats['imitation_agreement']:.1f}% of them; validation "
             f"{key} {row.get(key, float('nan')):.3f} (greedy)")
-    with RunLog(out, LOG_COLUMNS, label=f"training deeprm load {config.load:g}",
-                start=model.epoch, last=epochs, history=model.history, progress=progress,
-                say=say) as runlog:
-        def after_epoch(stats: dict[str, Any]) -> None:
-            nonlocal best
-            v = stats.get(key)
-            if v is not None and improves(v, best):
-                best = v
-                model.save(out / "best.pt")
-            model.save(model_path)
-            runlog.epoch(stats, model.history,
-                         f"slowdown {stats['slowdown']:.3f} (sampled) {key} "
-                         f"{v if v is not None else float('nan'):.3f} (greedy)")
-            if stats["epoch"] % 5 == 0:
-                curve()
 
-        model.learn(todo, callback=after_epoch)
-    if model.history:
-        curve()
+    def note(stats: dict[str, Any]) -> str:
+        v = stats.get(key)
+        return (f"slowdown {stats['slowdown']:.3f} (sampled) {key} "
+                f"{v if v is not None else float('nan'):.3f} (greedy)")
+
+    # the validation is the model's own (in its epochs' stats); a warm start's epoch-0 row counts
+    learn_epochs(model, out, epochs, key=key, improves=lambda v, best: best is None or v < best,
+                 start_counts=True, columns=LOG_COLUMNS,
+                 label=f"training deeprm load {config.load:g}", note=note, curve=curve,
+                 plot_every=5, progress=progress, say=say, logged=list)
     return model
 
 

@@ -1,6 +1,6 @@
 """DRAS's evaluation (IPDPS'21 section V; spec dras.md sections 11-12, 15): `hpcsched experiment dras`.
 
-Every method schedules the whole test period of the chronological split (`dras_training.split`)
+Every method schedules the whole test period of the chronological split (`workload.jobsets.split`)
 from an empty machine, under the `dras` profile (CQSim as the shipped models were trained on it):
 
 - FCFS+EASY (`fcfs` with CQSim's reservation and profile-based backfilling);
@@ -23,8 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hpcsched.experiments.dras_training import (DrasRunConfig, load_agent, make_env,
-                                                prepared_for, run_episode, split)
+from hpcsched.agents.dras_episode import run_episode
+from hpcsched.experiments.dras_training import DrasRunConfig, load_agent, make_env, prepared_for
+from hpcsched.workload.jobsets import split
 from hpcsched.sim.cqsim import MODE_NAMES
 from hpcsched.report.plots import _pyplot, save_figure
 from hpcsched.sim.factory import make_engine
@@ -76,7 +77,7 @@ def test_period(trace: str = "ricc", *, reward: str = "capability", test_days: f
     days after the training and validation periods of `DrasRunConfig`'s split."""
     config = DrasRunConfig(trace=trace, reward=reward, test_days=test_days, seed=seed)
     prepared = prepared_for(config)
-    _, _, test = split(prepared, config.train_days, config.validate_days, config.test_days)
+    _, _, test = split(prepared.jobs, config.train_days, config.validate_days, config.test_days)
     return prepared, test
 
 

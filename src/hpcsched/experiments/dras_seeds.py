@@ -22,8 +22,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.dras import model_name, run_heuristic, run_model, test_period
-from hpcsched.experiments.dras_training import (DrasRunConfig, first_days, load, prepared_for,
-                                                split)
+from hpcsched.experiments.dras_training import DrasRunConfig, load, prepared_for
+from hpcsched.workload.jobsets import first_days, split
 from hpcsched.experiments.policyspec import PRETRAINED
 from hpcsched.experiments.seeds import SEEDS, seed_path
 from hpcsched.experiments.seeds import shipped_seed as named_shipped_seed
@@ -70,7 +70,7 @@ def validation_fcfs(config: DrasRunConfig) -> float:
            config.train_days, config.validate_days, config.test_days, config.validate_first_days)
     if key not in _VALIDATION_FCFS:
         prepared = prepared_for(config)
-        _, validate, _ = split(prepared, config.train_days, config.validate_days,
+        _, validate, _ = split(prepared.jobs, config.train_days, config.validate_days,
                                config.test_days)
         jobs = first_days(validate, config.validate_first_days)
         _VALIDATION_FCFS[key] = float(run_heuristic("fcfs-easy", prepared, jobs).metrics["wait"])

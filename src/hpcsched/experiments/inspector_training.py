@@ -1,10 +1,5 @@
-"""A SchedInspector training run on disk: `hpcsched train inspector` is `train(config, out, epochs)`.
-
-The folder holds what an RLScheduler run's does (see `experiments/training.py`, whose curve,
-folder lock and resume rules this reuses, and `experiments/runlog.py`, the log every trainer
-writes): model.pt after every epoch (atomic; `resume=True` continues, with the run's stored config
-and validation options), best.pt (best greedy validation improvement), log.csv, curve.png,
-config.json, and TensorBoard events in tb/ when tensorboard is installed.
+"""SchedInspector's training run: `hpcsched train inspector` is `train(config, out, epochs)`, in a
+run folder (`experiments.runfolder`; best.pt: the best greedy validation improvement).
 
 Validation runs the greedy inspector on fixed windows of the training part of the trace (drawn
 with their own seed) and scores the mean relative improvement over the base heuristic on them, in
@@ -35,14 +30,15 @@ class InspectorValidation:
     ours, which lie in the test part after `train_fraction`."""
 
     def __init__(self, config, windows: int = 10, jobs: int = 256):
-        from hpcsched.envs.inspector import inspector_trace, split_point
+        from hpcsched.envs.inspector import inspector_trace
         from hpcsched.policies.priority import get_policy
-        from hpcsched.workload.windows import covered, disjoint_windows, schedinspector_windows
+        from hpcsched.workload.windows import (covered, disjoint_windows, schedinspector_windows,
+                                               split_point)
 
         self.config = config
         self.prepared = inspector_trace(config.trace, config.estimate, config.profile)
         n = len(self.prepared.jobs)
-        cut = split_point(self.prepared, config.train_fraction)
+        cut = split_point(n, config.train_fraction)
         self.jobs = min(jobs, cut)
         self.avoided = covered(schedinspector_windows(n), 256) if n > 256 else []
         self.starts = disjoint_windows(n, windows, self.jobs, first=cut, avoid=self.avoided,
@@ -73,12 +69,11 @@ class InspectorValidation:
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
-    """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done
-    in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
-    validation and best.pt off), kept with the run. With `resume`, `config` and the options may be
-    left out, and a given one must repeat the stored value (`training.resumed_config`)."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in folder `out` until
+    `epochs` epochs are done in all; returns the model. `options`: those of `RUN_OPTIONS`
+    (`validate_every=0` turns validation and best.pt off)."""
     from hpcsched.agents.inspector import InspectorConfig
-    from hpcsched.experiments.training import locked_run
+    from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, InspectorConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options)
@@ -88,8 +83,8 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.inspector import fit_rule
     from hpcsched.agents.ppo import PPO
-    from hpcsched.experiments.training import (LOG_FIRST, LOG_LAST, best_so_far, learn_epochs,
-                                               open_with_options)
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
+    from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
@@ -102,25 +97,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                 f"{100 * fit['imitation_agreement']:.1f}% on {config.init_episodes} episodes")
         return model
 
-    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
-                                    create=create, say=say, options=options,
-                                    run_options=RUN_OPTIONS, algorithm="schedinspector-ppo",
-                                    epochs=epochs)
-    config = model.config
+    model = open_run(out, config, resume=resume, load=PPO.load, create=create, say=say,
+                     options=options, run_options=RUN_OPTIONS,
+                     info=lambda c: {"algorithm": "schedinspector-ppo", "epochs": epochs})
+    config, opts = model.config, model.run_options
     validation = (InspectorValidation(config, opts["validate_windows"], opts["validate_jobs"])
                   if opts["validate_every"] and opts["validate_windows"] else None)
-
-    def improves(v: float, best: float | None) -> bool:
-        return best is None or v > best
-
-    # a resumed run keeps its best so far, as the run that never stopped has it: the untrained
-    # inspector's epoch-0 score is no candidate
-    best = best_so_far(model.history, "val_improvement", improves, False)
-    if validation is not None and model.epoch == 0 and epochs > 0:
-        start = validation.score(model)
-        model.history.append({"epoch": 0, "val_improvement": start})
-        say(f"untrained greedy inspector: validation improvement over {config.base} "
-            f"{100 * start:.1f}% on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def note(stats: dict[str, Any]) -> str:
         val = stats.get("val_improvement")
@@ -128,8 +110,13 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                 f"{100 * stats.get('rejection_ratio', 0):.0f}%"
                 + ("" if val is None else f" val {100 * val:.1f}%"))
 
+    # the untrained inspector's epoch-0 score is no candidate for best.pt
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
-                 key="val_improvement", improves=improves, best=best,
+                 key="val_improvement", improves=lambda v, best: best is None or v > best,
+                 start_counts=False, started=lambda score: (
+                     f"untrained greedy inspector: validation improvement over {config.base} "
+                     f"{100 * score:.1f}% on {len(validation.starts)} windows of "
+                     f"{validation.jobs} jobs"),
                  columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
                  label=f"training inspector {config.trace}/{config.base}", note=note,
                  curve=lambda: training_curve(

@@ -42,9 +42,9 @@ def table_key(metric: str) -> str:
 def best_validation(checkpoint: dict, metric: str) -> float:
     """The greedy validation score a `best.pt` was chosen with: its own epoch's entry in its
     history (NaN when that epoch was not validated)."""
-    from hpcsched.experiments.training import _metric_key
+    from hpcsched.envs.pick_job import metric_key
 
-    key = f"val_{_metric_key(metric)}"
+    key = f"val_{metric_key(metric)}"
     for h in reversed(checkpoint["history"]):
         if h.get("epoch") == checkpoint["epoch"] and key in h:
             return float(h[key])

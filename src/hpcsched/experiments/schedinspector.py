@@ -122,7 +122,7 @@ def protocol_windows(prepared, draw: str, count: int, length: int,
                      seed: int | None = None) -> list[int]:
     """The window starts of a protocol: "code", SchedInspector's test script's draw over the whole
     trace; "ours", `count` windows from the last 80 % (`evaluation_windows`)."""
-    from hpcsched.envs.inspector import evaluation_windows
+    from hpcsched.workload.windows import evaluation_windows
     from hpcsched.workload.windows import schedinspector_windows
 
     if draw not in WINDOWS:
@@ -130,7 +130,7 @@ def protocol_windows(prepared, draw: str, count: int, length: int,
     seed = WINDOWS[draw][1] if seed is None else seed
     if draw == "code":
         return schedinspector_windows(len(prepared.jobs), count, length, seed=seed)
-    return evaluation_windows(prepared, count, length, seed=seed)
+    return evaluation_windows(len(prepared.jobs), count, length, seed=seed)
 
 
 def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,

@@ -1,41 +1,19 @@
-"""A training run on disk: `hpcsched train rlscheduler` is `train(config, out, epochs)`.
-
-The run's folder holds
-
-    model.pt     the checkpoint, rewritten (atomically) after every epoch: a crash loses at most
-                 the epoch in progress, and `resume=True` continues from it
-    best.pt      the checkpoint with the best greedy validation metric so far (with validation)
-    log.csv      one row per epoch: mean reward, the epoch's metrics, losses, KL, timings
-    curve.png    the training curve (redrawn every few epochs and at the end)
-    config.json  the run's settings, readable without torch
-    tb/          TensorBoard events, when the tensorboard package is installed
-    .lock        held (flock) by the training writing the folder: a second one is refused
-
-log.csv, tb/ and the progress shown (a bar on a terminal, else a line per epoch) are written by
-`experiments.runlog.RunLog`, as every trainer's are.
+"""RLScheduler's training run: `hpcsched train rlscheduler` is `train(config, out, epochs)`, in a
+run folder (`experiments.runfolder`: model.pt, best.pt, log.csv, curve.png, config.json, tb/).
 
 Validation (every `validate_every` epochs) runs the greedy policy on fixed windows drawn from the
 training range with their own seed, so that `best.pt` is chosen on the same windows each time, and
 clear of the test windows' jobs; the training metric itself is measured with sampled actions on
-ever-changing windows and is noisy.
-
-A run folder remembers every setting that shapes the run: its config and `train`'s run options
-(`RUN_OPTIONS`: validation) are in model.pt and config.json. `resume=True` continues with them;
-a setting given again must repeat the stored value (a different one is refused, naming it), except
-those that do not change the run (`NOT_SHAPING`: threads). A run stopped at any point and resumed
-(once or many times) writes the same model.pt, log.csv and best.pt as one that never stopped.
+ever-changing windows and is noisy. The validation settings are the run's options (`RUN_OPTIONS`),
+kept with it and taken again on resume.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import os
 import sys
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -52,16 +30,6 @@ VALIDATION_SEED = 20_201_115  # the validation windows' draw, different from any
 RUN_OPTIONS: dict[str, Any] = {"validate_every": 5, "validate_windows": 20, "validate_jobs": 256,
                                "validate_avoid": "paper"}
 
-#: config settings that do not change what a run computes or writes: a resumed run may change them
-NOT_SHAPING = ("threads", "parallel_update")
-
-
-def _metric_key(metric: str) -> str:
-    from hpcsched.envs.pick_job import METRICS, check_metric
-
-    return METRICS[check_metric(metric)][0]
-
-
 #: what validation windows keep clear of: "paper" = the jobs of RLScheduler's test windows (the
 #: ten 1024-job windows of `experiment rlscheduler-table5/7/8`), "none" = nothing
 VALIDATION_AVOID = ("paper", "none")
@@ -75,7 +43,8 @@ class Validation:
     on a job the tables are scored on."""
 
     def __init__(self, config, windows: int, jobs: int, avoid: str = "paper"):
-        from hpcsched.envs.pick_job import as_prepared
+        from hpcsched.envs.pick_job import metric_key
+        from hpcsched.sim.run import as_prepared
         from hpcsched.workload.windows import disjoint_windows, paper_test_jobs
 
         if avoid not in VALIDATION_AVOID:
@@ -89,7 +58,7 @@ class Validation:
         self.starts = disjoint_windows(n, windows, jobs, first=first, avoid=self.avoided,
                                        seed=VALIDATION_SEED)
         self.jobs = jobs
-        self.key = _metric_key(config.metric)
+        self.key = metric_key(config.metric)
 
     def score(self, model) -> float:
         from hpcsched.agents.checkpoint import RLPolicy
@@ -110,282 +79,60 @@ def better(metric: str, a: float, b: float | None) -> bool:
     return a > b if metric == "utilization" else a < b
 
 
-class RunInUseError(OSError):
-    """The run folder is held by another training."""
-
-
-@contextlib.contextmanager
-def run_lock(out: Path, *, resume: bool = False) -> Iterator[None]:
-    """Hold the run folder `out` (created if need be) for the duration: an exclusive advisory lock
-    (`fcntl.flock`) on `out/.lock`, whose holder's pid the file names. A second training of the same
-    folder is refused at once (`RunInUseError`); the lock goes with the process however it ends
-    (even killed), so a stopped run leaves no stale lock. With `resume`, a folder without model.pt
-    is refused before anything is created."""
-    out = Path(out)
-    if resume and not (out / "model.pt").exists():
-        raise FileNotFoundError(f"--resume: no checkpoint at {out / 'model.pt'}")
-    try:
-        import fcntl
-    except ImportError:  # no flock on this platform: no guard
-        fcntl = None
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    lock = out / ".lock"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                raise RunInUseError(f"{out} is in use by another training (pid {holder}): wait "
-                                    f"for it to end, or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
-            yield
-        except BaseException:
-            if created and [f.name for f in out.iterdir()] == [lock.name]:
-                with contextlib.suppress(OSError):  # a run that failed to start leaves nothing
-                    lock.unlink()
-                    out.rmdir()
-            raise
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _settings(config) -> dict[str, Any]:
-    return asdict(config) if is_dataclass(config) else dict(config)
-
-
-def resumed_config(path: Path, stored, given, *,
-                   effective: Callable[[Any], dict[str, Any]] | None = None):
-    """The config a resumed run continues with: `stored` (the checkpoint's), with the settings of
-    `given` that do not shape the run (`NOT_SHAPING`) taken from it. `given`: None, a config (every
-    setting counts as given) or a dict of the settings given (the command line's). A given setting
-    that would change the run is refused in one line naming it, its stored and its given value.
-    `effective(config)`: the settings compared (default: the config's fields), for configs whose
-    fields hold defaults resolved elsewhere."""
-    if given is None:
-        return stored
-    settings = _settings(given)
-    kind = type(stored)
-    try:
-        merged = kind(**{**asdict(stored), **settings})  # normalised as the stored one was
-    except TypeError as e:
-        raise ValueError(f"--resume {path}: {e}") from None
-    compare = effective or asdict
-    before, after = compare(stored), compare(merged)
-    changed = [k for k in before if k not in NOT_SHAPING and before[k] != after.get(k)]
-    changed += [k for k in after if k not in before and k not in NOT_SHAPING]
-    if changed:
-        raise ValueError(refusal(path, {k: (before.get(k), after.get(k)) for k in changed}))
-    return merged
-
-
-def refusal(path: Path, changed: dict[str, tuple[Any, Any]]) -> str:
-    """The one-line refusal of a resume that would change settings {name: (stored, given)}."""
-    listed = "; ".join(f"{k}={a!r}, not {b!r}" for k, (a, b) in changed.items())
-    return (f"--resume: {path} was trained with {listed} (leave "
-            f"{'that option' if len(changed) == 1 else 'those options'} out to continue it as it "
-            f"was, or start a new run in another --out)")
-
-
-def check_options(given: dict[str, Any], defaults: dict[str, Any]) -> None:
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise TypeError(f"train() got unexpected keyword argument(s) {', '.join(unknown)}")
-
-
-def resumed_options(path: Path, stored: dict[str, Any] | None, given: dict[str, Any],
-                    defaults: dict[str, Any], say) -> dict[str, Any]:
-    """A run's options (see `RUN_OPTIONS`): for a new run (`stored` None) the given ones over the
-    defaults; for a resumed one the stored ones, a different given value refused in one line. A
-    run written before its options were kept has none stored: the given ones and the defaults
-    then, said through `say`."""
-    check_options(given, defaults)
-    given = {k: v for k, v in given.items() if v is not None}
-    if stored is None:
-        return {**defaults, **given}
-    if not stored:
-        options = {**defaults, **given}
-        say(f"{path} does not record its validation options (an older run): using "
-            + ", ".join(f"{k}={v!r}" for k, v in options.items()))
-        return options
-    options = {**defaults, **stored}
-    changed = {k: (options[k], v) for k, v in given.items() if v != options[k]}
-    if changed:
-        raise ValueError(refusal(path, changed))
-    return options
-
-
-def open_run(out: Path, config, *, resume: bool, load, create, say,
-             effective: Callable[[Any], dict[str, Any]] | None = None):
-    """The model of the run folder `out`: with `resume`, the one in its model.pt, its stored
-    config checked against `config` (`resumed_config`: None, a config or a dict of the settings
-    given), else `create()`, refusing to overwrite an existing run. `load(path)` reads a
-    checkpoint; the model has `.config`, `.epoch`. (`say` is for the caller to tell that it
-    resumed, once every check has passed.)"""
-    model_path = out / "model.pt"
-    if not resume:
-        if model_path.exists():
-            raise FileExistsError(f"{model_path} exists: pass --resume to continue that run, or "
-                                  f"choose another --out")
-        return create()
-    if not model_path.exists():
-        raise FileNotFoundError(f"--resume: no checkpoint at {model_path}")
-    model = load(model_path)
-    model.config = resumed_config(model_path, model.config, config, effective=effective)
-    return model
-
-
-def best_so_far(history: list[dict[str, Any]], key: str, better: Callable[[float, Any], bool],
-                start_counts: bool):
-    """The best validation score of a resumed run, as the run that never stopped has it: the
-    scores `history[i][key]` in order, the epoch-0 score (before any training) only when
-    `start_counts` (a warm-started run's starting policy is a candidate for best.pt; a random
-    one is not)."""
-    best = None
-    for h in history:
-        v = h.get(key)
-        if v is None or (h.get("epoch") == 0 and not start_counts):
-            continue
-        if better(v, best):
-            best = v
-    return best
-
-
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
           progress: bool | None = None, log=None, **options):
-    """Train (or, with `resume`, continue) the run in folder `out` until `epochs` epochs are done in
-    all. Returns the PPO model (`agents.rlscheduler`'s configuration). `log(text)` receives a line per event worth telling (default:
-    stderr).
-
-    `options`: the run options of `RUN_OPTIONS` (validation: `validate_every` epochs, 0 turning
-    validation and best.pt off; `validate_windows` windows of `validate_jobs` jobs, clear of the
-    test windows' jobs with `validate_avoid="paper"`), kept with the run. With `resume`, `config`
-    may be None (the stored one), a config or a dict of the settings given, and the options may be
-    left out (the stored ones); a given value that differs from the stored one is refused
-    (`resumed_config`). Another training holding `out` is refused."""
+    """Train (or, with `resume`, continue: `runfolder.open_run`) the run in folder `out` until
+    `epochs` epochs are done in all; returns the PPO model. `log(text)` receives a line per event
+    worth telling (default: stderr). `options`: the run options of `RUN_OPTIONS` (validation:
+    `validate_every` epochs, 0 turning validation and best.pt off; `validate_windows` windows of
+    `validate_jobs` jobs, clear of the test windows' jobs with `validate_avoid="paper"`)."""
     from hpcsched.agents.rlscheduler import RLSchedulerConfig
+    from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, RLSchedulerConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options)
-
-
-def open_with_options(out: Path, config, *, resume: bool, load, create, say,
-                      options: dict[str, Any], run_options: dict[str, Any], algorithm: str,
-                      epochs: int):
-    """`open_run`, then the run's options (`resumed_options`: the stored ones on resume) kept on
-    the model, and config.json written. Returns (model, options)."""
-    model_path = out / "model.pt"
-    model = open_run(out, config, resume=resume, load=load, create=create, say=say)
-    opts = resumed_options(model_path, model.run_options if resume else None, options,
-                           run_options, say)
-    model.run_options = opts
-    if resume:
-        say(f"resumed {model_path} at epoch {model.epoch}")
-    (out / "config.json").write_text(json.dumps(
-        {"algorithm": algorithm, "epochs": epochs, **asdict(model.config), "run_options": opts},
-        indent=1) + "\n")
-    return model, opts
-
-
-def locked_run(body: Callable, config_class, run_options: dict[str, Any], config,
-               out: str | Path, epochs: int, *, resume: bool, options: dict[str, Any], **kw):
-    """A trainer's common start: check the run options against `run_options`, build a new run's
-    config (a dict of settings becomes `config_class`), then run `body(config, out, epochs,
-    resume=, options=, **kw)` holding the folder's lock (`run_lock`)."""
-    check_options(options, run_options)
-    if not resume and not is_dataclass(config):
-        config = config_class(**(config or {}))
-    with run_lock(Path(out), resume=resume):
-        return body(config, Path(out), epochs, resume=resume, options=options, **kw)
-
-
-def learn_epochs(model, out: Path, epochs: int, *, validation, validate_every: int, key: str,
-                 improves: Callable[[float, Any], bool], best, columns: list[str], label: str,
-                 curve: Callable[[], None], note: Callable[[dict[str, Any]], str],
-                 plot_every: int, progress: bool | None, say) -> None:
-    """`model.learn` until `epochs` epochs are done in all, each followed by the greedy validation
-    (every `validate_every` epochs and at the last: `key` in the epoch's stats, best.pt when it
-    `improves` on `best`), model.pt, the log (log.csv, progress with `note(stats)`) and, every
-    `plot_every` epochs and at the end, the curve: what every PPO trainer does after its start."""
-    from hpcsched.experiments.runlog import RunLog
-
-    try:
-        with RunLog(out, columns, extra="val_", label=label, start=model.epoch, last=epochs,
-                    history=model.history, progress=progress, say=say) as runlog:
-            def after_epoch(stats: dict[str, Any]) -> None:
-                nonlocal best
-                if validation is not None and (stats["epoch"] % validate_every == 0
-                                               or stats["epoch"] == epochs):
-                    stats[key] = validation.score(model)
-                    if improves(stats[key], best):
-                        best = stats[key]
-                        model.save(out / "best.pt")
-                model.save(out / "model.pt")
-                runlog.epoch(stats, [h for h in model.history if "mean_reward" in h], note(stats))
-                if plot_every and stats["epoch"] % plot_every == 0:
-                    curve()
-
-            model.learn(max(0, epochs - model.epoch), callback=after_epoch)
-    finally:
-        if model.history:
-            curve()
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any]):
     from hpcsched.agents.ppo import PPO
     from hpcsched.agents.rlscheduler import warm_start
+    from hpcsched.envs.pick_job import metric_key
+    from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.report.plots import training_curve
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model, opts = open_with_options(out, config, resume=resume, load=PPO.load,
-                                    create=lambda: PPO(config), say=say, options=options,
-                                    run_options=RUN_OPTIONS, algorithm="rlscheduler-ppo",
-                                    epochs=epochs)
-    config = model.config
+    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
+                     say=say, options=options, run_options=RUN_OPTIONS,
+                     info=lambda c: {"algorithm": "rlscheduler-ppo", "epochs": epochs})
+    config, opts = model.config, model.run_options
     metric = config.metric
-    key = _metric_key(metric)
+    key = metric_key(metric)
     validation = (Validation(config, opts["validate_windows"], opts["validate_jobs"],
                              opts["validate_avoid"])
                   if opts["validate_every"] and opts["validate_windows"] else None)
     warm = config.init != "none"
-
-    def improves(a: float, b) -> bool:
-        return better(metric, a, b)
-
-    # a resumed run keeps its best so far, as the run that never stopped has it
-    best = best_so_far(model.history, f"val_{key}", improves, warm)
-    todo = epochs > model.epoch
-    if warm and model.epoch == 0 and todo:
+    if warm and model.epoch == 0 and epochs > 0:
         stats = warm_start(model)
         if "from_epoch" in stats:
             say(f"starting from {config.init[len('model:'):]} (epoch {stats['from_epoch']})")
         else:
             say(f"imitated {config.init} on {stats['imitation_decisions']} decisions: the network "
                 f"picks {config.init}'s job in {100 * stats['imitation_agreement']:.1f}% of them")
-    if validation is not None and model.epoch == 0 and todo:
+    if validation is not None:
         model.norm = model.norm or validation.prepared.report.norm
-        start = validation.score(model)
-        model.history.append({"epoch": 0, f"val_{key}": start})
-        if warm:  # the imitating policy is a candidate for best.pt; a random one is not
-            best = start
-            model.save(out / "best.pt")
-        else:
-            best = None
-        say(f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
-            f"{start:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs")
 
     def note(stats: dict[str, Any]) -> str:
         val = f" val {stats[f'val_{key}']:.4g}" if f"val_{key}" in stats else ""
         return f"reward {stats['mean_reward']:.4g} {key} {stats.get(key, float('nan')):.4g}{val}"
 
+    # the imitating policy is a candidate for best.pt; a random one is not
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
-                 key=f"val_{key}", improves=improves, best=best,
+                 key=f"val_{key}", improves=lambda a, b: better(metric, a, b), start_counts=warm,
+                 started=lambda score: (
+                     f"{'starting' if warm else 'untrained'} greedy policy: validation {key} "
+                     f"{score:.4g} on {len(validation.starts)} windows of {validation.jobs} jobs"),
                  columns=LOG_FIRST + [k for k in METRIC_KEYS if k not in (
                      "first_job_id", "last_job_id")] + LOG_LAST,
                  label=f"training {config.trace} {metric}", note=note, curve=lambda: training_curve(
@@ -395,6 +142,4 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     return model
 
 
-__all__ = ["NOT_SHAPING", "RUN_OPTIONS", "RunInUseError", "Validation", "best_so_far", "better",
-           "learn_epochs", "locked_run", "open_run", "open_with_options", "resumed_config",
-           "resumed_options", "run_lock", "train"]
+__all__ = ["RUN_OPTIONS", "Validation", "better", "train"]

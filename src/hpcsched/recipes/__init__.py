@@ -19,7 +19,16 @@ and its code is imported only when one of its commands is chosen (so ``--help`` 
 network code).
 
 Importing this package registers hpcsched's four, one module each: `rlscheduler` (``rl:``),
-`schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``).
+`schedinspector` (``inspect:``), `dras` (``dras:``) and `deeprm` (``deeprm:``); then the recipes
+of plugins (`load_plugins`): the modules that installed packages name in the entry-point group
+``hpcsched.recipes``, and the modules or Python files that ``$HPCSCHED_RECIPES`` names. A recipe
+of the one PPO on PickJob is registered from its configuration alone by `pick_job.ppo_recipe`
+(examples/smallest_job.py).
+
+Every recipe names its learners at a tiny size (`Tiny`), on which tests/recipes/test_contract.py
+checks the contract every learned scheduler keeps: its env passes gymnasium's checker, a few
+learning steps change its choices, saved and loaded it is the same learner, and its model file
+schedules through ``hpcsched simulate`` exactly as the learner in memory.
 
 Model files are found by one rule for all (`locate`): ``pretrained/NAME`` is the shipped file
 ``data/pretrained/NAME.pt``; a file is itself; a run folder is its ``best.pt`` (the checkpoint its
@@ -29,10 +38,11 @@ validation chose), or its ``model.pt`` while it has no ``best.pt`` yet (said onc
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "pretrained"
 
@@ -57,9 +67,9 @@ class Command:
     #: "module:function" adding its options to its (empty) parser, ``f(parser)``; it may set the
     #: parser's description and epilog too. A train command's parser then gets --config and the
     #: paragraphs every train command ends with (`hpcsched.cli.common.train_command`).
-    arguments: str
+    arguments: str | Callable
     #: "module:function" running it, ``f(args) -> exit status``
-    run: str
+    run: str | Callable
 
 
 @dataclass(frozen=True)
@@ -79,14 +89,15 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A learned scheduler. Entry points are "module:attribute" strings (see `entry`)."""
+    """A learned scheduler. Entry points are "module:attribute" strings, or the functions
+    themselves (see `entry`)."""
 
     name: str  # "rlscheduler"
     prefix: str  # of its policy names: "rl" in rl:PATH
     env_id: str  # the Gymnasium environment it trains on
     #: the model file as an engine Policy: ``f(path, prepared, *, option, seed, sample, name)``;
     #: `prepared` is the trace it schedules (or None), `option` what follows `separator`
-    load: str
+    load: str | Callable
     #: its trainer (``f(config, out, ...)``), None where it has none
     train: str | None = None
     #: file-name prefixes of its shipped models in data/pretrained; None: the files no other
@@ -112,6 +123,9 @@ class Recipe:
     experiments: tuple[Command, ...] = ()
     #: how ``hpcsched evaluate`` scores its model files (None: it does not)
     evaluation: Evaluation | None = None
+    #: "module:function" giving its learners at a tiny size, ``f() -> Tiny | tuple[Tiny, ...]``:
+    #: what the contract every recipe must keep is checked on (tests/recipes/test_contract.py)
+    tiny: str | Callable | None = None
 
     def split(self, arg: str) -> tuple[str, str]:
         """(model, option) of what follows the prefix in a policy name."""
@@ -122,6 +136,70 @@ class Recipe:
 
     def rule(self, model: str) -> Rule | None:
         return next((r for r in self.rules if r.name == model), None)
+
+
+@dataclass(frozen=True)
+class Tiny:
+    """A recipe's learner at a tiny size, built, trained a few steps, saved, loaded and run through
+    `simulate` in seconds: what the contract test of every recipe uses
+    (tests/recipes/test_contract.py), and a quick way to try a recipe. A recipe with several
+    learners (DRAS: PG, DQL, Decima-PG) gives one each, told apart by `name`.
+
+    A learner is used through SB3's verbs only: ``predict``, ``save`` and its class's ``load``
+    (`act`, `save_model`, `load_model`); where a learner's verbs take other arguments than those,
+    the recipe says how to call them (`predict`, `save`, `load`). Its model file is run as
+    ``PREFIX:PATH`` names it, through the recipe's `load`."""
+
+    #: ``gymnasium.make(recipe.env_id, **env)``: the small environment it learns on
+    env: dict[str, Any]
+    #: a fresh learner at tiny settings, ``make(env, seed)``; `env` is that environment, unwrapped
+    make: Callable[[Any, int], Any]
+    #: a few learning steps, ``learn(learner, env)``; they must change some of its greedy choices
+    learn: Callable[[Any, Any], Any]
+    #: the learner in memory as an engine Policy, ``policy(learner, prepared, name)``, as its
+    #: training's validation runs it: its model file must schedule exactly as this does
+    policy: Callable[[Any, Any, str], Any]
+    #: where its model files are run through ``hpcsched simulate TRACE --policy PREFIX:PATH``: a
+    #: trace (a bundled name or a file), the window ``--start``/``--jobs``, ``--backfill``, and
+    #: ``--profile`` (None: as the command line chooses for the model, `model_profiles`)
+    trace: str
+    start: int = 0
+    jobs: int = 64
+    backfill: str = "none"
+    profile: str | None = None
+    name: str = ""
+    #: ``save(learner, path)``, writing a file ``PREFIX:PATH`` names (None: ``learner.save(path)``)
+    save: Callable[[Any, Path], Any] | None = None
+    #: ``load(path)``, the learner back (None: ``type(learner).load(path)`` of the learner saved)
+    load: Callable[[Path], Any] | None = None
+    #: ``predict(learner, obs, mask) -> action`` of one observation as the environment gives it
+    #: (None: ``learner.predict(obs, mask)``, greedy)
+    predict: Callable[[Any, Any, Any], Any] | None = None
+
+    def act(self, learner, obs, mask) -> int:
+        """The learner's greedy action on one observation of the environment."""
+        if self.predict is not None:
+            return int(self.predict(learner, obs, mask))
+        return int(learner.predict(obs, mask))
+
+    def save_model(self, learner, path: str | Path) -> Path:
+        if self.save is not None:
+            self.save(learner, Path(path))
+        else:
+            learner.save(path)
+        return Path(path)
+
+    def load_model(self, path: str | Path, saved) -> Any:
+        """The learner in the file at `path`, which holds a learner like `saved`."""
+        return self.load(Path(path)) if self.load is not None else type(saved).load(path)
+
+
+def tiny_learners(recipe: Recipe) -> tuple[Tiny, ...]:
+    """`recipe`'s tiny learners (see `Tiny`); none when it names no ``tiny``."""
+    if recipe.tiny is None:
+        return ()
+    found = entry(recipe.tiny)()
+    return (found,) if isinstance(found, Tiny) else tuple(found)
 
 
 _REGISTRY: dict[str, Recipe] = {}
@@ -177,8 +255,12 @@ def get(prefix: str) -> Recipe:
     return recipe
 
 
-def entry(ref: str) -> Any:
-    """The attribute a "module:attribute" string names, its module imported now."""
+def entry(ref: str | Callable) -> Any:
+    """The attribute a "module:attribute" string names, its module imported now; a function given
+    in its place (by a recipe whose module is imported anyway: `hpcsched.recipes.pick_job`) is
+    itself."""
+    if callable(ref):
+        return ref
     module, _, attribute = ref.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
@@ -285,9 +367,66 @@ def in_folder(folder: str | Path, name: str) -> Path | None:
     return locate(run) if run.is_dir() and is_run(run) else None
 
 
-# the package's own, in the order `hpcsched policies` lists them
+#: the entry-point group of installed packages' recipes, and the variable naming others
+PLUGIN_GROUP = "hpcsched.recipes"
+PLUGIN_VARIABLE = "HPCSCHED_RECIPES"
+
+
+def load_plugin(ref: str):
+    """Import `ref`, a module that registers recipes when imported: a module name
+    (``mypackage.recipes``) or a Python file (``examples/smallest_job.py``, imported as a module
+    named by its stem, so that its "module:function" entries can name it). Returns the module."""
+    if ref.endswith(".py") or "/" in ref or os.sep in ref:
+        import importlib.util
+
+        path = Path(ref).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {ref}")
+        held = sys.modules.get(path.stem)
+        if held is not None:
+            if getattr(held, "__file__", None) and Path(held.__file__).resolve() == path:
+                return held
+            raise ValueError(f"{ref}: a module named {path.stem!r} is imported already (from "
+                             f"{getattr(held, '__file__', None) or 'built-in'}); rename the file")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[path.stem]
+            raise
+        return module
+    return importlib.import_module(ref)
+
+
+def load_plugins() -> None:
+    """Register the recipes of plugins: every entry point of the group ``hpcsched.recipes`` of
+    the installed packages (a module, imported; or a `Recipe`, registered), then every module or
+    Python file that ``$HPCSCHED_RECIPES`` names (separated by commas or the path separator).
+    One that fails is said in one line on stderr and left out: the other commands keep working."""
+    from importlib.metadata import entry_points
+
+    refs = [(ep.value, ep.load) for ep in entry_points(group=PLUGIN_GROUP)]
+    names = os.environ.get(PLUGIN_VARIABLE, "").replace(os.pathsep, ",").split(",")
+    refs += [(name, lambda name=name: load_plugin(name)) for name in map(str.strip, names)
+             if name]
+    for ref, load in refs:
+        try:
+            found = load()
+            if isinstance(found, Recipe):
+                register(found)
+        except Exception as e:  # noqa: BLE001
+            print(f"hpcsched: warning: the recipes of {ref!r} are not loaded: "
+                  f"{type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
+
+
+# the package's own, in the order `hpcsched policies` lists them; then the plugins'
 from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm  # noqa: E402,F401,I001
 
-__all__ = ["PRETRAINED", "Command", "Evaluation", "Recipe", "Rule", "discrete_recipe", "entry", "find",
-           "get", "in_folder", "is_run", "locate", "model_kind", "model_of", "recipes", "register",
-           "shipped_models"]
+load_plugins()
+
+__all__ = ["PLUGIN_GROUP", "PLUGIN_VARIABLE", "PRETRAINED", "Command", "Evaluation", "Recipe", "Rule",
+           "Tiny", "discrete_recipe", "entry", "find", "get", "in_folder", "is_run", "load_plugin",
+           "load_plugins", "locate", "model_kind", "model_of", "recipes", "register",
+           "shipped_models", "tiny_learners"]

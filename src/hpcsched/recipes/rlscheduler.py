@@ -4,7 +4,7 @@ trained with PPO on `hpcsched/PickJob-v0` (`agents/ppo.py`, `experiments/trainin
 from __future__ import annotations
 
 from hpcsched.envs import PICK_JOB
-from hpcsched.recipes import Command, Evaluation, Recipe, register
+from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
 
 CLI = "hpcsched.cli.rlscheduler"
 
@@ -16,6 +16,29 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
 
     norm = prepared.report.norm if prepared is not None else None
     return load_policy(path, sample=sample, seed=seed, name=name, norm=norm)
+
+
+def tiny() -> Tiny:
+    """The kernel network on 16 slots of 32-job Lublin-1 windows, two epochs of 4 episodes."""
+    from hpcsched.agents.ppo import PPO
+    from hpcsched.agents.rlscheduler import RLSchedulerConfig
+
+    def make(env, seed: int) -> PPO:
+        return PPO(RLSchedulerConfig(trace="lublin-1", episode_jobs=32, slots=16, n_envs=4,
+                                     trajectories_per_epoch=4, pi_lr=3e-3, vf_lr=3e-3,
+                                     train_pi_iters=10, train_v_iters=5, target_kl=0.05,
+                                     seed=seed, threads=1))
+
+    def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
+        from hpcsched.agents.checkpoint import RLPolicy
+
+        c = model.config
+        return RLPolicy(model.policy, prepared.report.norm, slots=c.slots, cutoff=c.cutoff,
+                        fairness=c.features == 9, name=name)
+
+    return Tiny(env=dict(trace="lublin-1", episode_jobs=32, slots=16), make=make,
+                learn=lambda model, env: model.learn(2), policy=in_memory, trace="lublin-1",
+                start=2000, jobs=256)
 
 
 RECIPE = register(Recipe(
@@ -42,4 +65,5 @@ RECIPE = register(Recipe(
                                      "1024-job windows, rlscheduler profile",
                 f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_experiment"),
     ),
-    evaluation=Evaluation("rlscheduler", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments")))
+    evaluation=Evaluation("rlscheduler", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
+    tiny="hpcsched.recipes.rlscheduler:tiny"))

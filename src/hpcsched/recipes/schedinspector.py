@@ -10,7 +10,7 @@ profile it was trained with (the fixed rule: schedinspector)."""
 from __future__ import annotations
 
 from hpcsched.envs import INSPECT
-from hpcsched.recipes import Command, Evaluation, Recipe, Rule, register
+from hpcsched.recipes import Command, Evaluation, Recipe, Rule, Tiny, register
 
 CLI = "hpcsched.cli.inspector"
 
@@ -58,6 +58,33 @@ def trained_profile(path) -> str:
     return load_inspector_checkpoint(path)["config"].get("profile", "schedinspector")
 
 
+def tiny() -> Tiny:
+    """An inspector around SJF on 32-job Lublin-1 windows, six epochs of 16 episodes (at a rate
+    that changes its mind in so few)."""
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.agents.ppo import PPO
+
+    def make(env, seed: int) -> PPO:
+        return PPO(InspectorConfig(trace="lublin-1", episode_jobs=32, n_envs=16,
+                                   trajectories_per_epoch=16, pi_lr=3e-2, vf_lr=1e-2,
+                                   train_pi_iters=20, train_v_iters=5, target_kl=1.0,
+                                   seed=seed, threads=1))
+
+    def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
+        from hpcsched.agents.inspector import InspectedPolicy
+        from hpcsched.policies.priority import get_policy
+
+        c = model.config
+        return InspectedPolicy(model.policy, get_policy(c.base, profile=prepared.profile),
+                               prepared.report.norm, features=c.features, metric=c.metric,
+                               max_interval=c.max_interval, max_rejections=c.max_rejections,
+                               name=name)
+
+    return Tiny(env=dict(trace="lublin-1", episode_jobs=32), make=make,
+                learn=lambda model, env: model.learn(6), policy=in_memory, trace="lublin-1",
+                start=2000, jobs=256)
+
+
 RECIPE = register(Recipe(
     name="schedinspector", prefix="inspect", env_id=INSPECT,
     load="hpcsched.recipes.schedinspector:policy",
@@ -82,4 +109,5 @@ RECIPE = register(Recipe(
                 f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_seeds"),
     ),
     evaluation=Evaluation("schedinspector", f"{CLI}:evaluate",
-                          f"{CLI}:add_evaluate_arguments")))
+                          f"{CLI}:add_evaluate_arguments"),
+    tiny="hpcsched.recipes.schedinspector:tiny"))

@@ -14,7 +14,9 @@ cluster's partition.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -185,6 +187,32 @@ def _cluster(spec, partition: str | None) -> Cluster:
     return load_cluster(spec, partition)
 
 
+@lru_cache(maxsize=8)
+def _prepare_named(name: str, profile: str) -> Prepared:
+    return prepare(name, profile)
+
+
+def as_prepared(trace: str | os.PathLike | JobTable | Prepared,
+                profile: str | Profile | None = None) -> Prepared:
+    """`trace` prepared under `profile`: a Prepared is taken as it is (its own profile; a different
+    `profile` is an error), anything else goes through `prepare` (default profile "rlscheduler").
+    Bundled traces by short name are prepared once per process."""
+    if isinstance(trace, Prepared):
+        if profile is not None:
+            name = profile.name if isinstance(profile, Profile) else profile
+            if name != trace.profile.name:
+                raise ValueError(
+                    f"the trace was prepared under the {trace.profile.name!r} profile, not "
+                    f"{name!r}; prepare it again or leave profile out"
+                )
+        return trace
+    profile = "rlscheduler" if profile is None else profile
+    if isinstance(trace, str) and isinstance(profile, str) and not os.path.exists(
+            os.path.expanduser(trace)):
+        return _prepare_named(trace, profile)
+    return prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
+
+
 def window(prepared: Prepared, start: int | None = None, jobs: int | None = None) -> JobTable:
     """Jobs [start, start + jobs) of the prepared trace (all of it by default)."""
     if start is None and jobs is None:
@@ -208,4 +236,4 @@ def simulate(
     return engine.run(policy)
 
 
-__all__ = ["Prepared", "prepare", "simulate", "window", "ClusterError"]
+__all__ = ["Prepared", "as_prepared", "prepare", "simulate", "window", "ClusterError"]

@@ -1,4 +1,5 @@
-"""Which consecutive jobs of a trace an experiment runs: window starts and train/test splits.
+"""Which consecutive jobs of a trace an experiment runs: window starts (drawn once, or episode
+after episode by a `WindowSampler`) and train/test splits.
 
 A window is `length` consecutive jobs of a cleaned table, named by its 0-based start position, so
 that every policy compared sees the same jobs (`JobTable.window(start, length)`).
@@ -7,7 +8,7 @@ that every policy compared sees the same jobs (`JobTable.window(start, length)`)
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -123,6 +124,89 @@ def paper_test_jobs(n_jobs: int, first: int = 10000, count: int = 10,
     return covered(paper_windows(first=min(first, n_jobs), count=count, length=length), length)
 
 
+#: allowed window starts: a callable start -> bool, or a collection of starts
+StartFilter = Callable[[int], bool] | Collection[int]
+
+
+class WindowSampler:
+    """Window starts as the authors' code draws them: uniform in
+    [length, min(first, N) - length - 1) (numpy's `integers`, high excluded).
+
+    `window_filter` keeps only some starts (trajectory filtering): a callable start -> bool is
+    rejection-sampled; a collection of allowed starts is sampled uniformly among its members in
+    that range (the same distribution, without retries)."""
+
+    def __init__(self, n_jobs: int, length: int, first: int | None = 10000,
+                 window_filter: StartFilter | None = None, max_tries: int = 100_000) -> None:
+        if length <= 0:
+            raise ValueError(f"episode_jobs must be positive, got {length}")
+        limit = n_jobs if first is None else min(first, n_jobs)
+        self.low, self.high = length, limit - length - 1
+        if self.high <= self.low:
+            raise ValueError(
+                f"windows of {length} jobs cannot be drawn from {limit} jobs: starts are drawn "
+                f"from [{self.low}, {self.high}) as in RLScheduler's code, which needs at least "
+                f"{2 * length + 2} jobs; use fewer episode_jobs or fixed windows "
+                f"(reset(options={{'start': ...}}))"
+            )
+        self.n_jobs, self.length, self.first, self.max_tries = n_jobs, length, first, max_tries
+        self.accept: Callable[[int], bool] | None = None
+        self.allowed: np.ndarray | None = None
+        if window_filter is not None:
+            if callable(window_filter):
+                self.accept = window_filter
+            else:
+                allowed = np.unique(np.fromiter((int(s) for s in window_filter), dtype=np.int64))
+                allowed = allowed[(allowed >= self.low) & (allowed < self.high)]
+                if allowed.size == 0:
+                    raise ValueError(
+                        f"window_filter allows no start in [{self.low}, {self.high})")
+                self.allowed = allowed
+
+    @property
+    def filtered(self) -> bool:
+        return self.accept is not None or self.allowed is not None
+
+    def for_reset(self, options: Mapping[str, Any]) -> "WindowSampler":
+        """The sampler of a reset with these options: one drawing through its "window_filter",
+        if it names one (None: every window), instead of this one's."""
+        if "window_filter" not in options:
+            return self
+        return WindowSampler(self.n_jobs, self.length, self.first, options["window_filter"],
+                             self.max_tries)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        if self.allowed is not None:
+            return int(self.allowed[rng.integers(len(self.allowed))])
+        for _ in range(self.max_tries):
+            start = int(rng.integers(self.low, self.high))
+            if self.accept is None or self.accept(start):
+                return start
+        raise RuntimeError(f"window_filter accepted none of {self.max_tries} random starts")
+
+
+#: SchedInspector's share of a trace for training (the first 20 %; the rest is for testing)
+TRAIN_FRACTION = 0.2
+
+
+def split_point(n_jobs: int, train_fraction: float = TRAIN_FRACTION) -> int:
+    """Jobs [0, cut) are for training, [cut, n_jobs) for testing."""
+    if not 0.0 < train_fraction <= 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    return int(n_jobs * train_fraction)
+
+
+def evaluation_windows(n_jobs: int, count: int = 50, length: int = 256, seed: int = 0,
+                       train_fraction: float = TRAIN_FRACTION) -> list[int]:
+    """`count` window starts of `length` jobs drawn from the part of the trace after the
+    training part (SchedInspector's paper: 50 windows of 256 jobs from the last 80 %)."""
+    cut = split_point(n_jobs, train_fraction)
+    if n_jobs - cut < length:
+        raise ValueError(f"the test part ({n_jobs - cut} jobs after the first {cut}) is shorter "
+                         f"than one window of {length} jobs")
+    return [cut + s for s in sample_windows(n_jobs - cut, count, length, seed=seed)]
+
+
 def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     """Index ranges (train, test): the first part of the trace for training, the last
     round(n_jobs * test_fraction) jobs for testing (SchedInspector trains on the first 20 % and
@@ -139,5 +223,7 @@ def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     return range(0, cut), range(cut, n_jobs)
 
 
-__all__ = ["PAPER_SEED", "covered", "disjoint_windows", "gym_legacy_state", "paper_test_jobs",
-           "paper_windows", "sample_windows", "schedinspector_windows", "train_test_split"]
+__all__ = ["PAPER_SEED", "StartFilter", "TRAIN_FRACTION", "WindowSampler", "covered",
+           "disjoint_windows", "evaluation_windows", "gym_legacy_state", "paper_test_jobs",
+           "paper_windows", "sample_windows", "schedinspector_windows", "split_point",
+           "train_test_split"]
