@@ -8,12 +8,14 @@ Importing this package registers them with Gymnasium::
 
 (or, without the import, ``gym.make("hpcsched.envs:hpcsched/PickJob-v0")``). PickJob, Inspect
 and DBF also vectorise on their batched envs: ``gym.make_vec("hpcsched/PickJob-v0", num_envs=64)`` is a
-`PickJobVectorEnv` (`hpcsched.envs.vector`); the other ids get gymnasium's `SyncVectorEnv`.
+`PickJobVectorEnv` (`hpcsched.envs.vector`; DBF's: `hpcsched.envs.dbf_vec`); the other ids get
+gymnasium's `SyncVectorEnv`.
 """
 
 import gymnasium
 
 from hpcsched.envs.dbf import DBFEnv
+from hpcsched.envs.dbf_vec import DBFVectorEnv, VecDBF
 from hpcsched.envs.dras import DrasEnv
 from hpcsched.envs.inspector import InspectEnv, VecInspect
 from hpcsched.envs.pick_job import PickJobEnv, observe
@@ -39,7 +41,8 @@ if INSPECT not in gymnasium.registry:
                        vector_entry_point="hpcsched.envs.vector:InspectVectorEnv")
 
 if DBF not in gymnasium.registry:
-    gymnasium.register(id=DBF, entry_point="hpcsched.envs.dbf:DBFEnv")
+    gymnasium.register(id=DBF, entry_point="hpcsched.envs.dbf:DBFEnv",
+                       vector_entry_point="hpcsched.envs.dbf_vec:DBFVectorEnv")
 
-__all__ = ["DBF", "DBFEnv", "DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv", "InspectVectorEnv", "PICK_JOB",
-           "PickJobEnv", "PickJobVectorEnv", "VecInspect", "VecPickJob", "observe"]
+__all__ = ["DBF", "DBFEnv", "DBFVectorEnv", "DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv",
+           "InspectVectorEnv", "PICK_JOB", "PickJobEnv", "PickJobVectorEnv", "VecDBF", "VecInspect", "VecPickJob", "observe"]
