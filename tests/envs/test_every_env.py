@@ -15,7 +15,7 @@ ENV_IDS = sorted(i for i in gym.registry if i.startswith("hpcsched/"))
 
 def test_the_known_envs_are_registered():
     assert {"hpcsched/PickJob-v0", "hpcsched/Inspect-v0", "hpcsched/DeepRM-v0",
-            "hpcsched/DRAS-v0"} <= set(ENV_IDS)
+            "hpcsched/DRAS-v0", "hpcsched/DBF-v0"} <= set(ENV_IDS)
 
 
 @pytest.fixture
