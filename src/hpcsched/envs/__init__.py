@@ -7,9 +7,9 @@ Importing this package registers them with Gymnasium::
     env = gym.make("hpcsched/PickJob-v0", trace="lublin-1", metric="bsld")
 
 (or, without the import, ``gym.make("hpcsched.envs:hpcsched/PickJob-v0")``). PickJob, Inspect
-and DBF also vectorise on their batched envs: ``gym.make_vec("hpcsched/PickJob-v0", num_envs=64)`` is a
-`PickJobVectorEnv` (`hpcsched.envs.vector`; DBF's: `hpcsched.envs.dbf_vec`); the other ids get
-gymnasium's `SyncVectorEnv`.
+and DBF also vectorise on their batched envs: ``gym.make_vec("hpcsched/PickJob-v0",
+num_envs=64)`` is a `PickJobVectorEnv` (`hpcsched.envs.vector`; DBF's: `DBFVectorEnv` in
+`hpcsched.envs.dbf_vec`); the other ids get gymnasium's `SyncVectorEnv`.
 """
 
 import gymnasium
@@ -45,4 +45,5 @@ if DBF not in gymnasium.registry:
                        vector_entry_point="hpcsched.envs.dbf_vec:DBFVectorEnv")
 
 __all__ = ["DBF", "DBFEnv", "DBFVectorEnv", "DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv",
-           "InspectVectorEnv", "PICK_JOB", "PickJobEnv", "PickJobVectorEnv", "VecDBF", "VecInspect", "VecPickJob", "observe"]
+           "InspectVectorEnv", "PICK_JOB", "PickJobEnv", "PickJobVectorEnv", "VecDBF", "VecInspect",
+           "VecPickJob", "observe"]
