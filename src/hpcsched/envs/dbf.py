@@ -198,7 +198,7 @@ class DbfEpisode:
         """The episode's Ch. 3 metrics, from its first arrival to now (its last start)."""
         v = self.engine.view()
         m = interval_metrics(v.jobs, v.start_time, v.executed,
-                             total_procs=self.engine.total_procs, t0=self.t0, t1=v.now)
+                             total_procs=int(v.cluster.total_procs), t0=self.t0, t1=v.now)
         m["placed"] = self.placed
         return m
 
