@@ -14,14 +14,7 @@ from hpcsched.cli import main
 from hpcsched.recipes import PRETRAINED
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def rows_of(capsys, *argv) -> list[dict]:

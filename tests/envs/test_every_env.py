@@ -15,21 +15,11 @@ ENV_IDS = sorted(i for i in gym.registry if i.startswith("hpcsched/"))
 
 def test_the_known_envs_are_registered():
     assert {"hpcsched/PickJob-v0", "hpcsched/Inspect-v0", "hpcsched/DeepRM-v0",
-            "hpcsched/DRAS-v0"} <= set(ENV_IDS)
-
-
-@pytest.fixture
-def one_thread():
-    """A tiny network trains much faster on one thread than on many contending ones."""
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+            "hpcsched/DRAS-v0", "hpcsched/DBF-v0"} <= set(ENV_IDS)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-def test_defaults_pass_the_checker_and_train_with_maskable_ppo(env_id, one_thread):
+def test_defaults_pass_the_checker_and_train_with_maskable_ppo(env_id, one_torch_thread):
     sb3_contrib = pytest.importorskip("sb3_contrib")
     env = gym.make(env_id)
     check_env(env.unwrapped)

@@ -11,15 +11,6 @@ sb3_contrib = pytest.importorskip("sb3_contrib")
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture
-def one_thread():
-    """A tiny network trains much faster on one thread than on many contending ones."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class MaskAudit(gym.Wrapper):
     """Counts the actions taken and checks each against the mask of its decision."""
 
@@ -38,7 +29,7 @@ class MaskAudit(gym.Wrapper):
         return self.env.unwrapped.action_masks()
 
 
-def test_maskable_ppo_learns_and_acts_validly(tiny_random, one_thread):
+def test_maskable_ppo_learns_and_acts_validly(tiny_random, one_torch_thread):
     env = MaskAudit(PickJobEnv(tiny_random, episode_jobs=12, slots=16, metric="bsld"))
     model = sb3_contrib.MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=2,
                                     seed=0, device="cpu")
@@ -58,7 +49,7 @@ def test_maskable_ppo_learns_and_acts_validly(tiny_random, one_thread):
     assert env.actions > 0 and env.invalid == 0
 
 
-def test_maskable_ppo_runs_on_the_inspector_env_and_respects_its_cap(one_thread):
+def test_maskable_ppo_runs_on_the_inspector_env_and_respects_its_cap(one_torch_thread):
     import hpcsched.envs  # noqa: F401  (registers hpcsched/Inspect-v0)
     from envtraces import prepared
 

@@ -197,20 +197,11 @@ def as_sb3(venv):
     return FromGymnasium()
 
 
-@pytest.fixture
-def one_thread():
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("make", [
     lambda: PickJobVectorEnv(4, trace=prepared_tiny(), episode_jobs=12, slots=16),
     lambda: InspectVectorEnv(4, trace="lublin-1", episode_jobs=16),
 ], ids=["pickjob", "inspect"])
-def test_maskable_ppo_learns_on_it_and_acts_validly(make, one_thread):
+def test_maskable_ppo_learns_on_it_and_acts_validly(make, one_torch_thread):
     sb3_contrib = pytest.importorskip("sb3_contrib")
     venv = make()
     model = sb3_contrib.MaskablePPO("MlpPolicy", as_sb3(venv), n_steps=32, batch_size=32,

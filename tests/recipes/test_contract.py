@@ -35,14 +35,7 @@ from hpcsched.recipes import Recipe, Tiny, tiny_learners
 OBSERVATIONS = 64
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def observations(env, n: int = OBSERVATIONS, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -25,15 +25,7 @@ from torch import nn
 from hpcsched import recipes
 from test_contract import CASES, check_contract, networks
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 def fresh(recipe, tiny):

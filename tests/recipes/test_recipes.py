@@ -20,14 +20,7 @@ from hpcsched.recipes import PRETRAINED, Recipe, locate
 PREFIXES = ["rl", "inspect", "dras", "deeprm"]
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- the registry ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 
 from hpcsched.sim.engine import Policy, Result
 from hpcsched.sim.metrics import combined_score
-from hpcsched.sim.metrics import METRIC_KEYS
+from hpcsched.sim.metrics import METRIC_KEYS, QUEUE_KEYS
 from hpcsched.sim.run import Prepared, simulate
 from hpcsched.workload.windows import paper_windows, sample_windows, schedinspector_windows
 
@@ -82,6 +82,10 @@ def summarize(results: Iterable[Result]) -> dict[str, float]:
                      if isinstance(v, (int, float)) and all(k in r.metrics for r in results))
     for k in keys:
         row[k] = float(np.mean([r.metrics[k] for r in results]))
+    # Wang's Ch. 3 queue metrics (time-averaged queue length and job load)
+    for k in QUEUE_KEYS:
+        if k not in row and results and all(k in r.metrics for r in results):
+            row[k] = float(np.mean([r.metrics[k] for r in results]))
     # per-resource utilization of runs on a heterogeneous cluster
     for k in sorted(results[0].metrics) if results else ():
         if k.startswith("utilization_") and all(k in r.metrics for r in results):

@@ -10,11 +10,15 @@ With r = requested time, n = processors, s = submit time and w = current waiting
 | sjf-procs | r (ties: n)                           | SJF as SchedInspector's code ranks ties  |
 | saf     | r * n                                   | smallest area first                      |
 | srf     | r / n                                   | smallest ratio first                     |
-| sqf     | n                                       | smallest request first                   |
+| sqf     | n                                       | smallest request first (Ch. 3's "SJF")   |
 | wfp3    | -(w / r)^3 * n                          | Tang et al.                              |
 | unicep  | -w / (log2(n) * r)                      | Tang et al.                              |
 | f1..f4  | Carastan-Santos et al.'s learned scores | F1 = log10(r) n + 870 log10(s), ...      |
 | random  | a random priority per job, seeded       |                                          |
+
+Wang's thesis Ch. 3 (DBF) calls "Smallest-Job-First (SJF)" the policy that "always places the job
+with the smallest number of requested cores": that is `sqf` here (ties: the job queued first), not
+`sjf`, which is the shortest requested time as in RLScheduler and SchedInspector.
 
 `wfp3-rls` and `unicep-rls` reproduce the RLScheduler code, which reads the waiting time of a waiting
 job as -1 - s (its "scheduled time" is still -1). Their scores then favour long requests and early
@@ -120,7 +124,7 @@ DESCRIPTIONS = {
                  "the schedinspector profile's sjf)",
     "saf": "smallest area (time x procs) first",
     "srf": "smallest ratio (time / procs) first",
-    "sqf": "smallest processor request first",
+    "sqf": "smallest processor request first (fewest cores: the \"SJF\" of Wang's thesis Ch. 3)",
     "wfp3": "Tang et al.'s WFP3, -(w/r)^3 n",
     "unicep": "Tang et al.'s UNICEP, -w/(log2(n) r)",
     "f1": "Carastan-Santos et al.'s F1",

@@ -11,6 +11,16 @@ Utilization has two definitions, chosen by the profile:
   start, - first submit) x total processors. Its numerator counts work done after the episode ended,
   so it can exceed the true utilization.
 
+Queue metrics (Wang's thesis Ch. 3 compares schedulers on them), time averages over the span the
+utilization is divided by (a job waits from its submit to its start):
+- `queue_length`: the time-averaged number of waiting jobs, sum(w) / span;
+- `job_load`: the time-averaged requested work waiting in the queue, sum over waiting jobs of
+  processors x requested time, in seconds of the whole machine: sum(n * r * w) / (span x total
+  processors). The thesis does not say how it scales the "average job load" (spec thesis_ch2_3_4.md
+  section 9 item 10); ours reads "how long the whole cluster would need to run what waits".
+`interval_metrics` gives the same quantities for a schedule cut at a time (an episode that ends
+when a number of jobs have started, with jobs still waiting and running).
+
 Fairness: each user's mean bounded slowdown; `max_user_bsld` is the largest of them (RLScheduler's
 "Maximal" aggregator) and `jain_user_bsld` is Jain's index of them (1 = perfectly even).
 """
@@ -30,6 +40,9 @@ METRIC_KEYS = (
     "jobs", "first_job_id", "last_job_id", "bsld", "max_bsld", "wait", "max_wait", "turnaround",
     "slowdown", "utilization", "makespan", "max_user_bsld", "jain_user_bsld",
 )
+#: Wang's thesis Ch. 3 queue metrics: every metrics dict holds them too (not in METRIC_KEYS, so
+#: that training logs keep their columns); comparisons average them where every run has them
+QUEUE_KEYS = ("queue_length", "job_load")
 
 
 def bounded_slowdown(wait: np.ndarray, executed: np.ndarray,
@@ -89,6 +102,7 @@ def schedule_metrics(
     else:
         raise ValueError(f"unknown utilization definition {utilization!r}")
     user_bsld = per_user_mean(bsld, jobs.user[started]) if m["jobs"] else np.ones(1)
+    req = jobs.req_time[started]
     m.update(
         bsld=float(np.mean(bsld)),
         max_bsld=float(np.max(bsld)),
@@ -100,8 +114,54 @@ def schedule_metrics(
         makespan=last_end - first_submit,
         max_user_bsld=float(np.max(user_bsld)),
         jain_user_bsld=jain_index(user_bsld),
+        queue_length=float(np.sum(w)) / span if span > 0 else 0.0,
+        job_load=float(np.sum(procs * req * w)) / (span * total_procs) if span > 0 else 0.0,
     )
     return m
+
+
+def interval_metrics(
+    jobs: JobTable,
+    start: np.ndarray,
+    executed: np.ndarray,
+    *,
+    total_procs: int,
+    t0: float,
+    t1: float,
+) -> dict[str, float]:
+    """Metrics of a schedule seen over the interval [t0, t1] only, jobs still waiting or running
+    at t1 included (a DBF episode ends when its 1,000th job starts, with more queued):
+
+    - `jobs`: the jobs started in [t0, t1]; `wait` and `bsld`: their mean wait and bounded
+      slowdown (bsld with their whole executed time);
+    - `utilization`: the processor-seconds run inside [t0, t1] over (t1 - t0) x total processors
+      (the time average of the instantaneous utilization);
+    - `queue_length` and `job_load`: as in `schedule_metrics`, over [t0, t1]; a job not started
+      by t1 (start NaN or later) waits until t1.
+
+    Time averages are 0 over an empty interval."""
+    start = np.asarray(start, dtype=np.float64)
+    executed = np.asarray(executed, dtype=np.float64)
+    submit, procs, req = jobs.submit, jobs.procs, jobs.req_time
+    span = float(t1) - float(t0)
+    begun = np.isfinite(start) & (start <= t1)
+    placed = begun & (start >= t0)
+    until = np.where(begun, start, t1)  # when each job stops waiting, as seen from [t0, t1]
+    waited = np.clip(np.minimum(until, t1) - np.maximum(submit, t0), 0.0, None)
+    ran = np.where(begun, np.clip(np.minimum(start + executed, t1) - np.maximum(start, t0),
+                                  0.0, None), 0.0)
+    w = start[placed] - submit[placed]
+    out = {
+        "jobs": int(np.count_nonzero(placed)),
+        "wait": float(np.mean(w)) if w.size else 0.0,
+        "bsld": float(np.mean(bounded_slowdown(w, executed[placed]))) if w.size else 0.0,
+        "utilization": 0.0, "queue_length": 0.0, "job_load": 0.0,
+    }
+    if span > 0:
+        out["utilization"] = float(np.sum(procs * ran)) / (span * total_procs)
+        out["queue_length"] = float(np.sum(waited)) / span
+        out["job_load"] = float(np.sum(procs * req * waited)) / (span * total_procs)
+    return out
 
 
 def per_job_records(jobs: JobTable, start: np.ndarray, executed: np.ndarray) -> dict[str, np.ndarray]:
