@@ -82,6 +82,7 @@ DECIDING = {"ppo": ("policy",), "reinforce": ("policy",), "dqn": ("q",)}
 #: (recipe, learner) -> "module:class" of the learner that reads such a file (its `load(path)`)
 LEARNERS = {("rlscheduler", "ppo"): "hpcsched.agents.ppo:PPO",
             ("schedinspector", "ppo"): "hpcsched.agents.ppo:PPO",
+            ("dbf", "ppo"): "hpcsched.agents.ppo:PPO",
             ("deeprm", "reinforce"): "hpcsched.agents.deeprm:DeepRM",
             ("dras", "reinforce"): "hpcsched.agents.dras_pg:DrasPG",
             ("dras", "dqn"): "hpcsched.agents.dql:DrasDQL"}
