@@ -220,7 +220,10 @@ class DbfPolicy:
     does not fit (a `Wait` when every waiting job fits): under ``none`` that is a plain wait, the
     schedule of `DBFEnv` exactly; under ``easy`` EASY backfilling then runs after the agent's Fwd,
     that job holding the reservation, so it may start jobs the agent chose to leave waiting (where
-    they do not delay the reserved one); under ``conservative`` the plan decides every start.
+    they do not delay the reserved one). While every waiting job fits there is nothing to reserve
+    for and the agent's Fwd stands. (So an actor that always picks slot 0, the oldest job, is FCFS,
+    and with ``easy`` FCFS with EASY: tests/agents/test_dbf_agent.py.) Under ``conservative`` the
+    plan decides every start.
 
     Greedy by default (the first maximum of the float64 logits rounded to float32,
     `agents.greedy`); `sample=True` draws from the softmax (Gumbel-max, seeded)."""
