@@ -79,8 +79,9 @@ def cmd_train(args) -> int:
 
 
 def evaluate(path, checkpoint: dict, args) -> int:
-    """`hpcsched evaluate` of a DBF model: beside FCFS, SJF (fewest cores: sqf) and LCFS on DBF's
-    100 test episodes, no backfilling."""
+    """`hpcsched evaluate` of a DBF model: beside FCFS, SJF (fewest cores: sqf) and LCFS
+    (`--against`) on DBF's 100 test episodes (`--windows N`: the first N of another draw of
+    `dbf_starts`), without backfilling (`--backfill`), greedy (`--sample`)."""
     from hpcsched.agents.dbf import load_dbf
     from hpcsched.envs.dbf import as_dbf_trace
     from hpcsched.experiments.dbf_episodes import compare_episodes
@@ -90,19 +91,21 @@ def evaluate(path, checkpoint: dict, args) -> int:
     from hpcsched.workload.windows import dbf_starts
 
     config = checkpoint["config"]
-    prepared = as_dbf_trace(getattr(args, "trace", None) or config["trace"])
-    jobs = config["episode_jobs"]
-    starts = dbf_starts(prepared, "test", 100, episode_jobs=jobs)
+    prepared = as_dbf_trace(args.trace or config["trace"])
+    jobs = args.jobs or config["episode_jobs"]
+    starts = dbf_starts(prepared, "test", args.windows or 100, episode_jobs=jobs)
+    against = [a for a in (args.against or ["fcfs", "sqf", "lcfs"]) if a != "none"]
+    backfills = args.backfill or ["none"]
     label = f"dbf:{args.model}"
-    policies = [(n, get_policy(n)) for n in ("fcfs", "sqf", "lcfs")]
-    policies.append((label, load_dbf(path, prepared=prepared, name=label)))
-    with Progress(len(policies) * len(starts), "evaluating") as bar:
-        rows = compare_episodes(prepared, policies, ["none"], starts, episode_jobs=jobs,
+    policies = [(n, get_policy(n)) for n in against]
+    policies.append((label, load_dbf(path, prepared=prepared, sample=args.sample,
+                                     seed=args.seed or 0, name=label)))
+    with Progress(len(policies) * len(backfills) * len(starts), "evaluating") as bar:
+        rows = compare_episodes(prepared, policies, backfills, starts, episode_jobs=jobs,
                                 progress=bar.update)
-    fmt = getattr(args, "fmt", None)
-    if fmt is None:
+    if args.fmt is None:
         print(f"DBF M={config['window']} tail={config['tail']} trained on {config['trace']}; "
-              f"{len(starts)} test episodes of {jobs} placed jobs (dbf_starts 'test'), "
-              f"mean over episodes; sqf = the thesis's SJF (fewest cores)\n")
-    print(format_rows(rows, fmt or "table"))
+              f"{len(starts)} test episodes of {jobs} started jobs (dbf_starts 'test'), mean "
+              f"over episodes; sqf = the thesis's SJF (fewest cores)\n")
+    print(format_rows(rows, args.fmt or "table"))
     return 0
