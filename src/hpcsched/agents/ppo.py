@@ -12,6 +12,12 @@ One epoch:
    approximate KL to the rollout policy passes 1.5 x `target_kl`; no entropy bonus;
 5. `train_v_iters` full-batch Adam steps on the value's squared error to the returns.
 
+A configuration may instead ask for CleanRL's and SB3's update (`PPOParams.minibatch`: DBF's):
+`update_epochs` passes over the epoch's decisions in random minibatches, one policy step (with an
+entropy bonus `ent_coef`) and one value step on each, gradients clipped to `max_grad_norm`; and
+for rewards along the episode rather than only at its end (`step_rewards`). The defaults leave the
+full-batch update of RLScheduler and SchedInspector as it was, bit for bit.
+
 Every epoch is a function of the networks, the optimisers and the epoch number only: the
 environments are reset with a seed drawn from (seed, epoch) and actions are sampled from a generator
 seeded the same way. So training 2 epochs, or 1 epoch + save + load + 1 epoch, gives the same weights.
