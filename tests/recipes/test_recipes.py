@@ -139,8 +139,18 @@ def _direct_deeprm(path, name):
     return policy, starts(policy), starts(load_deeprm_policy(path, name=name))
 
 
+def _direct_dbf(path, name):
+    from hpcsched.agents.dbf import load_dbf
+    from hpcsched.sim.run import simulate
+
+    p = _prepared("lublin-1", "standard")
+    policy = resolve_policy(name, p)
+    theirs = simulate(p, load_dbf(path, prepared=p, name=name), start=3000, jobs=96)
+    return policy, simulate(p, policy, start=3000, jobs=96).start, theirs.start
+
+
 DIRECT = {"rl": _direct_rl, "inspect": _direct_inspect, "dras": _direct_dras,
-          "deeprm": _direct_deeprm}
+          "deeprm": _direct_deeprm, "dbf": _direct_dbf}
 SHIPPED = [(p, n) for p in PREFIXES for n in pretrained_models(p)]
 
 
