@@ -42,7 +42,6 @@ class SmallestJobConfig(RLSchedulerConfig):  # the one PPO: RLScheduler's settin
 
     def networks(self): return LogLinear(8, 1), make_value("flat", 8, self.slots)
     def make_env(self, model): return SmallestReward(super().make_env(model))
-    def extra_state(self): return {"algorithm": "toy-smallest-job"}  # PPO.load knows it by this
 
 
 ppo_recipe(SmallestJobConfig, name="toy", prefix="toy", help="a toy: smallest waiting job first")

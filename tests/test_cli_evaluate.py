@@ -172,4 +172,4 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     torch.save({"format": "someone-else/1"}, tmp_path / "other.pt")
     err = error_of(capsys, tmp_path / "other.pt")
     assert "of kind 'someone-else/1', which no registered learned scheduler evaluates" in err
-    assert "hpcsched.dras/1 (dras:)" in err
+    assert "dras (dras:)" in err

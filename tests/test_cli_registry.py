@@ -179,9 +179,9 @@ def test_a_recipe_cannot_take_a_command_name_already_taken(monkeypatch):
     with pytest.raises(ValueError, match="`hpcsched experiment dras` is dras's already"):
         recipes.register(Recipe(name="x", prefix="x", env_id="e", load="m:f",
                                 experiments=(taken,)))
-    with pytest.raises(ValueError, match="kind 'hpcsched.dras/1' are dras's already"):
+    with pytest.raises(ValueError, match="kind 'dras' are dras's already"):
         recipes.register(Recipe(name="x", prefix="x", env_id="e", load="m:f",
-                                evaluation=Evaluation("hpcsched.dras/1", "m:f")))
+                                evaluation=Evaluation("dras", "m:f")))
     assert [r.prefix for r in recipes.recipes()] == ["rl", "inspect", "dras", "deeprm"]
 
 

@@ -14,7 +14,8 @@ import torch
 
 import hpcsched
 from fakes import FakeVecPickJob
-from hpcsched.agents.checkpoint import FORMAT, load_checkpoint, load_policy, save_checkpoint
+from hpcsched.agents.checkpoint import (FORMAT, ModelFileError, load_checkpoint, load_policy,
+                                        write_model)
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.envs.pick_job import PickJobEnv
@@ -29,19 +30,29 @@ def fake_model(seed=0) -> PPO:
                env=FakeVecPickJob(n_envs=4, slots=16, episode_jobs=4))
 
 
+def tiny(**changes) -> dict:
+    """The smallest model file's contents (what `write_model` takes)."""
+    return {"recipe": "rlscheduler", "learner": "ppo", "config": {}, "learner_config": {},
+            "learner_state": {}, "weights": {"policy": {"w": torch.zeros(3)}}, "norm": {},
+            "epoch": 0, "history": [], **changes}
+
+
 # -- writing -------------------------------------------------------------------------------------
 def test_save_writes_one_file_and_it_holds_what_it_should(tmp_path):
     model = fake_model().learn(1)
     model.save(tmp_path / "sub" / "model.pt")  # the folder is made
     assert os.listdir(tmp_path / "sub") == ["model.pt"]  # no temporary file left behind
     ck = load_checkpoint(tmp_path / "sub" / "model.pt")
-    assert ck["format"] == FORMAT and ck["version"] == hpcsched.__version__
+    assert ck["format"] == FORMAT == "hpcsched.model/2" and ck["version"] == hpcsched.__version__
+    assert (ck["recipe"], ck["learner"]) == ("rlscheduler", "ppo")
     assert ck["epoch"] == 1 and len(ck["history"]) == 1
     assert RLSchedulerConfig.from_dict(ck["config"]) == model.config
     assert ck["norm"] == {"max_run_time": 1.0}  # the environment's constants
     for k, v in model.policy.state_dict().items():
-        assert torch.equal(ck["policy"][k], v)
-    assert {"torch", "numpy", "python"} <= set(ck["rng"])
+        assert torch.equal(ck["weights"]["policy"][k], v)
+    assert set(ck["weights"]) == {"policy", "value"}
+    assert set(ck["training"]["optimizers"]) == {"policy", "value"}
+    assert {"torch", "numpy", "python"} <= set(ck["training"]["rng"])
 
 
 def test_a_model_file_is_readable_by_the_group(tmp_path):
@@ -49,9 +60,9 @@ def test_a_model_file_is_readable_by_the_group(tmp_path):
     any file the run writes: 0644 under the usual umask."""
     old = os.umask(0o022)
     try:
-        path = save_checkpoint(tmp_path / "model.pt", {"config": {}})
+        path = write_model(tmp_path / "model.pt", tiny())
         os.umask(0o027)
-        other = save_checkpoint(tmp_path / "other.pt", {"config": {}})
+        other = write_model(tmp_path / "other.pt", tiny())
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
@@ -78,7 +89,7 @@ def test_a_failed_save_leaves_the_old_file_intact(tmp_path, monkeypatch):
     ck = load_checkpoint(path)
     assert ck["epoch"] == 0
     for k, v in old.policy.state_dict().items():
-        assert torch.equal(ck["policy"][k], v)
+        assert torch.equal(ck["weights"]["policy"][k], v)
 
 
 def test_save_replaces_an_existing_model(tmp_path):
@@ -88,6 +99,59 @@ def test_save_replaces_an_existing_model(tmp_path):
     model.save(path)
     assert load_checkpoint(path)["epoch"] == 1
     assert os.listdir(tmp_path) == ["model.pt"]
+
+
+def test_what_the_reader_would_refuse_is_not_written(tmp_path):
+    """A malformed model, or a NaN in any tensor (a training that diverged), is refused in one
+    line, and the file already there is left as it was."""
+    path = write_model(tmp_path / "model.pt", tiny())
+    before = path.read_bytes()
+    nan = {"w": torch.tensor([0.0, float("nan")])}
+    for contents, says in [(tiny(weights={"policy": nan}), "policy.w holds NaN or infinite"),
+                           (tiny(training={"optimizers": {"policy": {"state": {0: nan}}}}),
+                            "holds NaN or infinite"),
+                           ({k: v for k, v in tiny().items() if k != "norm"}, "no norm"),
+                           (tiny(epoch=1.5), "its epoch is not an int"),
+                           (tiny(weights={}), "it holds no network"),
+                           (tiny(policy={"w": torch.zeros(3)}), "unknown entries policy")]:
+        with pytest.raises(ModelFileError, match="not writing") as info:
+            write_model(path, contents)
+        assert says in str(info.value) and "\n" not in str(info.value)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["model.pt"]
+
+
+def test_a_malformed_model_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "model.pt"
+    ck = {"format": FORMAT, "version": hpcsched.__version__, **tiny()}
+    del ck["weights"]
+    torch.save(ck, path)
+    with pytest.raises(ModelFileError, match=r"model\.pt is not a valid hpcsched model file "
+                                             r"\(no weights\)"):
+        load_checkpoint(path)
+
+
+def test_a_slim_export_decides_as_its_source_and_cannot_resume(tmp_path):
+    from hpcsched.agents.checkpoint import SLIM_KEYS, load_learner, read_model, slim
+
+    model = fake_model().learn(1)
+    model.save(tmp_path / "model.pt")
+    slim(tmp_path / "model.pt", tmp_path / "slim.pt")
+    ck = read_model(tmp_path / "slim.pt")
+    assert tuple(ck) == SLIM_KEYS and set(ck["weights"]) == {"policy"}
+    for k, v in model.policy.state_dict().items():
+        assert torch.equal(ck["weights"]["policy"][k], v)
+    assert isinstance(load_learner(tmp_path / "model.pt"), PPO)
+    with pytest.raises(ModelFileError, match="slim.pt is a slim export .* training cannot resume"):
+        load_learner(tmp_path / "slim.pt")
+
+
+def test_a_model_of_another_recipe_is_refused_by_its_loader(tmp_path):
+    from hpcsched.agents.checkpoint import OtherKindError
+    from hpcsched.agents.deeprm_policy import load_deeprm_policy
+
+    fake_model().save(tmp_path / "model.pt")
+    with pytest.raises(OtherKindError, match="is a rlscheduler model \\(ppo\\), not a deeprm one"):
+        load_deeprm_policy(tmp_path / "model.pt")
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -101,7 +165,7 @@ def test_a_file_that_is_not_a_checkpoint_is_refused_clearly(tmp_path):
 
     other = tmp_path / "other.pt"
     torch.save({"state_dict": {"w": torch.zeros(3)}}, other)  # a torch file, but not ours
-    with pytest.raises(ValueError, match=r"expected format 'hpcsched\.ppo/1'"):
+    with pytest.raises(ValueError, match=r"expected format 'hpcsched\.model/2'"):
         load_checkpoint(other)
 
     with pytest.raises(FileNotFoundError, match="no model file at"):
@@ -123,9 +187,9 @@ def test_loading_never_runs_code_from_the_file(tmp_path):
 
 def test_a_checkpoint_of_another_version_loads_with_a_warning(tmp_path):
     path = tmp_path / "model.pt"
-    save_checkpoint(path, fake_model().state())
+    write_model(path, fake_model().state())
     ck = torch.load(path, weights_only=True)
-    ck["version"] = "0.0.1"  # save_checkpoint writes the current version: forge an old one
+    ck["version"] = "0.0.1"  # write_model writes the current version: forge an old one
     torch.save(ck, path)
     with pytest.warns(UserWarning, match="written by hpcsched 0.0.1"):
         assert load_checkpoint(path)["epoch"] == 0

@@ -106,14 +106,13 @@ def test_resume_restores_every_random_state_and_continues_as_if_never_stopped(tm
 
 
 def test_a_warm_starts_best_pt_holds_its_own_validation_entry(tmp_path, monkeypatch):
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.deeprm import FORMAT
+    from hpcsched.agents.checkpoint import read_model
     from hpcsched.experiments.deeprm import train
 
     # the warm start only: its best.pt is the one checked
     monkeypatch.setattr(DeepRM, "learn", lambda self, epochs, callback=None: None)
     train(small_config(init="sjf", init_passes=1), tmp_path / "run", 1, progress=False,
           log=lambda t: None)
-    ck = load_checkpoint(tmp_path / "run" / "best.pt", fmt=FORMAT)
+    ck = read_model(tmp_path / "run" / "best.pt", recipe="deeprm")
     assert ck["epoch"] == 0 and [h["epoch"] for h in ck["history"]] == [0]
     assert "val_slowdown" in ck["history"][0]

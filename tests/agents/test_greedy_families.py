@@ -74,7 +74,7 @@ def inspect_setups():
         path = PRETRAINED / f"{model_name(trace, base, backfill)}.pt"
         policy = load_inspector(path, norm=prep.report.norm, profile=profile)
         net = InspectorPolicyNet()
-        net.load_state_dict(torch.load(path, weights_only=True)["policy"])
+        net.load_state_dict(torch.load(path, weights_only=True)["weights"]["policy"])
         out[(draw, trace, base)] = (prep, policy, net, backfill, [starts[i] for i in picks])
     return out
 

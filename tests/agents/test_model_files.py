@@ -22,8 +22,7 @@ SHIPPED = {  # kind -> (a shipped model, a config change its weights cannot fit)
     "inspect": ("inspect-lublin-1-sjf", lambda ck: ck["config"].update(features="paper")),
     "deeprm": ("deeprm-load-70", lambda ck: ck["config"].update(hidden=21)),
     "dras": ("dras-pg-hpc2n-capacity",
-             lambda ck: ck["agent"]["agent_config"].update(
-                 fc1=ck["agent"]["agent_config"]["fc1"] + 1)),
+             lambda ck: ck["learner_config"].update(fc1=ck["learner_config"]["fc1"] + 1)),
 }
 SWF = ("; MaxNodes: 4\n; MaxProcs: 4\n"
        "1 0 -1 10 3 -1 -1 3 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
@@ -63,7 +62,7 @@ def rewritten(src: Path, dest: Path, change) -> Path:
 
 
 def first_weight_nan(ck) -> None:
-    weights = ck["agent"]["net"] if "agent" in ck else ck["policy"]
+    weights = next(iter(ck["weights"].values()))
     name = next(iter(weights))
     weights[name] = weights[name].clone()
     weights[name].view(-1)[0] = float("nan")
@@ -86,7 +85,7 @@ DAMAGES = {  # name -> (make the file, what the one line must say)
 
 
 def _nan_to_inf(ck) -> None:
-    weights = ck["agent"]["net"] if "agent" in ck else ck["policy"]
+    weights = next(iter(ck["weights"].values()))
     w = weights[next(iter(weights))]
     w.view(-1)[0] = float("-inf")
 
@@ -137,12 +136,11 @@ def test_every_shipped_model_passes_the_checks_and_the_damage_is_real(tmp_path):
     finite). And the damaged copies are damaged where torch does not look: the flipped-byte copy
     loads in torch as it is, with a weight changed."""
     for path in sorted(PRETRAINED.glob("*.pt")):
-        fmt = torch.load(path, map_location="cpu", weights_only=True)["format"]
-        load_checkpoint(path, fmt=fmt)
+        load_checkpoint(path)
     src = PRETRAINED / "lublin-1-bsld.pt"
     bad = flipped(src, tmp_path / "flipped.pt")
-    a = torch.load(src, weights_only=True)["policy"]
-    b = torch.load(bad, weights_only=True)["policy"]  # torch itself does not notice
+    a = torch.load(src, weights_only=True)["weights"]["policy"]
+    b = torch.load(bad, weights_only=True)["weights"]["policy"]  # torch itself does not notice
     assert any(not torch.equal(a[k], b[k]) for k in a)
 
 

@@ -10,9 +10,9 @@ import shutil
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
-from hpcsched.agents.deeprm import FORMAT, DeepRM
-from hpcsched.agents.deeprm_policy import SLIM_KEYS, load_deeprm_policy, slim
+from hpcsched.agents.checkpoint import SLIM_KEYS, ModelFileError, load_checkpoint, slim
+from hpcsched.agents.deeprm import DeepRM
+from hpcsched.agents.deeprm_policy import load_deeprm_policy
 from hpcsched.experiments import deeprm_seeds as S
 from hpcsched.experiments.deeprm import evaluate, resolve_grid_policy
 from hpcsched.experiments.policyspec import PRETRAINED
@@ -33,7 +33,7 @@ def seeds_folder(tmp_path_factory):
 
 
 def _own_validation(path) -> float:
-    ck = load_checkpoint(path, fmt=FORMAT)
+    ck = load_checkpoint(path)
     (entry,) = [h for h in ck["history"] if h["epoch"] == ck["epoch"]]
     return entry["val_slowdown"]
 
@@ -59,11 +59,11 @@ def test_seed_study_aggregates_each_seed_scored_on_its_own(seeds_folder):
     vals = [_own_validation(PRETRAINED / f"{n}.pt") for n in STAND_INS]
     assert [row[f"val_s{s}"] for s in range(3)] == pytest.approx(vals)
     assert [row[f"epoch_s{s}"] for s in range(3)] == [
-        load_checkpoint(PRETRAINED / f"{n}.pt", fmt=FORMAT)["epoch"] for n in STAND_INS]
+        load_checkpoint(PRETRAINED / f"{n}.pt")["epoch"] for n in STAND_INS]
     assert row["chosen_seed"] == int(np.argmin(vals))
     # the file shipped now: its training seed, and its score (the sweep's DeepRM number)
-    assert row["shipped_seed"] == load_checkpoint(PRETRAINED / "deeprm-load-70.pt",
-                                                  fmt=FORMAT)["config"]["seed"]
+    assert row["shipped_seed"] == load_checkpoint(PRETRAINED / "deeprm-load-70.pt")[
+        "config"]["seed"]
     assert row["shipped"] == pytest.approx(each[0], rel=1e-12)
 
 
@@ -87,9 +87,9 @@ def test_a_slim_seed_file_decides_as_its_source(seeds_folder):
     thin = evaluate(resolve_grid_policy(f"deeprm:{copy}"), 1.1, jobsets=3).job_records()
     for key in ("start", "finish", "slowdown"):
         np.testing.assert_array_equal(full[key], thin[key])
-    ck = load_checkpoint(copy, fmt=FORMAT)
-    assert set(ck) <= set(SLIM_KEYS) and "optimizer" not in ck and "np_rng" not in ck
-    with pytest.raises(ModelFileError, match="slim copy"):
+    ck = load_checkpoint(copy)
+    assert set(ck) == set(SLIM_KEYS) and "training" not in ck
+    with pytest.raises(ModelFileError, match="is a slim export"):
         DeepRM.load(copy)  # it decides; training cannot resume from it
 
 
@@ -129,8 +129,8 @@ def test_export_slims_every_seed_and_ships_the_one_chosen_on_validation(tmp_path
     assert shipped.read_bytes() == (runs / f"deeprm-load-70-s{chosen['seed']}" /
                                     "best.pt").read_bytes()
     for s in range(3):
-        ck = load_checkpoint(to / "seeds" / f"deeprm-load-70-s{s}.pt", fmt=FORMAT)
-        assert "optimizer" not in ck and S.best_entry(to / "seeds" /
+        ck = load_checkpoint(to / "seeds" / f"deeprm-load-70-s{s}.pt")
+        assert "training" not in ck and S.best_entry(to / "seeds" /
                                                       f"deeprm-load-70-s{s}.pt")[1] == vals[s]
 
 
@@ -153,7 +153,7 @@ def test_an_unfinished_run_is_refused(tmp_path):
         run.mkdir()
         shutil.copyfile(PRETRAINED / f"{name}.pt", run / "best.pt")
         shutil.copyfile(PRETRAINED / f"{name}.pt", run / "model.pt")
-        epoch = load_checkpoint(run / "model.pt", fmt=FORMAT)["epoch"]
+        epoch = load_checkpoint(run / "model.pt")["epoch"]
         (run / "config.json").write_text(json.dumps({"epochs": epoch + (s == 2)}))
     with pytest.raises(ValueError, match=r"unfinished.*deeprm-load-70-s2 \(epoch 21 of 22\)"):
         S.seed_paths([LOAD], (0, 1, 2), tmp_path)
@@ -201,7 +201,7 @@ def test_the_completion_models_are_judged_on_completion_time():
         m = completion(load_deeprm_policy(path))
         assert row[f"s{s}"] == pytest.approx(m["completion"], rel=1e-12)
         assert row[f"s{s}"] != pytest.approx(m["slowdown"])
-        ck = load_checkpoint(path, fmt=FORMAT)
+        ck = load_checkpoint(path)
         (entry,) = [h for h in ck["history"] if h["epoch"] == ck["epoch"] and "val_completion" in h]
         assert row[f"val_s{s}"] == entry["val_completion"]
     assert row["tetris:0.1"] == pytest.approx(

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
+from hpcsched.agents.checkpoint import slim
 from hpcsched.experiments import dras_seeds as S
-from hpcsched.agents.dras_policy import slim
 from hpcsched.experiments.dras_training import load
 from hpcsched.experiments.policyspec import PRETRAINED
 
@@ -40,14 +40,14 @@ def row(seeds_folder):
 
 def own_entry(name):
     ck = load(PRETRAINED / f"{name}.pt")
-    (entry,) = [h for h in ck["history"] if h["episode"] == ck["episode"]]
+    (entry,) = [h for h in ck["history"] if h["episode"] == ck["epoch"]]
     return entry
 
 
 def own_validation(name):
     ck = load(PRETRAINED / f"{name}.pt")
-    (entry,) = [h for h in ck["history"] if h["episode"] == ck["episode"]]
-    return ck["episode"], entry["val_wait"]
+    (entry,) = [h for h in ck["history"] if h["episode"] == ck["epoch"]]
+    return ck["epoch"], entry["val_wait"]
 
 
 def test_each_seed_is_scored_as_experiment_dras_scores_its_model(row, seeds_folder, tmp_path):
@@ -137,9 +137,14 @@ def test_export_writes_slim_seeds_and_ships_the_one_chosen_on_validation(tmp_pat
     shipped = load(PRETRAINED / f"{NAME}.pt")
     for s, name in enumerate(STAND_INS):
         ck = load(to / "seeds" / f"{NAME}-s{s}.pt")
-        assert sorted(ck) == sorted(shipped) and ck["agent"]["slim"]
+        assert sorted(ck) == sorted(shipped) and "training" not in ck
         load_agent(to / "seeds" / f"{NAME}-s{s}.pt")
     out, src = load(to / f"{NAME}.pt"), load(PRETRAINED / f"{STAND_INS[2]}.pt")
-    assert out["config"] == src["config"] and out["episode"] == src["episode"]
-    net, ref = out["agent"]["net"], src["agent"]["net"]
+    assert out["config"] == src["config"] and out["epoch"] == src["epoch"]
+    # the agent's counters, which learning on from it (--online) reads
+    mine, theirs = out["learner_state"], src["learner_state"]
+    assert mine.keys() == theirs.keys() and all(
+        torch.equal(v, theirs[k]) if isinstance(v, torch.Tensor) else v == theirs[k]
+        for k, v in mine.items())
+    net, ref = out["weights"]["policy"], src["weights"]["policy"]
     assert list(net) == list(ref) and all(torch.equal(net[k], ref[k]) for k in ref)

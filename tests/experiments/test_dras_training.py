@@ -86,9 +86,9 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     agent, cfg = dt.load_agent(out / "model.pt")
     assert cfg.curriculum == "sampled:1,real:1" and agent.updates > 0
     ck = dt.load(out / "model.pt")
-    assert ck["episode"] == 2
+    assert ck["epoch"] == 2 and ck["recipe"] == "dras" and ck["learner"] == "reinforce"
     # the slim copy for shipping picks as the full model does
-    from hpcsched.agents.dras_policy import slim as export
+    from hpcsched.agents.checkpoint import slim as export
 
     export(out / "model.pt", tmp_path / "slim.pt")
     slim, _ = dt.load_agent(tmp_path / "slim.pt")
@@ -112,7 +112,7 @@ def test_select_wait_keeps_the_validation_with_the_lowest_wait(tmp_path, monkeyp
                               agent={"fc1": 32, "fc2": 16, "lr": 0.05})
     history = dt.train(config, tmp_path / "run", progress=False)
     waits = [h["val_wait"] for h in history]
-    assert dt.load(tmp_path / "run" / "best.pt")["episode"] == 1 + waits.index(min(waits))
+    assert dt.load(tmp_path / "run" / "best.pt")["epoch"] == 1 + waits.index(min(waits))
     with pytest.raises(ValueError, match="select"):
         dt.train(dt.DrasRunConfig(select="slowest"), tmp_path / "bad", progress=False)
 
@@ -136,7 +136,7 @@ def test_keep_validated_keeps_one_checkpoint_per_validation(tmp_path, monkeypatc
     dt.train(config, tmp_path / "run", progress=False)
     kept = sorted(f.name for f in (tmp_path / "run" / "validated").iterdir())
     assert kept == ["ep002.pt", "ep003.pt"]  # every second episode, and the last
-    assert [dt.load(tmp_path / "run" / "validated" / k)["episode"] for k in kept] == [2, 3]
+    assert [dt.load(tmp_path / "run" / "validated" / k)["epoch"] for k in kept] == [2, 3]
 
 
 def test_training_writes_a_line_per_episode_where_stderr_is_not_a_terminal(tmp_path, monkeypatch,

@@ -403,7 +403,7 @@ def validation(name: str):
     prepared = prepared_for(config)
     jobs = first_days(split(prepared.jobs, config.train_days, config.validate_days,
                             config.test_days)[1], config.validate_first_days)
-    run = run_episode(agent_from_state(ck["agent"]), make_env(config, prepared), jobs,
+    run = run_episode(agent_from_state(ck), make_env(config, prepared), jobs,
                       learn=False)
     fcfs = make_engine(jobs, prepared.cluster, prepared.profile, "easy").run(get_policy("fcfs"))
     return run["reward"], run["result"].metrics["wait"], fcfs.metrics["wait"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hpcsched.agents.checkpoint import slim
 from hpcsched.experiments import schedinspector_seeds as S
 from hpcsched.experiments.policyspec import PRETRAINED
-from hpcsched.experiments.rlscheduler_seeds import slim
 
 ROW = ("hpc2n", "f1", "none")
 #: three different inspectors standing in for three seeds of the HPC2N F1 row
@@ -71,9 +71,9 @@ def test_the_shipped_inspector_is_the_seed_chosen_on_validation(row):
     shipped = load_checkpoint(PRETRAINED / f"{name}.pt")
     seed = load_checkpoint(S.seed_path(name, chosen))
     assert shipped["epoch"] == seed["epoch"]
-    assert shipped["policy"].keys() == seed["policy"].keys()
-    for k, w in shipped["policy"].items():
-        assert torch.equal(w, seed["policy"][k]), (name, k)
+    assert shipped["weights"]["policy"].keys() == seed["weights"]["policy"].keys()
+    for k, w in shipped["weights"]["policy"].items():
+        assert torch.equal(w, seed["weights"]["policy"][k]), (name, k)
 
 
 def test_a_gain_that_prints_as_zero_does_not_count_as_improving():

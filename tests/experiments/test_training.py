@@ -22,7 +22,7 @@ VALIDATE = dict(validate_every=1, validate_windows=1, validate_jobs=128, progres
 
 
 def weights(path):
-    return load_checkpoint(path)["policy"]
+    return load_checkpoint(path)["weights"]["policy"]
 
 
 def same(a, b) -> bool:
@@ -60,7 +60,7 @@ def test_crash_loses_only_the_epoch_in_progress_and_resume_matches(tmp_path, mon
     # and the same best.pt, chosen on the real validation scores
     best, best_straight = load_checkpoint(crashed / "best.pt"), load_checkpoint(straight / "best.pt")
     assert best["epoch"] == best_straight["epoch"] >= 1
-    assert same(best["policy"], best_straight["policy"])
+    assert same(best["weights"]["policy"], best_straight["weights"]["policy"])
 
 
 def test_best_checkpoint_holds_the_best_validation_score(tmp_path):

@@ -51,7 +51,7 @@ def at_init(recipe, tiny, learner, name: str, which: int | None) -> None:
 def load_resets(which):
     def mutate(monkeypatch, recipe, tiny):
         cls = type(fresh(recipe, tiny))
-        load = cls.__dict__["load"].__func__
+        load = cls.load.__func__  # the classmethod's function, its own or a base's (DrasAgent)
 
         def mutated(klass, path, *args, **kwargs):
             learner = load(klass, path, *args, **kwargs)

@@ -1,20 +1,58 @@
-"""Trained models are files (DESIGN decision 7): a checkpoint holds the weights, the optimiser states,
-the full config, the trace's normalisation constants, the epoch, the RNG states and the package
-version. It is written atomically (a temporary file in the same folder, then `os.replace`), so a
-crash never leaves a half-written model behind.
+"""Trained models are files (DESIGN decision 7), in one format for every learned scheduler and
+learner, `hpcsched.model/2`, written by one writer (`write_model`) and read by one reader
+(`read_model`).
 
-`load_policy(path)` turns a checkpoint into a `Policy` the engine accepts anywhere a heuristic is:
+A model file is a dict saved by ``torch.save`` and read back with ``weights_only=True`` (tensors and
+plain Python values only, so loading one never runs code from it):
+
+    format          "hpcsched.model/2"
+    version         the hpcsched version that wrote it
+    recipe          the learned scheduler (`hpcsched.recipes`): "rlscheduler", "schedinspector",
+                    "dras", "deeprm"
+    learner         the algorithm that trained it: "ppo", "reinforce", "dqn"
+    config          the recipe's config, whole (its dataclass as a dict): what built the run
+    learner_config  the learner's own settings where `config` does not hold them resolved (DRAS:
+                    the agent's settings and its input rows); {} elsewhere
+    learner_state   the learner's counters that learning on from any copy reads (DRAS: its
+                    update count; PG's running baseline and dropped picks, DQN's epsilon, as
+                    `experiment dras --online` goes on learning from a shipped model); {} elsewhere
+    weights         {network: state_dict}: PPO's "policy" and "value", REINFORCE's "policy",
+                    DQN's "q" and "target"
+    norm            the observation's normalisation constants (the training trace's; {} if none)
+    epoch           training steps done, in the recipe's unit (DRAS: episodes)
+    history         what the trainer logged, one dict per epoch (episode)
+    training        what only continuing the training needs; absent from a slim export:
+                      optimizers  {network: optimiser state_dict}
+                      rng         the global random states (torch, numpy, Python)
+                      learner     the learner's own (its generator's state; DQN's replay memory)
+                      run         the trainer's (PPO: its run options; RLScheduler's filter band
+                                  and warm start)
+
+A slim export (`slim`, what data/pretrained/seeds/ ships) is the same format without `training`
+and without the networks that do not decide (`DECIDING`): it decides exactly as the file it was
+made from, and training cannot resume from it.
+
+The writer is atomic (a temporary file in the same folder, flushed, then `os.replace`: a crash
+leaves the old file or the new one, never half of one; the file gets the permissions of any other
+file of the run, 0644 under the usual umask) and refuses to write what the reader would refuse: a
+malformed model or a NaN or infinite value in a tensor. The reader refuses, in one line
+(`ModelFileError`, a ValueError) and before anything is built from it, a damaged file: a truncated
+one or one that is not a torch file, a member whose zip checksum fails (torch itself does not check
+them: a flipped byte in a weight would load), a NaN or infinite value in any tensor, an entry
+missing or of the wrong type. A file of the formats before this one (`hpcsched.ppo/1`,
+`hpcsched.deeprm/1`, `hpcsched.dras/1`) is upgraded as it is read (`agents.legacy`, which also
+rewrites such files: ``python -m hpcsched.agents.legacy FILE...``). The learners' loaders then
+refuse, also in one line, a config they cannot build or weights that do not fit it
+(`config_of`, `restore_state`).
+
+`load_policy(path)` turns an RLScheduler model into a `Policy` the engine accepts anywhere a
+heuristic is:
 
     engine.run(load_policy("runs/lublin-1-bsld.pt"))           # greedy (DESIGN decision 6)
     engine.run(load_policy("runs/lublin-1-bsld.pt", sample=True, seed=1))
 
-A checkpoint is read with ``torch.load(weights_only=True)``: it holds only tensors and plain Python
-values, so loading a model file never runs code from it. A damaged file is refused in one line
-(`ModelFileError`, a ValueError) before anything is built from it: a truncated file or one that is
-not a torch file, a member whose zip checksum fails (torch itself does not check them: a flipped
-byte in a weight would load), a NaN or infinite value in any of its tensors. The loaders then
-refuse, also in one line, a config they cannot build or weights that do not fit it
-(`restore_state`).
+and `load_learner(path)` any model file as its learner (`PPO`, `DeepRM`, `DrasPG`, `DrasDQL`),
+chosen by the file's recipe and learner (`LEARNERS`).
 """
 
 from __future__ import annotations
@@ -35,7 +73,18 @@ from hpcsched._files import make_readable
 from hpcsched.agents.greedy import decision_scores, greedy, torch_float64
 from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
 
-FORMAT = "hpcsched.ppo/1"
+FORMAT = "hpcsched.model/2"
+#: the entries every model file has (a slim export has exactly these)
+SLIM_KEYS = ("format", "version", "recipe", "learner", "config", "learner_config",
+             "learner_state", "weights", "norm", "epoch", "history")
+#: the networks that decide, by learner: all a slim export keeps of `weights`
+DECIDING = {"ppo": ("policy",), "reinforce": ("policy",), "dqn": ("q",)}
+#: (recipe, learner) -> "module:class" of the learner that reads such a file (its `load(path)`)
+LEARNERS = {("rlscheduler", "ppo"): "hpcsched.agents.ppo:PPO",
+            ("schedinspector", "ppo"): "hpcsched.agents.ppo:PPO",
+            ("deeprm", "reinforce"): "hpcsched.agents.deeprm:DeepRM",
+            ("dras", "reinforce"): "hpcsched.agents.dras_pg:DrasPG",
+            ("dras", "dqn"): "hpcsched.agents.dql:DrasDQL"}
 
 
 def rng_states() -> dict[str, Any]:
@@ -54,18 +103,6 @@ def restore_rng_states(states: dict[str, Any] | None) -> None:
     np.random.set_state(np_state)
     version, internal, gauss = states["python"]
     random.setstate((version, tuple(internal), gauss))
-
-
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any], *,
-                    fmt: str = FORMAT) -> Path:
-    """Write `state` (see `PPO.state`) with the format tag, package version and RNG states added
-    (a `state` that carries its own "rng", a copy of another checkpoint, keeps it: a copy then
-    does not depend on the process that wrote it). Other algorithms pass their own `fmt` tag."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(state, format=fmt, version=hpcsched.__version__,
-                   rng=state["rng"] if "rng" in state else rng_states())
-    return write_atomically(path, payload)
 
 
 def write_atomically(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
@@ -93,7 +130,7 @@ class ModelFileError(ValueError):
 
 
 class OtherKindError(ModelFileError):
-    """A sound checkpoint of another kind (format) than the one asked for."""
+    """A sound model file of another kind (format, recipe) than the one asked for."""
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:
@@ -135,10 +172,10 @@ def _non_finite(value: Any, where: str = "") -> str | None:
     return None
 
 
-def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, Any]:
-    """The checkpoint at `path` as a dict (keys: format, version, config, epoch, policy, value,
-    pi_optimizer, v_optimizer, norm, history, filter, rng). A damaged file, one of another kind or
-    one with a NaN or infinite value in a tensor is refused (`ModelFileError`, one line)."""
+def _read(path: str | os.PathLike) -> tuple[Path, Any]:
+    """(path, what `torch.load` reads there), checked for damage: a missing file, a zip checksum
+    failing, a file torch cannot read (or that holds more than values), a NaN or infinite value in
+    a tensor."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
@@ -149,36 +186,184 @@ def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, 
         raise ModelFileError(f"{path} is not an hpcsched model checkpoint (unreadable: damaged, "
                              f"truncated or another kind of file; {type(e).__name__}: "
                              f"{one_line(e)})") from None
+    bad = _non_finite(ck)
+    if bad is not None:
+        raise ModelFileError(f"{path} is damaged: {bad} holds NaN or infinite values")
+    return path, ck
+
+
+def _problem(ck: Any) -> str | None:
+    """What makes `ck` (format and version aside) no model file of this format, if anything."""
+    if not isinstance(ck, dict):
+        return "it is not a dict"
+    missing = [k for k in SLIM_KEYS if k not in ck]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for key, kind in (("recipe", str), ("learner", str), ("config", dict),
+                      ("learner_config", dict), ("learner_state", dict), ("weights", dict),
+                      ("norm", dict), ("history", list)):
+        if not isinstance(ck[key], kind) or (kind is str and not ck[key]):
+            return f"its {key} is not a {'non-empty ' if kind is str else ''}{kind.__name__}"
+    if not isinstance(ck["epoch"], int) or isinstance(ck["epoch"], bool):
+        return "its epoch is not an int"
+    if not ck["weights"]:
+        return "it holds no network"
+    for name, state in ck["weights"].items():
+        if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor)
+                                                  for t in state.values()):
+            return f"its weights' {name!r} is not a state_dict of tensors"
+    extra = set(ck) - set(SLIM_KEYS) - {"training"}
+    if extra:
+        return f"unknown entries {', '.join(sorted(map(str, extra)))}"
+    training = ck.get("training")
+    if training is not None:
+        if not isinstance(training, dict) or set(training) - {"optimizers", "rng", "learner",
+                                                              "run"}:
+            return "its training is not a dict of optimizers, rng, learner, run"
+        if not isinstance(training.get("optimizers", {}), dict):
+            return "its training's optimizers is not a dict"
+    return None
+
+
+def write_model(path: str | os.PathLike, contents: dict[str, Any]) -> Path:
+    """Write the model file `contents` (every entry of the format but `format` and `version`,
+    which are added) to `path`, atomically. What the reader would refuse is not written: a
+    malformed model, or a NaN or infinite value in a tensor (a training that diverged), in one
+    line (`ModelFileError`), the file at `path` left as it was."""
+    payload = {"format": FORMAT, "version": hpcsched.__version__,
+               **{k: v for k, v in contents.items() if k not in ("format", "version")}}
+    problem = _problem(payload)
+    if problem is None:  # every file's entries in one order: SLIM_KEYS', then training
+        payload = {k: payload[k] for k in (*SLIM_KEYS, "training") if k in payload}
+    if problem is not None:
+        raise ModelFileError(f"not writing {path}: not a model file ({problem})")
+    bad = _non_finite(payload)
+    if bad is not None:
+        raise ModelFileError(f"not writing {path}: {bad} holds NaN or infinite values (the "
+                             f"training diverged)")
+    return write_atomically(path, payload)
+
+
+def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[str, Any]:
+    """The model file at `path`, checked (see the module's docstring): a damaged or malformed
+    file is refused in one line (`ModelFileError`), and one of another recipe than `recipe`
+    (when given) too (`OtherKindError`). A file of an older format is upgraded as it is read
+    (`agents.legacy`), with a warning that says how to upgrade it on disk."""
+    path, ck = _read(path)
+    fmt = ck.get("format") if isinstance(ck, dict) else None
+    if fmt != FORMAT:
+        from hpcsched.agents import legacy
+
+        if fmt not in legacy.FORMATS:
+            raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind "
+                                 f"(expected format {FORMAT!r}, found {fmt!r})")
+        ck = legacy.upgraded(path, ck)
+        # said here (stacklevel 1): once per file, however many callers read it
+        warnings.warn(f"{path} is in the old format {fmt}: read through the legacy reader "
+                      f"(`python -m hpcsched.agents.legacy {path}` upgrades it in place)")
+    problem = _problem(ck)
+    if problem is not None:
+        raise ModelFileError(f"{path} is not a valid hpcsched model file ({problem})")
+    if ck.get("version") != hpcsched.__version__:
+        warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
+                      f"{hpcsched.__version__}", stacklevel=2)
+    if recipe is not None and ck["recipe"] != recipe:
+        raise OtherKindError(f"{path} is a {ck['recipe']} model ({ck['learner']}), not a "
+                             f"{recipe} one")
+    return ck
+
+
+def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, Any]:
+    """The checked contents of the file at `path`: for hpcsched's own format, `read_model`; for
+    another `fmt` (a recipe registered from outside the package that keeps its own files), the
+    same damage checks and its format tag."""
+    if fmt == FORMAT:
+        return read_model(path)
+    path, ck = _read(path)
     if not isinstance(ck, dict) or ck.get("format") != fmt:
         raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind (expected "
                              f"format {fmt!r}, found "
                              f"{ck.get('format') if isinstance(ck, dict) else None!r})")
-    bad = _non_finite(ck)
-    if bad is not None:
-        raise ModelFileError(f"{path} is damaged: {bad} holds NaN or infinite values")
-    if ck.get("version") != hpcsched.__version__:
-        warnings.warn(f"{path} was written by hpcsched {ck.get('version')}, this is "
-                      f"{hpcsched.__version__}", stacklevel=2)
     return ck
 
 
-def restore_state(path: str | os.PathLike, target: Any, ck: dict[str, Any], key: str) -> None:
-    """`target.load_state_dict(ck[key])` (a network or an optimiser) for the checkpoint at
-    `path`: a part missing or not fitting the target its config built is refused in one line."""
+def is_model(ck: Any) -> bool:
+    """Whether `ck` (a file's contents as torch read them) is in hpcsched's format, this one or
+    an older one."""
+    from hpcsched.agents import legacy
+
+    return isinstance(ck, dict) and ck.get("format") in (FORMAT, *legacy.FORMATS)
+
+
+def training_of(path: str | os.PathLike, ck: dict[str, Any]) -> dict[str, Any]:
+    """The `training` entry of model file `ck` (read from `path`); a slim export has none, and is
+    refused in one line: it decides, but training cannot resume from it."""
+    training = ck.get("training")
+    if not training or not training.get("optimizers"):
+        raise ModelFileError(f"{path} is a slim export (its config and the weights that decide; "
+                             f"no optimiser state): it decides, but training cannot resume "
+                             f"from it")
+    return training
+
+
+def slim(src: str | os.PathLike, dst: str | os.PathLike, *,
+         history: list[dict[str, Any]] | None = None) -> Path:
+    """A slim export of the model file `src` at `dst`: the same format without `training` and
+    without the networks that do not decide (`DECIDING`); its history, or `history` given. It
+    decides exactly as `src` (its weights are kept as they are: float16 rounding of a DRAS
+    network changed enough picks over a three-week test to move the average wait by 10 %);
+    training cannot resume from it."""
+    ck = read_model(src)
+    kept = {k: ck[k] for k in SLIM_KEYS}
+    deciding = DECIDING.get(ck["learner"])
+    if deciding is not None:
+        kept["weights"] = {k: v for k, v in ck["weights"].items() if k in deciding}
+    if history is not None:
+        kept["history"] = list(history)
+    return write_model(dst, kept)
+
+
+def restore_state(path: str | os.PathLike, target: Any, states: dict[str, Any], key: str) -> None:
+    """`target.load_state_dict(states[key])` (a network from a file's `weights`, or an optimiser
+    from its `training["optimizers"]`) for the file at `path`: a part missing or not fitting the
+    target its config built is refused in one line."""
     try:
-        target.load_state_dict(ck[key])
+        target.load_state_dict(states[key])
     except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise ModelFileError(f"{path}: its weights do not match its config ({key}: "
                              f"{one_line(e)})") from None
 
 
 def config_of(path: str | os.PathLike, make: Callable[[], Any]) -> Any:
-    """`make()` (a config, or a network from it) for the checkpoint at `path`, a config that
+    """`make()` (a config, or a network from it) for the model file at `path`, a config that
     cannot be built refused in one line."""
     try:
         return make()
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ModelFileError(f"{path}: its config is not valid ({one_line(e)})") from None
+
+
+def learner_class(path: str | os.PathLike, ck: dict[str, Any]) -> type:
+    """The learner class that reads model file `ck` (`LEARNERS`, by its recipe and learner)."""
+    from importlib import import_module
+
+    ref = LEARNERS.get((ck["recipe"], ck["learner"]))
+    if ref is None:
+        raise OtherKindError(f"{path} is a {ck['recipe']} model trained by {ck['learner']}, which "
+                             f"no learner of hpcsched reads")
+    module, _, name = ref.partition(":")
+    return getattr(import_module(module), name)
+
+
+def load_learner(path: str | os.PathLike):
+    """The learner of the model file at `path` (`PPO`, `DeepRM`, `DrasPG` or `DrasDQL`, by the
+    file's recipe and learner), ready to `learn` on from where it stopped, or to `predict`. A slim
+    export is refused (it has no training state): to decide with one, use its recipe's policy
+    loader (`load_policy`, `load_inspector`, `load_deeprm_policy`, `dras:PATH`)."""
+    ck = read_model(path)
+    cls = learner_class(path, ck)
+    training_of(path, ck)
+    return cls.load(path)
 
 
 class RLPolicy:
@@ -238,22 +423,25 @@ class RLPolicy:
 def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
                 name: str | None = None, observe: Callable | None = None,
                 norm: dict[str, float] | None = None) -> RLPolicy:
-    """The trained policy in the checkpoint at `path`, as an engine `Policy` named ``rl:PATH``.
+    """The trained RLScheduler policy in the model file at `path`, as an engine `Policy` named
+    ``rl:PATH``.
 
     `norm`: the normalisation constants to observe with; by default the training trace's (stored
-    in the checkpoint). To schedule another trace, pass that trace's constants, as RLScheduler's
-    own test script does (its environment normalises by the trace it loads)."""
+    in the file). To schedule another trace, pass that trace's constants, as RLScheduler's own test
+    script does (its environment normalises by the trace it loads)."""
     from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
-    ck = load_checkpoint(path)
+    ck = read_model(path, recipe="rlscheduler")
     cfg = config_of(path, lambda: RLSchedulerConfig.from_dict(ck["config"]))
     net = config_of(path, lambda: make_policy(cfg.policy, cfg.features, cfg.slots))
-    restore_state(path, net, ck, "policy")
+    restore_state(path, net, ck["weights"], "policy")
     return RLPolicy(net, norm if norm is not None else ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
                     fairness=cfg.features == 9, sample=sample, seed=seed,
                     name=name or f"rl:{path}", observe=observe)
 
 
-__all__ = ["FORMAT", "ModelFileError", "OtherKindError", "RLPolicy", "config_of", "load_checkpoint", "load_policy",
-           "one_line", "restore_rng_states", "restore_state", "rng_states", "save_checkpoint",
-           "write_atomically"]
+__all__ = ["DECIDING", "FORMAT", "LEARNERS", "ModelFileError", "OtherKindError", "RLPolicy",
+           "SLIM_KEYS", "config_of", "is_model", "learner_class", "load_checkpoint",
+           "load_learner", "load_policy", "one_line", "read_model", "restore_rng_states",
+           "restore_state", "rng_states", "slim", "training_of", "write_atomically",
+           "write_model"]

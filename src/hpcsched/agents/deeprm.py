@@ -41,7 +41,6 @@ from hpcsched.cluster.grid import ResourceGrid
 from hpcsched.sim.discrete_batch import DiscreteBatch
 from hpcsched.workload.deeprm import TRAIN_SEED, GridJobs, generate, rate_for_load
 
-FORMAT = "hpcsched.deeprm/1"
 VALIDATION_SEED = 27_182  # validation jobsets: neither the training (42) nor the test (314159) draw
 CHUNK = 8192  # decisions per forward/backward pass of an update
 
@@ -295,38 +294,45 @@ class DeepRM:
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "epoch": self.epoch,
-                "policy": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "history": self.history, "np_rng": self.rng.bit_generator.state}
+        """The model file's contents (`agents.checkpoint`): the config, the network, the epoch and
+        history, and the training state (RMSProp's, the global random states and the learner's
+        own generator)."""
+        from hpcsched.agents.checkpoint import rng_states
+
+        return {"recipe": "deeprm", "learner": "reinforce", "config": asdict(self.config),
+                "learner_config": {}, "learner_state": {},
+                "weights": {"policy": self.net.state_dict()}, "norm": {},
+                "epoch": self.epoch, "history": self.history,
+                "training": {"optimizers": {"policy": self.optimizer.state_dict()},
+                             "rng": rng_states(),
+                             "learner": {"rng": self.rng.bit_generator.state}}}
 
     def save(self, path) -> None:
-        from hpcsched.agents.checkpoint import save_checkpoint
+        from hpcsched.agents.checkpoint import write_model
 
-        save_checkpoint(path, self.state(), fmt=FORMAT)
+        write_model(path, self.state())
 
     @classmethod
     def load(cls, path) -> "DeepRM":
-        """A learner to continue training from `path` (a slim copy is refused: it only decides)."""
-        from hpcsched.agents.checkpoint import (ModelFileError, config_of, load_checkpoint,
-                                                restore_rng_states, restore_state)
+        """A learner to continue training from `path` (a slim export is refused: it only
+        decides)."""
+        from hpcsched.agents.checkpoint import (ModelFileError, config_of, read_model,
+                                                restore_rng_states, restore_state, training_of)
 
-        ck = load_checkpoint(path, fmt=FORMAT)
-        if "optimizer" not in ck:
-            raise ModelFileError(f"{path} is a slim copy (weights, config and history, no "
-                                 f"optimiser state): it decides (load_deeprm_policy) but "
-                                 f"training cannot resume from it")
+        ck = read_model(path, recipe="deeprm")
+        training = training_of(path, ck)
         model = config_of(path, lambda: cls(DeepRMConfig(**ck["config"])))
-        restore_state(path, model.net, ck, "policy")
-        restore_state(path, model.optimizer, ck, "optimizer")
+        restore_state(path, model.net, ck["weights"], "policy")
+        restore_state(path, model.optimizer, training["optimizers"], "policy")
         model.epoch = int(ck["epoch"])
         model.history = list(ck["history"])
         try:
-            model.rng.bit_generator.state = ck["np_rng"]
+            model.rng.bit_generator.state = training["learner"]["rng"]
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: its random state is not valid ({e})") from None
-        restore_rng_states(ck.get("rng"))
+        restore_rng_states(training.get("rng"))
         return model
 
 
-__all__ = ["CHUNK", "FORMAT", "VALIDATION_SEED", "DeepRM", "DeepRMConfig", "NumpyPolicy",
+__all__ = ["CHUNK", "VALIDATION_SEED", "DeepRM", "DeepRMConfig", "NumpyPolicy",
            "Rollout", "choose", "policy_network", "rollout"]

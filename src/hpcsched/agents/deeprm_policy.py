@@ -1,14 +1,12 @@
-"""A trained DeepRM network in use: the engine policy, the model file it loads from, its slim
-copy."""
+"""A trained DeepRM network in use: the engine policy and the model file it loads from (its slim
+export is `agents.checkpoint.slim`'s, as every learner's)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from torch import nn
 
-from hpcsched.agents.deeprm import FORMAT, DeepRMConfig, NumpyPolicy, choose, policy_network
+from hpcsched.agents.deeprm import DeepRMConfig, NumpyPolicy, choose, policy_network
 from hpcsched.sim.discrete_batch import DiscreteBatch
 
 
@@ -53,33 +51,15 @@ class GridNetPolicy:
 def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
                        name: str | None = None) -> GridNetPolicy:
     """A shipped or trained DeepRM model file as a policy: only its config and weights are read,
-    so a slim copy (`slim`) decides exactly as the file it was made from."""
-    from hpcsched.agents.checkpoint import config_of, load_checkpoint, restore_state
+    so a slim export (`agents.checkpoint.slim`) decides exactly as the file it was made from."""
+    from hpcsched.agents.checkpoint import config_of, read_model, restore_state
 
-    ck = load_checkpoint(path, fmt=FORMAT)
+    ck = read_model(path, recipe="deeprm")
     config = config_of(path, lambda: DeepRMConfig(**ck["config"]))
     net = config_of(path, lambda: policy_network(
         int(np.prod(config.batch().image_shape)), config.hidden, config.slots + 1))
-    restore_state(path, net, ck, "policy")
+    restore_state(path, net, ck["weights"], "policy")
     return GridNetPolicy(net, config, sample=sample, seed=seed, name=name or f"deeprm:{path}")
 
 
-#: the checkpoint entries a slim copy keeps: enough to decide and to read its validation history
-SLIM_KEYS = ("format", "version", "config", "epoch", "policy", "history")
-
-
-def slim(src, dst, *, history: list[dict[str, Any]] | None = None):
-    """A copy of the DeepRM checkpoint `src` with only `SLIM_KEYS` (its format tag and version
-    kept): the policy's weights, config and history (or `history` given); no optimiser or RNG
-    state, so training cannot resume from it. It decides exactly as `src`
-    (`load_deeprm_policy`)."""
-    from hpcsched.agents.checkpoint import load_checkpoint, write_atomically
-
-    ck = load_checkpoint(src, fmt=FORMAT)
-    kept = {k: ck[k] for k in SLIM_KEYS if k in ck}
-    if history is not None:
-        kept["history"] = list(history)
-    return write_atomically(dst, kept)
-
-
-__all__ = ["SLIM_KEYS", "GridNetPolicy", "load_deeprm_policy", "slim"]
+__all__ = ["GridNetPolicy", "load_deeprm_policy"]

@@ -144,20 +144,26 @@ class DrasDQL(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        return {"algo": self.algo, "agent_config": asdict(self.config), "rows": self.rows,
-                "net": self.net.state_dict(), "target": self.target.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "epsilon": self.epsilon,
-                "updates": self.updates}
+        """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
+        adds the run's): its settings and rows, its counters, both networks and Adam's state."""
+        return {"learner": "dqn", "learner_config": {**asdict(self.config), "rows": self.rows},
+                "learner_state": {"epsilon": self.epsilon, "updates": self.updates},
+                "weights": {"q": self.net.state_dict(), "target": self.target.state_dict()},
+                "training": {"optimizers": {"q": self.optimizer.state_dict()}}}
 
     @classmethod
     def from_state(cls, state: dict) -> "DrasDQL":
-        agent = cls(DQLConfig(**state["agent_config"]), state["rows"])
-        agent.net.load_state_dict(state["net"])
-        agent.target.load_state_dict(state.get("target", agent.net.state_dict()))
-        if "optimizer" in state:  # a shipped (slim) copy has none
-            agent.optimizer.load_state_dict(state["optimizer"])
-        agent.epsilon = state["epsilon"]
-        agent.updates = state["updates"]
+        settings = dict(state["learner_config"])
+        agent = cls(DQLConfig(**{k: v for k, v in settings.items() if k != "rows"}),
+                    settings["rows"])
+        agent.net.load_state_dict(state["weights"]["q"])
+        # a slim export has no target network: the Q network's copy, as after a target update
+        agent.target.load_state_dict(state["weights"].get("target", agent.net.state_dict()))
+        optimizers = (state.get("training") or {}).get("optimizers")
+        if optimizers:  # a slim export has none
+            agent.optimizer.load_state_dict(optimizers["q"])
+        agent.epsilon = state["learner_state"]["epsilon"]
+        agent.updates = state["learner_state"]["updates"]
         return agent
 
     def training_state(self) -> dict:

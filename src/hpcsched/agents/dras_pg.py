@@ -114,20 +114,27 @@ class DrasPG(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        return {"algo": self.algo, "agent_config": asdict(self.config), "rows": self.rows,
-                "net": self.net.state_dict(), "optimizer": self.reinforce.optimizer.state_dict(),
-                "running_baseline": torch.from_numpy(self.reinforce.running),
-                "updates": self.updates, "dropped": self.dropped}
+        """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
+        adds the run's): its settings and rows, its counters, the network and Adam's state."""
+        return {"learner": "reinforce", "learner_config": {**asdict(self.config), "rows": self.rows},
+                "learner_state": {"running_baseline": torch.from_numpy(self.reinforce.running),
+                                  "updates": self.updates, "dropped": self.dropped},
+                "weights": {"policy": self.net.state_dict()},
+                "training": {"optimizers": {"policy": self.reinforce.optimizer.state_dict()}}}
 
     @classmethod
     def from_state(cls, state: dict) -> "DrasPG":
-        agent = cls(PGConfig(**state["agent_config"]), state["rows"])
-        agent.net.load_state_dict(state["net"])
-        if "optimizer" in state:  # a shipped (slim) copy has none
-            agent.reinforce.optimizer.load_state_dict(state["optimizer"])
-        agent.reinforce.running = state["running_baseline"].numpy().copy()
-        agent.reinforce.updates = state["updates"]
-        agent.dropped = state["dropped"]
+        settings = dict(state["learner_config"])
+        agent = cls(PGConfig(**{k: v for k, v in settings.items() if k != "rows"}),
+                    settings["rows"])
+        agent.net.load_state_dict(state["weights"]["policy"])
+        optimizers = (state.get("training") or {}).get("optimizers")
+        if optimizers:  # a slim export has none
+            agent.reinforce.optimizer.load_state_dict(optimizers["policy"])
+        counters = state["learner_state"]
+        agent.reinforce.running = counters["running_baseline"].numpy().copy()
+        agent.reinforce.updates = counters["updates"]
+        agent.dropped = counters["dropped"]
         return agent
 
 

@@ -1,9 +1,11 @@
-"""A trained DRAS-family agent in use: its model file (written, read, slimmed for shipping) and the
-engine policy that runs it (`dras:PATH` in `hpcsched simulate` and `compare`).
+"""A trained DRAS-family agent in use: its model file (written and read; its slim export is
+`agents.checkpoint.slim`'s, as every learner's) and the engine policy that runs it (`dras:PATH` in
+`hpcsched simulate` and `compare`).
 
-A model file (format `hpcsched.dras/1`) holds the agent's `state()` under "agent" and what the run
-adds: its config, episode, history, the observation's normalisation and, in a run's model.pt, the
-"training" state (the agent's random state, DRAS-DQL's replay memory).
+A model file (`agents.checkpoint`, recipe "dras") holds the agent's entries (`state()`: learner,
+learner_config, learner_state, weights, optimiser state) and the run's: its config, the episodes
+done (`epoch`), history, the observation's normalisation and, in a run's model.pt, the learner's
+generator and DRAS-DQL's replay memory (`training["learner"]`).
 """
 
 from __future__ import annotations
@@ -12,62 +14,64 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = "hpcsched.dras/1"
+#: a model file's learner -> the agent class
+AGENTS = {"reinforce": ("hpcsched.agents.dras_pg", "DrasPG"),
+          "dqn": ("hpcsched.agents.dql", "DrasDQL")}
 
 
-def agent_from_state(state: dict):
-    """The DRAS-PG or DRAS-DQL agent of a model file's "agent" entry."""
-    if state["algo"] == "dql":
-        from hpcsched.agents.dql import DrasDQL
+def agent_from_state(ck: dict):
+    """The DRAS-PG or DRAS-DQL agent of a model file's contents (by its learner)."""
+    from importlib import import_module
 
-        return DrasDQL.from_state(state)
-    from hpcsched.agents.dras_pg import DrasPG
-
-    return DrasPG.from_state(state)
+    module, name = AGENTS[ck["learner"]]
+    return getattr(import_module(module), name).from_state(ck)
 
 
 def checked_agent(path: str | Path, ck: dict):
-    """The agent of checkpoint `ck` (read from `path`); a config it cannot build or weights that
+    """The agent of model file `ck` (read from `path`); a config it cannot build or weights that
     do not fit it are refused in one line (a ValueError naming the file)."""
     from hpcsched.agents.checkpoint import ModelFileError, one_line
 
     try:
-        return agent_from_state(ck["agent"])
+        return agent_from_state(ck)
     except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise ModelFileError(f"{path}: its weights do not match its config "
                              f"({one_line(e)})") from None
 
 
-def save_agent(path: str | Path, agent, **run) -> Path:
-    """Write `agent`'s model file, with the entries of `run` (config, episode, history, ...)."""
-    from hpcsched.agents.checkpoint import save_checkpoint
+def save_agent(path: str | Path, agent, *, config: dict | None = None, episode: int = 0,
+               history: list | None = None, norm: dict | None = None,
+               training: dict | None = None) -> Path:
+    """Write `agent`'s model file with the run's entries: its `config`, the episodes done, the
+    history, the normalisation and `training` (what only resuming needs: `agent.training_state()`,
+    in model.pt)."""
+    from hpcsched.agents.checkpoint import rng_states, write_model
 
-    return save_checkpoint(path, {"agent": agent.state(), **run}, fmt=FORMAT)
+    contents = agent.state()
+    contents.update(recipe="dras", config=dict(config or {}), epoch=int(episode),
+                    history=list(history or []), norm=dict(norm or {}))
+    contents["training"] = dict(contents["training"], rng=rng_states())
+    if training:
+        contents["training"]["learner"] = training
+    return write_model(path, contents)
+
+
+def read(path: str | Path) -> dict:
+    """The DRAS model file at `path` (`agents.checkpoint.read_model`)."""
+    from hpcsched.agents.checkpoint import read_model
+
+    return read_model(path, recipe="dras")
 
 
 def load_agent_of(path: str | Path, cls):
     """The agent of the model file at `path`, which must be a `cls` (DrasPG or DrasDQL)."""
-    from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
+    from hpcsched.agents.checkpoint import ModelFileError
 
-    agent = checked_agent(path, load_checkpoint(path, fmt=FORMAT))
+    agent = checked_agent(path, read(path))
     if not isinstance(agent, cls):
         raise ModelFileError(f"{path} holds a DRAS-{agent.algo.upper()} agent, not a "
                              f"{cls.__name__}")
     return agent
-
-
-def slim(src: str | Path, dest: str | Path) -> Path:
-    """A slim copy of a checkpoint for shipping: the network's weights (float32, unchanged: over a
-    three-week test, float16 rounding changed enough picks to move the average wait by 10 %),
-    without optimiser state or target network, with the run's config and history. It loads like any
-    checkpoint and schedules exactly as the original; training cannot resume from it."""
-    from hpcsched.agents.checkpoint import load_checkpoint, save_checkpoint
-
-    ck = load_checkpoint(src, fmt=FORMAT)
-    agent = {k: v for k, v in ck["agent"].items() if k not in ("optimizer", "target")}
-    agent["slim"] = True
-    kept = {k: v for k, v in ck.items() if k != "training"}  # no replay memory either
-    return save_checkpoint(dest, dict(kept, agent=agent), fmt=FORMAT)
 
 
 class DrasPolicy:
@@ -106,5 +110,5 @@ class DrasPolicy:
         return self.observer.decision(view, int(rows[slot]))
 
 
-__all__ = ["FORMAT", "DrasPolicy", "agent_from_state", "checked_agent", "load_agent_of",
-           "save_agent", "slim"]
+__all__ = ["AGENTS", "DrasPolicy", "agent_from_state", "checked_agent", "load_agent_of", "read",
+           "save_agent"]

@@ -27,9 +27,6 @@ from hpcsched.agents.nets import InspectorPolicyNet, InspectorValueNet
 from hpcsched.agents.ppo import PPO, PPOParams, PPOSettings, config_from_dict, derived_seed
 from hpcsched.envs.inspector import FEATURE_SETS, REJECT, Inspection, VecInspect, needed_estimate
 
-ALGORITHM = "schedinspector-ppo"
-
-
 @dataclass
 class InspectorConfig(PPOSettings):
     """Every setting of a training run: PPO's (`ppo.PPOSettings`) and these. Defaults: the paper
@@ -96,7 +93,7 @@ class InspectorConfig(PPOSettings):
         return VecInspect(self.n_envs, **self.env_kwargs())
 
     def extra_state(self) -> dict[str, Any]:
-        return {"algorithm": ALGORITHM}
+        return {}
 
 
 def trained_config(d: dict[str, Any]) -> dict[str, Any]:
@@ -135,14 +132,15 @@ def fit_rule(model: PPO) -> dict[str, float]:
 
 
 def load_inspector_checkpoint(path) -> dict[str, Any]:
-    """The checkpoint's contents, its config as it reads today (`trained_config`)."""
-    from hpcsched.agents.checkpoint import load_checkpoint
+    """The model file's contents, its config as it reads today (`trained_config`)."""
+    from hpcsched.agents.checkpoint import OtherKindError, read_model
 
-    ck = load_checkpoint(path)
-    if ck.get("algorithm") != ALGORITHM:
-        raise ValueError(f"{path} is not a SchedInspector model (it holds "
-                         f"{ck.get('algorithm', 'an RLScheduler model')}); use it as rl:{path}")
-    ck["config"] = trained_config(ck.get("config", {}))
+    ck = read_model(path)
+    if ck["recipe"] != "schedinspector":
+        hint = f"; use it as rl:{path}" if ck["recipe"] == "rlscheduler" else ""
+        raise OtherKindError(f"{path} is not a SchedInspector model (it holds a {ck['recipe']} "
+                             f"model){hint}")
+    ck["config"] = trained_config(ck["config"])
     return ck
 
 
@@ -234,7 +232,7 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
     ck = load_inspector_checkpoint(path)
     cfg = config_of(path, lambda: InspectorConfig.from_dict(ck["config"]))
     net = config_of(path, lambda: InspectorPolicyNet(cfg.n_features))
-    restore_state(path, net, ck, "policy")
+    restore_state(path, net, ck["weights"], "policy")
     base_policy = get_policy(base or cfg.base, profile=profile or cfg.profile)
     return InspectedPolicy(net, base_policy, norm if norm is not None else ck["norm"],
                            features=cfg.features, metric=cfg.metric,
@@ -242,6 +240,6 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
                            sample=sample, seed=seed, name=name or f"inspect:{path}")
 
 
-__all__ = ["ALGORITHM", "InspectedPolicy", "InspectorConfig", "InspectorPolicyNet",
+__all__ = ["InspectedPolicy", "InspectorConfig", "InspectorPolicyNet",
            "InspectorValueNet", "bias_toward_accept", "fit_rule", "load_inspector",
            "load_inspector_checkpoint", "reject_unfit", "trained_config"]

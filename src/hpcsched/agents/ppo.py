@@ -96,8 +96,9 @@ class Configuration(Protocol):
     """What PPO needs of a learned scheduler's configuration (a dataclass, saved whole): its
     settings, its networks (freshly initialised: torch is seeded just before), its training
     environments (`rollout.collect`'s contract, wrappers included; `model` for wrappers that
-    follow the training, as a stage that ends after some epochs), the checkpoint keys it keeps
-    besides PPO's own (`PPO.extra`, with their initial values), and how it reads itself back."""
+    follow the training, as a stage that ends after some epochs), what it keeps in the model file
+    besides PPO's own (`PPO.extra`, with their initial values: the training state's "run"), and
+    how it reads itself back. Its class is named in `CONFIGURATIONS` under its recipe."""
 
     def ppo_params(self) -> PPOParams: ...
     def networks(self) -> tuple[MaskedPolicy, ValueNet]: ...
@@ -115,9 +116,10 @@ def config_from_dict(cls, d: dict[str, Any]):
     return cls(**d)
 
 
-#: a checkpoint's "algorithm" -> its configuration (RLScheduler's checkpoints name none)
-CONFIGURATIONS = {None: ("hpcsched.agents.rlscheduler", "RLSchedulerConfig"),
-                  "schedinspector-ppo": ("hpcsched.agents.inspector", "InspectorConfig")}
+#: a model file's recipe -> its configuration class (module, qualified name); a recipe of
+#: PPO registered from outside adds its own (`recipes.pick_job.ppo_recipe`)
+CONFIGURATIONS = {"rlscheduler": ("hpcsched.agents.rlscheduler", "RLSchedulerConfig"),
+                  "schedinspector": ("hpcsched.agents.inspector", "InspectorConfig")}
 
 
 def derived_seed(seed: int, epoch: int, stream: int) -> int:
@@ -184,8 +186,8 @@ class PPO:
         # the options of the training run that shape it besides the config (validation): set by
         # `experiments.runfolder`, kept in the checkpoint
         self.run_options: dict[str, Any] = {}
-        # what the configuration keeps in the checkpoint besides PPO's own (RLScheduler: the
-        # filter band, the warm start; SchedInspector: its algorithm tag)
+        # what the configuration keeps in the model file besides PPO's own (RLScheduler: the
+        # filter band, the warm start)
         self.extra: dict[str, Any] = dict(config.extra_state())
         self._env = env if env is not None else config.make_env(self)
         self.norm = norm if norm is not None else getattr(self._env, "norm", None)
@@ -380,54 +382,79 @@ class PPO:
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """Everything a checkpoint holds, except what `checkpoint.save_checkpoint` adds."""
+        """The model file's contents (`agents.checkpoint`): the recipe of the configuration, its
+        config, both networks, the normalisation, epoch and history, and the training state (both
+        optimisers, the global random states, and the run's: the configuration's `extra` and the
+        run options)."""
+        from hpcsched.agents.checkpoint import rng_states
+
         return {
-            **self.extra,
+            "recipe": recipe_of(self.config),
+            "learner": "ppo",
             "config": asdict(self.config),
-            "epoch": self.epoch,
-            "policy": self.policy.state_dict(),
-            "value": self.value.state_dict(),
-            "pi_optimizer": self.pi_optimizer.state_dict(),
-            "v_optimizer": self.v_optimizer.state_dict(),
+            "learner_config": {},
+            "learner_state": {},
+            "weights": {"policy": self.policy.state_dict(), "value": self.value.state_dict()},
             "norm": dict(self.norm) if self.norm else {},
+            "epoch": self.epoch,
             "history": self.history,
-            "run_options": dict(self.run_options),
+            "training": {
+                "optimizers": {"policy": self.pi_optimizer.state_dict(),
+                               "value": self.v_optimizer.state_dict()},
+                "rng": rng_states(),
+                "run": {**self.extra, "run_options": dict(self.run_options)},
+            },
         }
 
     def save(self, path) -> None:
-        """Write a checkpoint (atomically): see hpcsched.agents.checkpoint."""
-        from hpcsched.agents.checkpoint import save_checkpoint
+        """Write the model file (atomically): see hpcsched.agents.checkpoint."""
+        from hpcsched.agents.checkpoint import write_model
 
-        save_checkpoint(path, self.state())
+        write_model(path, self.state())
 
     @classmethod
     def load(cls, path, env=None, restore_rng: bool = True) -> "PPO":
-        """A model from a checkpoint, ready to `predict` or to `learn` on from the next epoch; its
-        configuration is the kind the checkpoint names (`CONFIGURATIONS`)."""
+        """A model from a model file, ready to `predict` or to `learn` on from the next epoch; its
+        configuration is the one of the file's recipe (`CONFIGURATIONS`). A slim export is
+        refused: it has no optimiser state to continue from."""
         from importlib import import_module
 
-        from hpcsched.agents.checkpoint import (config_of, load_checkpoint, restore_rng_states,
-                                                restore_state)
+        from hpcsched.agents.checkpoint import (OtherKindError, config_of, read_model,
+                                                restore_rng_states, restore_state, training_of)
 
-        ck = load_checkpoint(path)
-        if ck.get("algorithm") not in CONFIGURATIONS:
-            raise ValueError(f"{path} holds a {ck.get('algorithm')} model, not one PPO trains")
-        module, name = CONFIGURATIONS[ck.get("algorithm")]
+        ck = read_model(path)
+        if ck["learner"] != "ppo" or ck["recipe"] not in CONFIGURATIONS:
+            raise OtherKindError(f"{path} holds a {ck['recipe']} model trained by "
+                                 f"{ck['learner']}, not one PPO trains")
+        training = training_of(path, ck)
+        module, name = CONFIGURATIONS[ck["recipe"]]
         kind = getattr(import_module(module), name)
         model = config_of(path, lambda: cls(kind.from_dict(ck["config"]), env=env,
-                                            norm=ck.get("norm") or None))
-        for key, part in (("policy", model.policy), ("value", model.value),
-                          ("pi_optimizer", model.pi_optimizer),
-                          ("v_optimizer", model.v_optimizer)):
-            restore_state(path, part, ck, key)
+                                            norm=ck["norm"] or None))
+        restore_state(path, model.policy, ck["weights"], "policy")
+        restore_state(path, model.value, ck["weights"], "value")
+        restore_state(path, model.pi_optimizer, training["optimizers"], "policy")
+        restore_state(path, model.v_optimizer, training["optimizers"], "value")
         model.epoch = int(ck["epoch"])
-        model.history = list(ck.get("history", []))
-        model.run_options = dict(ck.get("run_options") or {})
-        model.extra.update({k: ck[k] for k in model.extra if k in ck})
+        model.history = list(ck["history"])
+        run = training.get("run") or {}
+        model.run_options = dict(run.get("run_options") or {})
+        model.extra.update({k: run[k] for k in model.extra if k in run})
         if restore_rng:
-            restore_rng_states(ck.get("rng"))
+            restore_rng_states(training.get("rng"))
         return model
 
 
+def recipe_of(config) -> str:
+    """The recipe whose configuration `config` is (`CONFIGURATIONS`)."""
+    where = (type(config).__module__, type(config).__qualname__)
+    for recipe, known in CONFIGURATIONS.items():
+        if tuple(known) == where:
+            return recipe
+    raise ValueError(f"PPO saves the configurations it can load back, those of a recipe "
+                     f"({', '.join(CONFIGURATIONS)}); register {type(config).__name__}'s "
+                     f"(`recipes.pick_job.ppo_recipe`)")
+
+
 __all__ = ["CONFIGURATIONS", "Configuration", "PPO", "PPOParams", "PPOSettings", "config_from_dict",
-           "advantages_and_returns", "derived_seed", "torch_threads"]
+           "advantages_and_returns", "derived_seed", "recipe_of", "torch_threads"]

@@ -117,21 +117,25 @@ def window_filter(model: PPO, prepared):
 
 def warm_start(model: PPO) -> dict[str, Any]:
     """Before the first epoch: imitate `config.init`'s choices (agents/imitation.py), or, with
-    ``init="model:PATH"``, take that checkpoint's policy and value networks. What was done is
+    ``init="model:PATH"``, take that model file's policy and value networks. What was done is
     kept in ``model.extra["warm"]`` and returned."""
     c = model.config
     if c.init.startswith("model:"):
-        from hpcsched.agents.checkpoint import config_of, load_checkpoint, restore_state
+        from hpcsched.agents.checkpoint import (ModelFileError, config_of, read_model,
+                                                restore_state)
 
         path = c.init[len("model:"):]
-        ck = load_checkpoint(path)
+        ck = read_model(path, recipe="rlscheduler")
+        if "value" not in ck["weights"]:
+            raise ModelFileError(f"--init {c.init}: a slim export (no value network to start "
+                                 f"from); use a run's model.pt or best.pt")
         theirs = config_of(path, lambda: RLSchedulerConfig.from_dict(ck["config"]))
         if (theirs.policy, theirs.value, theirs.features, theirs.slots) != (
                 c.policy, c.value, c.features, c.slots):
             raise ValueError(f"--init {c.init}: its networks ({theirs.policy}/{theirs.value}, "
                              f"{theirs.slots}x{theirs.features}) differ from this run's")
-        restore_state(path, model.policy, ck, "policy")
-        restore_state(path, model.value, ck, "value")
+        restore_state(path, model.policy, ck["weights"], "policy")
+        restore_state(path, model.value, ck["weights"], "value")
         model.extra["warm"] = {"from_epoch": int(ck["epoch"])}
     else:
         from hpcsched.agents.imitation import imitate_heuristic

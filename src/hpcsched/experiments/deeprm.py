@@ -124,8 +124,7 @@ def shipped_models() -> list[str]:
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
     """Training load -> model file of the models trained for `reward`, from a folder of
     deeprm-load-NN*.pt (or run folders: their best.pt, by `recipes.locate`) or the shipped ones."""
-    from hpcsched.agents.checkpoint import OtherKindError, load_checkpoint
-    from hpcsched.agents.deeprm import FORMAT
+    from hpcsched.agents.checkpoint import OtherKindError, read_model
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}
@@ -133,7 +132,7 @@ def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> d
         locate(run) for run in sorted(folder.glob("*")) if run.is_dir() and is_run(run)]
     for path in candidates:
         try:  # a damaged file is refused; another learner's model is passed over
-            ck = load_checkpoint(path, fmt=FORMAT)
+            ck = read_model(path, recipe="deeprm")
         except OtherKindError:
             continue
         if ck["config"].get("reward", "slowdown") == reward:

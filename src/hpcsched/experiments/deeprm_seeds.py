@@ -87,14 +87,13 @@ def run_progress(path: Path) -> tuple[int, int]:
     config.json; (0, 0) for a file that is not in a run folder."""
     import json
 
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.deeprm import FORMAT
+    from hpcsched.agents.checkpoint import read_model
 
     model, config = path.with_name("model.pt"), path.with_name("config.json")
     if path.name != "best.pt" or not model.exists() or not config.exists():
         return 0, 0
     target = int(json.loads(config.read_text()).get("epochs", 0))
-    return int(load_checkpoint(model, fmt=FORMAT)["epoch"]), target
+    return int(read_model(model, recipe="deeprm")["epoch"]), target
 
 
 def best_entry(path: str | Path) -> tuple[int, float]:
@@ -102,16 +101,15 @@ def best_entry(path: str | Path) -> tuple[int, float]:
     slowdown, or the mean completion time for a completion-reward run): its own epoch's entry in
     its history (NaN when that epoch was not validated). A run's best.pt saved by the warm start
     (epoch 0) before its entry was kept there is read in the run's model.pt."""
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.deeprm import FORMAT
+    from hpcsched.agents.checkpoint import read_model
 
     path = Path(path)
-    ck = load_checkpoint(path, fmt=FORMAT)
+    ck = read_model(path, recipe="deeprm")
     epoch, key = int(ck["epoch"]), validation_key(ck)
     histories = [ck.get("history", [])]
     sibling = path.with_name("model.pt")
     if path.name == "best.pt" and sibling.exists():
-        histories.append(lambda: load_checkpoint(sibling, fmt=FORMAT).get("history", []))
+        histories.append(lambda: read_model(sibling, recipe="deeprm")["history"])
     for history in histories:
         for h in reversed(history() if callable(history) else history):
             if h.get("epoch") == epoch and key in h:
@@ -136,9 +134,7 @@ def shipped_file(load: float, reward: str = "slowdown") -> Path | None:
 
 def shipped_seed(load: float, reward: str = "slowdown") -> int | None:
     """The training seed (config) of the shipped deeprm-load-NN.pt."""
-    from hpcsched.agents.deeprm import FORMAT
-
-    return named_shipped_seed(model_name(load, reward), FORMAT)
+    return named_shipped_seed(model_name(load, reward))
 
 
 def seed_study(loads: Sequence[float] | None = None, *, models: str | Path | None = None,
@@ -212,9 +208,10 @@ def simulations(loads: Sequence[float] | None = None, seeds: Sequence[int] = SEE
 def export(runs: str | Path, loads: Sequence[float] | None = None, seeds: Sequence[int] = SEEDS,
            to: str | Path = PRETRAINED, reward: str = "slowdown") -> list[dict]:
     """From run folders `runs/NAME-sK/` (NAME: `model_name(load, reward)`) write
-    `to/seeds/NAME-sK.pt` (slim) and copy the best.pt of the seed with the lowest validation
-    score (whole, as the shipped files are) to `to/NAME.pt`. Returns what was chosen, per load."""
-    from hpcsched.agents.deeprm_policy import slim
+    `to/seeds/NAME-sK.pt` (slim exports, `agents.checkpoint.slim`) and copy the best.pt of the
+    seed with the lowest validation score (whole, as the shipped files are) to `to/NAME.pt`.
+    Returns what was chosen, per load."""
+    from hpcsched.agents.checkpoint import slim
 
     runs, to = Path(runs), Path(to)
     loads = training_loads(reward) if loads is None else loads
@@ -241,17 +238,16 @@ def export(runs: str | Path, loads: Sequence[float] | None = None, seeds: Sequen
 def _own_history(best: Path, epoch: int) -> list[dict] | None:
     """The history to keep in a slim copy of a run's best.pt: its own, or, where that lacks the
     best epoch's entry (a warm start's best.pt before the fix), the run's model.pt's up to it."""
-    from hpcsched.agents.checkpoint import load_checkpoint
-    from hpcsched.agents.deeprm import FORMAT
+    from hpcsched.agents.checkpoint import read_model
 
-    ck = load_checkpoint(best, fmt=FORMAT)
-    own, key = ck.get("history", []), validation_key(ck)
+    ck = read_model(best, recipe="deeprm")
+    own, key = ck["history"], validation_key(ck)
     if any(h.get("epoch") == epoch and key in h for h in own):
         return None
     model = best.with_name("model.pt")
     if not model.exists():
         return None
-    return [h for h in load_checkpoint(model, fmt=FORMAT).get("history", [])
+    return [h for h in read_model(model, recipe="deeprm")["history"]
             if h.get("epoch", math.inf) <= epoch]
 
 

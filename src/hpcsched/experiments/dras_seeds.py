@@ -22,7 +22,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hpcsched.experiments.dras import model_name, run_heuristic, run_model, test_period
-from hpcsched.agents.dras_policy import FORMAT
 from hpcsched.experiments.dras_training import DrasRunConfig, load, prepared_for
 from hpcsched.workload.jobsets import first_days, split
 from hpcsched.experiments.policyspec import PRETRAINED
@@ -42,9 +41,9 @@ def best_validation(ck: dict) -> tuple[int, float]:
     """(episode, validation wait) of a `best.pt`: the average wait its run chose it with, from its
     own episode's entry in its history (NaN when that episode was not validated)."""
     for h in reversed(ck["history"]):
-        if h.get("episode") == ck["episode"] and "val_wait" in h:
-            return int(ck["episode"]), float(h["val_wait"])
-    return int(ck["episode"]), math.nan
+        if h.get("episode") == ck["epoch"] and "val_wait" in h:
+            return int(ck["epoch"]), float(h["val_wait"])
+    return int(ck["epoch"]), math.nan
 
 
 def selection(ck: dict) -> tuple[str, float]:
@@ -54,7 +53,7 @@ def selection(ck: dict) -> tuple[str, float]:
     select = ck["config"].get("select", "reward")
     key = "val_wait" if select == "wait" else "val_reward"
     for h in reversed(ck["history"]):
-        if h.get("episode") == ck["episode"] and key in h:
+        if h.get("episode") == ck["epoch"] and key in h:
             return select, float(h[key])
     return select, math.nan
 
@@ -80,7 +79,7 @@ def validation_fcfs(config: DrasRunConfig) -> float:
 
 def shipped_seed(name: str) -> int | None:
     """The training seed of the shipped `dras:pretrained/NAME` (None when there is none)."""
-    return named_shipped_seed(name, FORMAT)
+    return named_shipped_seed(name)
 
 def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
                models: str | Path | None = None, seeds: Sequence[int] = SEEDS,
@@ -163,8 +162,9 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS) -> int
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` and `to/NAME.pt` (the seed
-    with the lowest validation wait), slim (`agents.dras_policy.slim`) as the shipped files are."""
-    from hpcsched.agents.dras_policy import slim
+    with the lowest validation wait), slim exports (`agents.checkpoint.slim`) as the shipped
+    files are."""
+    from hpcsched.agents.checkpoint import slim
 
     runs, to = Path(runs), Path(to or PRETRAINED)
     picked = []

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcsched.agents.dras_episode import run_episode
-from hpcsched.agents.dras_policy import FORMAT, checked_agent
+from hpcsched.agents.dras_policy import checked_agent
+from hpcsched.agents.dras_policy import read as load
 from hpcsched.sim.run import Prepared, prepare
 from hpcsched.workload.jobsets import curriculum, first_days, split
 
@@ -124,23 +125,25 @@ class DrasRun:
 
     @classmethod
     def load(cls, path: Path, say) -> "DrasRun":
-        """The run of checkpoint `path`, its agent's training state and the random states put
-        back."""
-        from hpcsched.agents.checkpoint import ModelFileError, config_of, restore_rng_states
+        """The run of model file `path`, its agent's training state and the random states put
+        back (a slim export is refused: it has none)."""
+        from hpcsched.agents.checkpoint import (ModelFileError, config_of, restore_rng_states,
+                                                training_of)
 
         ck = load(path)
+        training = training_of(path, ck)
         config = config_of(path, lambda: DrasRunConfig.from_dict(ck["config"]))
-        run = cls(config, path.parent, checked_agent(path, ck), ck["history"], ck["episode"])
-        if not ck.get("training"):
+        run = cls(config, path.parent, checked_agent(path, ck), ck["history"], ck["epoch"])
+        if not training.get("learner"):
             say(f"{path} does not hold the agent's random state (an older run): the resumed run "
                 f"draws differently from one that never stopped")
         else:
             try:
-                run.agent.restore_training_state(ck["training"])
+                run.agent.restore_training_state(training["learner"])
             except (KeyError, TypeError, ValueError, IndexError) as e:
                 raise ModelFileError(f"{path}: its training state does not fit its agent "
                                      f"({e})") from None
-        restore_rng_states(ck.get("rng"))
+        restore_rng_states(training.get("rng"))
         return run
 
     def learn(self, n: int, callback) -> None:
@@ -175,17 +178,12 @@ class DrasRun:
                          callback=after_episode)
 
     def save(self, path: Path) -> None:
+        """The agent's model file (`agents.dras_policy.save_agent`) with the run's entries."""
         run = {"config": asdict(self.config), "episode": self.epoch, "history": self.history,
                "norm": self.norm}
         if path.name == "model.pt":  # what only continuing the training needs
             run["training"] = self.agent.training_state()
         self.agent.save(path, **run)
-
-
-def load(path: str | Path) -> dict:
-    from hpcsched.agents.checkpoint import load_checkpoint
-
-    return load_checkpoint(path, fmt=FORMAT)
 
 
 def load_agent(path: str | Path):

@@ -34,10 +34,6 @@ SEED_ROWS: tuple[tuple[str, str, bool], ...] = (
     ("hpc2n", "fairness", False), ("hpc2n", "fairness", True),
 )
 
-#: the checkpoint entries a seed file keeps: enough to decide (and to read its validation history)
-SLIM_KEYS = ("format", "version", "algorithm", "config", "epoch", "policy", "norm", "history")
-
-
 def table_key(metric: str) -> str:
     """The column a row is scored by: bsld, or the largest per-user mean bsld for fairness."""
     return "max_user_bsld" if metric == "fairness" else "bsld"
@@ -63,7 +59,7 @@ def seed_study(rows: Iterable[tuple[str, str, bool]] = SEED_ROWS, *,
     validation score (`val_s0`, ...), `mean`, `sd` (sample, ddof=1), `min`, `max`, `beats`
     (seeds better than the best heuristic), `shipped_seed` and `chosen_seed` (the best on
     validation)."""
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.checkpoint import read_model
 
     out = []
     prepared: dict[str, object] = {}
@@ -81,7 +77,7 @@ def seed_study(rows: Iterable[tuple[str, str, bool]] = SEED_ROWS, *,
         heur = {AS_CODED[c]: result[AS_CODED[c]] for c in HEURISTICS}
         best_h = min(heur, key=heur.get)
         scores = np.array([result[f"s{s}"] for s in seeds], dtype=np.float64)
-        val = {s: best_validation(load_checkpoint(p), metric) for s, p in paths.items()}
+        val = {s: best_validation(read_model(p), metric) for s, p in paths.items()}
         chosen = (max if metric == "utilization" else min)(
             seeds, key=lambda s: (val[s] if not math.isnan(val[s]) else math.inf))
         row = {"trace": trace, "backfilling": "yes" if backfilling else "no", "metric": key,
@@ -104,21 +100,13 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS,
     return len(rows) * (len(HEURISTICS) + len(seeds)) * windows
 
 
-def slim(src: str | Path, dst: str | Path) -> Path:
-    """A copy of the checkpoint `src` with only what deciding needs (`SLIM_KEYS`): the policy's
-    weights, config, normalisation and history; no value network, optimiser or RNG state, so
-    training cannot resume from it. The policy decides exactly as from `src`."""
-    from hpcsched.agents.checkpoint import load_checkpoint, write_atomically
-
-    ck = load_checkpoint(src)
-    return write_atomically(dst, {k: ck[k] for k in SLIM_KEYS if k in ck})
-
-
 def export(runs: str | Path, rows: Iterable[tuple[str, str, bool]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path = PRETRAINED) -> list[dict]:
-    """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim) and copy the seed with
-    the best validation score's best.pt to `to/NAME.pt`. Returns what was chosen, per model."""
-    from hpcsched.agents.checkpoint import load_checkpoint
+    """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim exports,
+    `agents.checkpoint.slim`: the policy, config, normalisation and history) and copy the seed
+    with the best validation score's best.pt to `to/NAME.pt`. Returns what was chosen, per
+    model."""
+    from hpcsched.agents.checkpoint import read_model, slim
 
     runs, to = Path(runs), Path(to)
     chosen = []
@@ -128,7 +116,7 @@ def export(runs: str | Path, rows: Iterable[tuple[str, str, bool]] = SEED_ROWS,
         for s in seeds:
             best = runs / f"{name}-s{s}" / "best.pt"
             slim(best, to / "seeds" / f"{name}-s{s}.pt")
-            val[s] = best_validation(load_checkpoint(best), metric)
+            val[s] = best_validation(read_model(best), metric)
         pick = (max if metric == "utilization" else min)(seeds, key=lambda s: val[s])
         shutil.copyfile(runs / f"{name}-s{pick}" / "best.pt", to / f"{name}.pt")
         chosen.append({"model": name, "seed": pick, **{f"val_s{s}": v for s, v in val.items()}})
@@ -136,4 +124,4 @@ def export(runs: str | Path, rows: Iterable[tuple[str, str, bool]] = SEED_ROWS,
 
 
 __all__ = ["SEEDS", "SEED_FOLDER", "SEED_ROWS", "best_validation", "export", "seed_path",
-           "seed_study", "shipped_seed", "simulations", "slim", "table_key"]
+           "seed_study", "shipped_seed", "simulations", "table_key"]

@@ -18,7 +18,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hpcsched.experiments.rlscheduler_seeds import slim
 from hpcsched.experiments.seeds import SEEDS, seed_path, shipped_seed
 from hpcsched.experiments.schedinspector import (BASES, TRACES, WINDOWS, evaluate, model_name,
                                                  protocol_windows)
@@ -32,9 +31,9 @@ SEED_ROWS: tuple[tuple[str, str, str], ...] = (
 
 def best_validation(path: Path) -> float:
     """The greedy validation improvement a `best.pt` was chosen with (its own epoch's entry)."""
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.checkpoint import read_model
 
-    ck = load_checkpoint(path)
+    ck = read_model(path)
     for h in reversed(ck["history"]):
         if h.get("epoch") == ck["epoch"] and "val_improvement" in h:
             return float(h["val_improvement"])
@@ -112,10 +111,12 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS, count:
 
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
-    """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim) and copy the seed with
-    the best validation improvement's best.pt to `to/NAME.pt`."""
+    """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim exports,
+    `agents.checkpoint.slim`) and copy the seed with the best validation improvement's best.pt to
+    `to/NAME.pt`."""
     import shutil
 
+    from hpcsched.agents.checkpoint import slim
     from hpcsched.experiments.policyspec import PRETRAINED
 
     runs, to = Path(runs), Path(to or PRETRAINED)

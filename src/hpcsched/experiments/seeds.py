@@ -34,16 +34,15 @@ def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
                      + " and ".join(str(p) for p in looked) + ")")
 
 
-def shipped_seed(name: str, fmt: str | None = None) -> int | None:
-    """The training seed (its config's) of the shipped data/pretrained/NAME.pt, a checkpoint of
-    format `fmt` (default: the PPO trainers'); None where nothing is shipped under that name."""
-    from hpcsched.agents.checkpoint import load_checkpoint
+def shipped_seed(name: str) -> int | None:
+    """The training seed (its config's) of the shipped data/pretrained/NAME.pt; None where
+    nothing is shipped under that name."""
+    from hpcsched.agents.checkpoint import read_model
 
     path = PRETRAINED / f"{name}.pt"
     if not path.exists():
         return None
-    ck = load_checkpoint(path) if fmt is None else load_checkpoint(path, fmt=fmt)
-    return int(ck["config"]["seed"])
+    return int(read_model(path)["config"]["seed"])
 
 
 __all__ = ["SEEDS", "SEED_FOLDER", "seed_path", "shipped_seed"]

@@ -76,8 +76,8 @@ class Command:
 class Evaluation:
     """How ``hpcsched evaluate MODEL`` scores a recipe's model files."""
 
-    #: the model files it scores: a checkpoint's ``algorithm`` where it names one, else its
-    #: ``format`` (see `model_kind`)
+    #: the model files it scores: for hpcsched's model format their ``recipe`` (its own name), for
+    #: a file of another format that ``format`` (see `model_kind`)
     kind: str
     #: "module:function" scoring one, ``f(path, checkpoint, args) -> exit status``
     run: str
@@ -322,10 +322,10 @@ def locate(spec: str | Path, recipe: Recipe | None = None) -> Path:
 
 
 def model_kind(checkpoint: dict) -> str:
-    """What kind of model a checkpoint holds: its ``algorithm`` where it names one (a
-    SchedInspector's ``schedinspector-ppo``, beside RLScheduler's files of the same format), else
-    its ``format`` (``hpcsched.ppo/1``, ``hpcsched.dras/1``, ...)."""
-    return str(checkpoint.get("algorithm") or checkpoint.get("format") or "")
+    """What kind of model a checkpoint holds: the ``recipe`` of a file in hpcsched's model format
+    (``rlscheduler``, ``schedinspector``, ``dras``, ``deeprm``: `agents.checkpoint`), else its
+    ``format``."""
+    return str(checkpoint.get("recipe") or checkpoint.get("format") or "")
 
 
 def model_of(path: str | Path) -> tuple[Recipe, dict]:
@@ -334,16 +334,18 @@ def model_of(path: str | Path) -> tuple[Recipe, dict]:
     one-line ValueError."""
     import torch
 
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.agents.checkpoint import is_model, load_checkpoint, read_model
 
     try:  # a first look, for the format to check the file against
         peek = torch.load(path, map_location="cpu", weights_only=True)
     except Exception:  # noqa: BLE001
-        load_checkpoint(path)  # says in one line what is wrong: damaged, truncated, not torch's
+        read_model(path)  # says in one line what is wrong: damaged, truncated, not torch's
         raise
     if not isinstance(peek, dict) or not isinstance(peek.get("format"), str):
         raise ValueError(f"{path} is not an hpcsched model checkpoint (it names no format)")
-    kind = model_kind(peek)
+    # hpcsched's own format (an older one upgraded as it is read), or a recipe's own
+    checkpoint = read_model(path) if is_model(peek) else None
+    kind = model_kind(checkpoint if checkpoint is not None else peek)
     found = next((r for r in _REGISTRY.values()
                   if r.evaluation is not None and r.evaluation.kind == kind), None)
     if found is None:
@@ -351,7 +353,8 @@ def model_of(path: str | Path) -> tuple[Recipe, dict]:
                           if r.evaluation is not None)
         raise ValueError(f"{path} is a model of kind {kind!r}, which no registered learned "
                          f"scheduler evaluates (known: {known})")
-    return found, load_checkpoint(path, fmt=peek["format"])
+    return found, (checkpoint if checkpoint is not None
+                   else load_checkpoint(path, fmt=peek["format"]))
 
 
 def in_folder(folder: str | Path, name: str) -> Path | None:

@@ -53,5 +53,5 @@ RECIPE = register(Recipe(
                                 "seeds 0, 1, 2, against SJF, Packer and Tetris*",
                 f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_seeds"),
     ),
-    evaluation=Evaluation("hpcsched.deeprm/1", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
+    evaluation=Evaluation("deeprm", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
     tiny="hpcsched.recipes.deeprm:tiny"))

@@ -74,5 +74,5 @@ RECIPE = register(Recipe(
                                    "runs (paper Fig. 4)",
                 f"{CLI}:add_curriculum_arguments", f"{CLI}:cmd_curriculum"),
     ),
-    evaluation=Evaluation("hpcsched.dras/1", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
+    evaluation=Evaluation("dras", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
     tiny="hpcsched.recipes.dras:tiny"))

@@ -7,9 +7,8 @@ wrappers and its PPO configuration, registered by `ppo_recipe` (examples/smalles
     class MyConfig(RLSchedulerConfig):       # RLScheduler's settings and environment, and ...
         def networks(self): ...              # ... my policy and value networks
         def make_env(self, model): ...       # ... my wrappers around the environment
-        def extra_state(self): return {"algorithm": "mine"}   # how PPO.load knows my files
 
-    ppo_recipe(MyConfig, name="mine", prefix="mine", help="...")
+    ppo_recipe(MyConfig, name="mine", prefix="mine", help="...")   # my files' recipe: "mine"
 
 The configuration is PPO's (`agents.ppo.Configuration`) with RLScheduler's environment settings
 (`trace`, `slots`, `cutoff`, ...: a subclass of `RLSchedulerConfig` has them)."""
@@ -65,10 +64,10 @@ def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = Fals
 
 def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = "",
                profile: str | None = "rlscheduler", epochs: int = 20, **fields) -> Recipe:
-    """Register, and return, the recipe of the PPO configuration class `config`, whose
-    `extra_state()` names its algorithm (what its checkpoints are known by):
+    """Register, and return, the recipe `name` of the PPO configuration class `config`:
 
-    - `PPO.load` builds a `config` for a checkpoint of that algorithm;
+    - its model files name the recipe (`agents.checkpoint`), and `PPO.load` builds a `config` for
+      one (`agents.ppo.CONFIGURATIONS`);
     - ``PREFIX:PATH`` names a model file of it (a run folder: its best.pt, else its model.pt), greedy
       over PickJob's observation with the constants of the trace it schedules, under `profile`
       unless the command names another;
@@ -80,13 +79,12 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
     `fields`: the `Recipe`'s others (shipped, experiments, evaluation, ...)."""
     from hpcsched.agents.ppo import CONFIGURATIONS, PPO
 
-    algorithm = config().extra_state().get("algorithm")
     where = (config.__module__, config.__qualname__)
-    if not algorithm or CONFIGURATIONS.get(algorithm, where) != where:
-        raise ValueError(f"{config.__name__}.extra_state() must name an algorithm of its own "
-                         f"(got {algorithm!r}): PPO.load knows the configuration of a "
-                         f"checkpoint by it")
-    CONFIGURATIONS[algorithm] = where
+    if tuple(CONFIGURATIONS.get(name, where)) != where:
+        raise ValueError(f"recipe {name}: its model files would be read as another "
+                         f"configuration's ({'.'.join(CONFIGURATIONS[name])}), not "
+                         f"{config.__name__}")
+    CONFIGURATIONS[name] = where
 
     def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
         model = PPO.load(path)

@@ -65,5 +65,5 @@ RECIPE = register(Recipe(
                                      "1024-job windows, rlscheduler profile",
                 f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_experiment"),
     ),
-    evaluation=Evaluation("hpcsched.ppo/1", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
+    evaluation=Evaluation("rlscheduler", f"{CLI}:evaluate", f"{CLI}:add_evaluate_arguments"),
     tiny="hpcsched.recipes.rlscheduler:tiny"))

@@ -108,6 +108,6 @@ RECIPE = register(Recipe(
                                         "2 (both protocols)",
                 f"{CLI}:add_seeds_arguments", f"{CLI}:cmd_seeds"),
     ),
-    evaluation=Evaluation("schedinspector-ppo", f"{CLI}:evaluate",
+    evaluation=Evaluation("schedinspector", f"{CLI}:evaluate",
                           f"{CLI}:add_evaluate_arguments"),
     tiny="hpcsched.recipes.schedinspector:tiny"))
