@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint, load_policy
+from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
+from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.cli import main
 from hpcsched.experiments.policyspec import PRETRAINED
 

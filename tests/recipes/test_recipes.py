@@ -94,7 +94,7 @@ def _prepared(trace, profile):
 
 def _direct_rl(path, name):
     """RLScheduler's loader on another trace than most were trained on: its constants."""
-    from hpcsched.agents.checkpoint import load_policy
+    from hpcsched.agents.rlscheduler_policy import load_policy
     from hpcsched.sim.run import simulate
 
     p = _prepared("lublin-1", "rlscheduler")

@@ -61,13 +61,11 @@ class Validation:
         self.key = metric_key(config.metric)
 
     def score(self, model) -> float:
-        from hpcsched.agents.checkpoint import RLPolicy
+        from hpcsched.agents.rlscheduler_policy import RLPolicy
         from hpcsched.sim.run import simulate
 
-        c = self.config
-        policy = RLPolicy(model.policy, model.norm, slots=c.slots, cutoff=c.cutoff,
-                          fairness=c.features == 9)
-        values = [simulate(self.prepared, policy, backfill=c.backfill, start=s,
+        policy = RLPolicy.of(model.policy, self.config, model.norm)
+        values = [simulate(self.prepared, policy, backfill=self.config.backfill, start=s,
                            jobs=self.jobs).metrics[self.key] for s in self.starts]
         return float(np.mean(values))
 

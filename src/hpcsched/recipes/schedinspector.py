@@ -89,6 +89,7 @@ RECIPE = register(Recipe(
     name="schedinspector", prefix="inspect", env_id=INSPECT,
     load="hpcsched.recipes.schedinspector:policy",
     train="hpcsched.experiments.inspector_training:train",
+    learners={"ppo": "hpcsched.agents.ppo:PPO"},
     shipped=("inspect-",), profile="schedinspector",
     profile_of="hpcsched.recipes.schedinspector:trained_profile", separator="@",
     rules=(Rule("reject-unfit", "hpcsched.recipes.schedinspector:reject_unfit",
