@@ -70,7 +70,7 @@ def test_an_old_slim_copy_decides_as_its_source():
     by each recipe's own policy loader."""
     from hpcsched.agents.rlscheduler_policy import load_policy
     from hpcsched.agents.deeprm_policy import load_deeprm_policy
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
     from hpcsched.experiments.deeprm import evaluate
     from hpcsched.experiments.dras_training import load_agent
     from hpcsched.sim.run import prepare, simulate

@@ -104,7 +104,7 @@ def load(kind: str, path: Path):
     if kind == "rl":
         return load_policy(path)
     if kind == "inspect":
-        from hpcsched.agents.inspector import load_inspector
+        from hpcsched.agents.inspector_policy import load_inspector
 
         return load_inspector(path)
     if kind == "deeprm":

@@ -104,7 +104,7 @@ def _direct_rl(path, name):
 
 
 def _direct_inspect(path, name):
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
     from hpcsched.sim.run import simulate
 
     p = _prepared("lublin-1", model_profiles([name])[name])

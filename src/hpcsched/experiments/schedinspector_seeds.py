@@ -54,7 +54,7 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
     gain is positive at the printed precision, 0.1 %: a gain of 0.01 % is not counted),
     `chosen_seed` (the best validation improvement; the first seed on a tie), `shipped_seed`
     (the training seed of the shipped `pretrained/NAME`)."""
-    from hpcsched.envs.inspector import inspector_trace
+    from hpcsched.sim.run import estimated_trace
 
     out = []
     for draw in draws:
@@ -62,7 +62,7 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
         prepared: dict[str, object] = {}
         for trace, base, backfill in rows:
             prep = prepared.get(trace) or prepared.setdefault(
-                trace, inspector_trace(trace, None, profile))
+                trace, estimated_trace(trace, None, profile))
             starts = protocol_windows(prep, draw, count, jobs)
             name = model_name(trace, base, backfill)
             row = {"draw": draw, "trace": trace, "base": base, "backfill": backfill,
