@@ -178,7 +178,7 @@ class DrasRun:
                          callback=after_episode)
 
     def save(self, path: Path) -> None:
-        """The agent's model file (`agents.dras_policy.save_agent`) with the run's entries."""
+        """The agent's model file (`DrasAgent.save`) with the run's entries."""
         run = {"config": asdict(self.config), "episode": self.epoch, "history": self.history,
                "norm": self.norm}
         if path.name == "model.pt":  # what only continuing the training needs
