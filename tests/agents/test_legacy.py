@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import FORMAT, read_model
+from hpcsched.modelfile import FORMAT, read_model
 from hpcsched.cli import main as hpcsched
-from hpcsched.legacy_models import FORMATS, upgrade
+from hpcsched.modelfile.legacy import FORMATS, upgrade
 
 LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy"
 QUIET = dict(progress=False, log=lambda text: None)
@@ -195,7 +195,7 @@ def test_the_upgrade_command_rewrites_old_files_keeping_every_tensor(tmp_path, c
 
 
 def test_an_old_file_that_is_not_what_its_format_wrote_is_refused_in_one_line(tmp_path):
-    from hpcsched.agents.checkpoint import ModelFileError
+    from hpcsched.modelfile import ModelFileError
 
     ck = torch.load(LEGACY / "deeprm" / "model.pt", weights_only=True)
     del ck["np_rng"]

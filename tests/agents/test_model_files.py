@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint
+from hpcsched.modelfile import ModelFileError, load_checkpoint
 from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.cli import main
 from hpcsched.experiments.policyspec import PRETRAINED

@@ -1,6 +1,6 @@
-"""Every shipped model file is in the one model format (`agents.checkpoint`, `hpcsched.model/2`)
+"""Every shipped model file is in the one model format (`hpcsched.modelfile`, `hpcsched.model/2`)
 and loads through the one reader as the learner and recipe it names; and the conversion of the
-files of the old formats (`hpcsched.legacy_models`) changed no tensor and no value.
+files of the old formats (`hpcsched.modelfile.legacy`) changed no tensor and no value.
 
 The shipped files were converted once at commit `CONVERTED_AT` by
 ``python -m hpcsched.agents.legacy src/hpcsched/data/pretrained`` (now ``hpcsched
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import DECIDING, FORMAT, SLIM_KEYS, read_model
+from hpcsched.modelfile import DECIDING, FORMAT, SLIM_KEYS, read_model
 from hpcsched.experiments.policyspec import PRETRAINED
 
 FILES = sorted(PRETRAINED.glob("*.pt")) + sorted((PRETRAINED / "seeds").glob("*.pt"))
@@ -91,7 +91,7 @@ def test_the_converted_files_hold_the_original_tensors_and_values():
     is the new file, value for value (tensors equal in dtype, shape and every bit), but the
     version; and every tensor of the old file is in the new one (an old DRAS slim copy's random
     states excepted, which no slim export keeps)."""
-    from hpcsched.legacy_models import upgrade
+    from hpcsched.modelfile.legacy import upgrade
 
     root = Path(__file__).resolve().parents[2]
     if subprocess.run(["git", "cat-file", "-e", f"{CONVERTED_AT}^"], cwd=root,

@@ -20,7 +20,7 @@ import shlex
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.experiments.policyspec import PRETRAINED
 
 #: the cheapest shipped recipe (HPC2N: short queues, 3-4 s epochs; its best.pt is at epoch 4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import slim
+from hpcsched.modelfile import slim
 from hpcsched.experiments import schedinspector_seeds as S
 from hpcsched.experiments.policyspec import PRETRAINED
 
@@ -60,7 +60,7 @@ def test_the_shipped_inspector_is_the_seed_chosen_on_validation(row):
     first seed on a tie), and decides as that seed's slim file does (same weights)."""
     import torch
 
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.modelfile import load_checkpoint
     from hpcsched.experiments.schedinspector import model_name
 
     name = model_name(*row)

@@ -17,7 +17,6 @@ _WHERE = {
     "KernelPolicy": "nets", "KernelValue": "nets", "FlatValue": "nets", "MLPPolicy": "nets",
     "LeNetPolicy": "nets", "make_policy": "nets", "make_value": "nets",
     "load_policy": "rlscheduler_policy", "RLPolicy": "rlscheduler_policy",
-    "load_checkpoint": "checkpoint", "read_model": "checkpoint", "write_model": "checkpoint",
 }
 
 __all__ = sorted(_WHERE)

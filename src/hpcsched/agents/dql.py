@@ -144,7 +144,7 @@ class DrasDQL(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        """The agent's entries of its model file (`agents.checkpoint`; `DrasAgent.save` adds
+        """The agent's entries of its model file (`hpcsched.modelfile`; `DrasAgent.save` adds
         the run's): its settings and rows, its counters, both networks and Adam's state."""
         return {"learner": "dqn", "learner_config": {**asdict(self.config), "rows": self.rows},
                 "learner_state": {"epsilon": self.epsilon, "updates": self.updates},

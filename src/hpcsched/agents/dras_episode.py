@@ -65,7 +65,7 @@ class DrasAgent:
         """Write this agent's model file (`agents.dras_policy`) with the run's entries: its
         `config`, the episodes done, the history, the normalisation and `training` (what only
         resuming needs: `training_state()`, in model.pt)."""
-        from hpcsched.agents.checkpoint import rng_states, write_model
+        from hpcsched.modelfile import rng_states, write_model
 
         contents = self.state()
         contents.update(recipe="dras", config=dict(config or {}), epoch=int(episode),
@@ -78,7 +78,7 @@ class DrasAgent:
     @classmethod
     def load(cls, path):
         """The agent of the model file at `path`, which must be a `cls`."""
-        from hpcsched.agents.checkpoint import ModelFileError
+        from hpcsched.modelfile import ModelFileError
 
         agent = dras_policy.checked_agent(path, dras_policy.read(path))
         if not isinstance(agent, cls):

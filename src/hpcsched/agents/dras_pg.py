@@ -114,7 +114,7 @@ class DrasPG(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        """The agent's entries of its model file (`agents.checkpoint`; `DrasAgent.save` adds
+        """The agent's entries of its model file (`hpcsched.modelfile`; `DrasAgent.save` adds
         the run's): its settings and rows, its counters, the network and Adam's state."""
         return {"learner": "reinforce", "learner_config": {**asdict(self.config), "rows": self.rows},
                 "learner_state": {"running_baseline": torch.from_numpy(self.reinforce.running),

@@ -1,8 +1,8 @@
 """A trained DRAS-family agent in use: its model file read (`read`, `checked_agent`; the agent
-writes it, `DrasAgent.save`; its slim export is `agents.checkpoint.slim`'s, as every learner's) and
+writes it, `DrasAgent.save`; its slim export is `modelfile.slim`'s, as every learner's) and
 the engine policy that runs it (`dras:PATH` in `hpcsched simulate` and `compare`).
 
-A model file (`agents.checkpoint`, recipe "dras") holds the agent's entries (`state()`: learner,
+A model file (`hpcsched.modelfile`, recipe "dras") holds the agent's entries (`state()`: learner,
 learner_config, learner_state, weights, optimiser state) and the run's: its config, the episodes
 done (`epoch`), history, the observation's normalisation and, in a run's model.pt, the learner's
 generator and DRAS-DQL's replay memory (`training["learner"]`).
@@ -20,8 +20,8 @@ AGENTS = {"reinforce": ("hpcsched.agents.dras_pg", "DrasPG"),
 
 
 def read(path: str | Path) -> dict:
-    """The DRAS model file at `path` (`agents.checkpoint.read_model`)."""
-    from hpcsched.agents.checkpoint import read_model
+    """The DRAS model file at `path` (`modelfile.read_model`)."""
+    from hpcsched.modelfile import read_model
 
     return read_model(path, recipe="dras")
 
@@ -32,7 +32,7 @@ def checked_agent(path: str | Path, ck: dict):
     naming the file)."""
     from importlib import import_module
 
-    from hpcsched.agents.checkpoint import ModelFileError, one_line
+    from hpcsched.modelfile import ModelFileError, one_line
 
     module, name = AGENTS[ck["learner"]]
     try:

@@ -20,7 +20,7 @@ from hpcsched.envs.inspection import REJECT, Inspection
 
 def load_inspector_checkpoint(path) -> dict[str, Any]:
     """The model file's contents, its config as it reads today (`trained_config`)."""
-    from hpcsched.agents.checkpoint import OtherKindError, read_model
+    from hpcsched.modelfile import OtherKindError, read_model
     from hpcsched.agents.inspector import trained_config
 
     ck = read_model(path)
@@ -123,7 +123,7 @@ def load_inspector(path, *, base: str | None = None, norm: dict[str, float] | No
     `norm`: the normalisation constants of the trace it schedules (default: the training trace's);
     `profile`: the profile it runs under, which says what the base's name means (default: the
     one it was trained under)."""
-    from hpcsched.agents.checkpoint import config_of, restore_state
+    from hpcsched.modelfile import config_of, restore_state
     from hpcsched.agents.inspector import InspectorConfig
     from hpcsched.policies.priority import get_policy
 

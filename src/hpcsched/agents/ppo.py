@@ -395,11 +395,11 @@ class PPO:
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The model file's contents (`agents.checkpoint`): the recipe of the configuration, its
+        """The model file's contents (`hpcsched.modelfile`): the recipe of the configuration, its
         config, both networks, the normalisation, epoch and history, and the training state (both
         optimisers, the global random states, and the run's: the configuration's `extra` and the
         run options)."""
-        from hpcsched.agents.checkpoint import rng_states
+        from hpcsched.modelfile import rng_states
 
         return {
             "recipe": recipe_of(self.config),
@@ -420,8 +420,8 @@ class PPO:
         }
 
     def save(self, path) -> None:
-        """Write the model file (atomically): see hpcsched.agents.checkpoint."""
-        from hpcsched.agents.checkpoint import write_model
+        """Write the model file (atomically): see hpcsched.modelfile."""
+        from hpcsched.modelfile import write_model
 
         write_model(path, self.state())
 
@@ -433,7 +433,7 @@ class PPO:
         from."""
         from importlib import import_module
 
-        from hpcsched.agents.checkpoint import (OtherKindError, config_of, read_model,
+        from hpcsched.modelfile import (OtherKindError, config_of, read_model,
                                                 restore_rng_states, restore_state, training_of)
 
         ck = read_model(path)

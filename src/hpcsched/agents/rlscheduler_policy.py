@@ -88,7 +88,7 @@ def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
     `norm`: the normalisation constants to observe with; by default the training trace's (stored
     in the file). To schedule another trace, pass that trace's constants, as RLScheduler's own test
     script does (its environment normalises by the trace it loads)."""
-    from hpcsched.agents.checkpoint import config_of, read_model, restore_state
+    from hpcsched.modelfile import config_of, read_model, restore_state
     from hpcsched.agents.rlscheduler import RLSchedulerConfig
 
     ck = read_model(path, recipe="rlscheduler")

@@ -138,11 +138,11 @@ def register(sub, fmt) -> None:
 
 
 def cmd_upgrade_models(args) -> int:
-    """Rewrite every old model file named (`legacy_models.upgrade_file`); 1 if one failed."""
+    """Rewrite every old model file named (`modelfile.legacy.upgrade_file`); 1 if one failed."""
     from pathlib import Path
 
-    from hpcsched.agents.checkpoint import ModelFileError
-    from hpcsched.legacy_models import upgrade_file
+    from hpcsched.modelfile import ModelFileError
+    from hpcsched.modelfile.legacy import upgrade_file
 
     status = 0
     for arg in map(Path, args.paths):

@@ -122,10 +122,8 @@ class VecPickJob(Episodes):
 
 
 class VecInspect:
-    """`num_envs` InspectEnvs stepped together with auto-reset (the contract `rollout.collect`
-    reads): ``reset(seed) -> (obs (N, F), mask (N, 2))``, ``step(actions) -> (obs, mask,
-    reward, done, infos)``; a finished environment's reward and info are its episode's, and its
-    observation is already the next episode's first."""
+    """`num_envs` InspectEnvs stepped together (see the module docstring); the arguments after
+    `num_envs` are `InspectEnv`'s. All share the base heuristic's runs."""
 
     def __init__(self, num_envs: int, **env_kwargs):
         first = InspectEnv(**env_kwargs)
@@ -155,24 +153,16 @@ class VecInspect:
         if len(seeds) != n:
             raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
         out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
-        return (np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out]))
+        return np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out])
 
     def step(self, actions: np.ndarray):
-        obs, masks, rewards, dones, infos = [], [], [], [], []
-        for env, a in zip(self.envs, np.asarray(actions).tolist()):
-            o, r, done, _, info = env.step(a)
-            if done:
-                o, reset_info = env.reset()
-                mask = reset_info["action_mask"]
-            else:
-                mask = info["action_mask"]
-            obs.append(o)
-            masks.append(mask)
-            rewards.append(r)
-            dones.append(done)
-            infos.append(info)
-        return (np.stack(obs), np.stack(masks), np.asarray(rewards, np.float64),
-                np.asarray(dones, bool), infos)
+        steps = [env.step(a) for env, a in zip(self.envs, np.asarray(actions).tolist())]
+        after = [env.reset() if done else (obs, info)  # a finished env starts its next episode
+                 for env, (obs, _, done, _, info) in zip(self.envs, steps)]
+        return (np.stack([obs for obs, _ in after]),
+                np.stack([info["action_mask"] for _, info in after]),
+                np.array([s[1] for s in steps], np.float64), np.array([s[2] for s in steps], bool),
+                [s[4] for s in steps])
 
 
 __all__ = ["VecInspect", "VecPickJob"]

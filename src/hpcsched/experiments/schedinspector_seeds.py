@@ -31,7 +31,7 @@ SEED_ROWS: tuple[tuple[str, str, str], ...] = (
 
 def best_validation(path: Path) -> float:
     """The greedy validation improvement a `best.pt` was chosen with (its own epoch's entry)."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     ck = read_model(path)
     for h in reversed(ck["history"]):
@@ -112,11 +112,11 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS, count:
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim exports,
-    `agents.checkpoint.slim`) and copy the seed with the best validation improvement's best.pt to
+    `modelfile.slim`) and copy the seed with the best validation improvement's best.pt to
     `to/NAME.pt`."""
     import shutil
 
-    from hpcsched.agents.checkpoint import slim
+    from hpcsched.modelfile import slim
     from hpcsched.experiments.policyspec import PRETRAINED
 
     runs, to = Path(runs), Path(to or PRETRAINED)

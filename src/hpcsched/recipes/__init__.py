@@ -326,7 +326,7 @@ def locate(spec: str | Path, recipe: Recipe | None = None) -> Path:
 
 def model_kind(checkpoint: dict) -> str:
     """What kind of model a checkpoint holds: the ``recipe`` of a file in hpcsched's model format
-    (``rlscheduler``, ``schedinspector``, ``dras``, ``deeprm``: `agents.checkpoint`), else its
+    (``rlscheduler``, ``schedinspector``, ``dras``, ``deeprm``: `hpcsched.modelfile`), else its
     ``format``."""
     return str(checkpoint.get("recipe") or checkpoint.get("format") or "")
 
@@ -337,7 +337,7 @@ def model_of(path: str | Path) -> tuple[Recipe, dict]:
     one-line ValueError."""
     import torch
 
-    from hpcsched.agents.checkpoint import is_model, load_checkpoint, read_model
+    from hpcsched.modelfile import is_model, load_checkpoint, read_model
 
     try:  # a first look, for the format to check the file against
         peek = torch.load(path, map_location="cpu", weights_only=True)
@@ -365,7 +365,7 @@ def load_learner(path: str | Path):
     recipe names the file's learner in `Recipe.learners`), ready to `learn` on from where it
     stopped, or to `predict`. A slim export is refused (it has no training state): to decide with
     one, use its recipe's policy (``PREFIX:PATH``)."""
-    from hpcsched.agents.checkpoint import OtherKindError, read_model, training_of
+    from hpcsched.modelfile import OtherKindError, read_model, training_of
 
     ck = read_model(path)
     ref = next((r.learners.get(ck["learner"]) for r in _REGISTRY.values()

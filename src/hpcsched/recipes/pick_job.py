@@ -56,7 +56,7 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
                profile: str | None = "rlscheduler", epochs: int = 20, **fields) -> Recipe:
     """Register, and return, the recipe `name` of the PPO configuration class `config`:
 
-    - its model files name the recipe (`agents.checkpoint`), and `PPO.load` builds a `config` for
+    - its model files name the recipe (`hpcsched.modelfile`), and `PPO.load` builds a `config` for
       one (`agents.ppo.CONFIGURATIONS`; `recipes.load_learner` reads one as a PPO);
     - ``PREFIX:PATH`` names a model file of it (a run folder: its best.pt, else its model.pt), greedy
       over PickJob's observation with the constants of the trace it schedules, under `profile`

@@ -40,7 +40,7 @@ malformed model or a NaN or infinite value in a tensor. The reader refuses, in o
 one or one that is not a torch file, a member whose zip checksum fails (torch itself does not check
 them: a flipped byte in a weight would load), a NaN or infinite value in any tensor, an entry
 missing or of the wrong type. A file of the formats before this one (`hpcsched.ppo/1`,
-`hpcsched.deeprm/1`, `hpcsched.dras/1`) is upgraded as it is read (`hpcsched.legacy_models`;
+`hpcsched.deeprm/1`, `hpcsched.dras/1`) is upgraded as it is read (`hpcsched.modelfile.legacy`;
 ``hpcsched upgrade-models FILE...`` rewrites such files). The learners' loaders then refuse, also
 in one line, a config they cannot build or weights that do not fit it (`config_of`,
 `restore_state`). Each recipe's loaders turn a file into its learner (`recipes.load_learner`) or
@@ -212,16 +212,16 @@ def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[st
     """The model file at `path`, checked (see the module's docstring): a damaged or malformed
     file is refused in one line (`ModelFileError`), and one of another recipe than `recipe`
     (when given) too (`OtherKindError`). A file of an older format is upgraded as it is read
-    (`hpcsched.legacy_models`), with a warning that says how to upgrade it on disk."""
+    (`hpcsched.modelfile.legacy`), with a warning that says how to upgrade it on disk."""
     path, ck = _read(path)
     fmt = ck.get("format") if isinstance(ck, dict) else None
     if fmt != FORMAT:
-        from hpcsched import legacy_models
+        from hpcsched.modelfile import legacy
 
-        if fmt not in legacy_models.FORMATS:
+        if fmt not in legacy.FORMATS:
             raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind "
                                  f"(expected format {FORMAT!r}, found {fmt!r})")
-        ck = legacy_models.upgraded(path, ck)
+        ck = legacy.upgraded(path, ck)
         # said here (stacklevel 1): once per file, however many callers read it
         warnings.warn(f"{path} is in the old format {fmt}: read through the legacy reader "
                       f"(`hpcsched upgrade-models {path}` upgrades it in place)")
@@ -254,7 +254,7 @@ def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, 
 def is_model(ck: Any) -> bool:
     """Whether `ck` (a file's contents as torch read them) is in hpcsched's format, this one or
     an older one."""
-    from hpcsched.legacy_models import FORMATS
+    from hpcsched.modelfile.legacy import FORMATS
 
     return isinstance(ck, dict) and ck.get("format") in (FORMAT, *FORMATS)
 

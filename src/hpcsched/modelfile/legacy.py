@@ -5,7 +5,7 @@ SchedInspector's PPO, the latter tagged ``algorithm: schedinspector-ppo``), `hpc
 `hpcsched.dras/1` (the agent's state under ``agent``), each with slim copies of its own. `upgrade`
 maps such a file onto the one format entry for entry: every tensor is the same tensor, every
 config, history and random state the same value, in its new place. `read_model`
-(`agents.checkpoint`) calls it on an old file, so that a run folder written before keeps loading,
+(`hpcsched.modelfile`) calls it on an old file, so that a run folder written before keeps loading,
 scoring and resuming (the next save writes the new format); `upgrade_file` rewrites an old file in
 place, atomically, which ``hpcsched upgrade-models`` does for every file or folder it is given:
 
@@ -90,14 +90,14 @@ def _dras(old: dict) -> dict[str, Any]:
 
 def upgrade(old: dict[str, Any]) -> dict[str, Any]:
     """The contents of an old-format model file (as torch read them) in the one format
-    (`agents.checkpoint`), keeping its version; a KeyError, TypeError or ValueError where it is
+    (`hpcsched.modelfile`), keeping its version; a KeyError, TypeError or ValueError where it is
     not what its format wrote."""
     fmt = old.get("format")
     convert = {"hpcsched.ppo/1": _ppo, "hpcsched.deeprm/1": _deeprm,
                "hpcsched.dras/1": _dras}.get(fmt)
     if convert is None:
         raise ValueError(f"format {fmt!r} is not an old hpcsched format")
-    from hpcsched.agents.checkpoint import FORMAT
+    from hpcsched.modelfile import FORMAT
 
     new = convert(old)
     epoch = old["episode"] if fmt == "hpcsched.dras/1" else old["epoch"]
@@ -109,7 +109,7 @@ def upgrade(old: dict[str, Any]) -> dict[str, Any]:
 
 def upgraded(path, old: dict[str, Any]) -> dict[str, Any]:
     """`upgrade(old)` for the file at `path`; one that cannot be read is refused in one line."""
-    from hpcsched.agents.checkpoint import ModelFileError, one_line
+    from hpcsched.modelfile import ModelFileError, one_line
 
     try:
         return upgrade(old)
@@ -121,7 +121,7 @@ def upgraded(path, old: dict[str, Any]) -> dict[str, Any]:
 def upgrade_file(path: str | Path) -> str:
     """Rewrite the model file at `path` in the one format if it is in an old one (atomically; its
     `version` is then this hpcsched's, the writer's); what was done, in words."""
-    from hpcsched.agents.checkpoint import _read, write_model
+    from hpcsched.modelfile import _read, write_model
 
     path, old = _read(path)
     fmt = old.get("format") if isinstance(old, dict) else None
