@@ -88,8 +88,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     say = log or (lambda text: print(text, file=sys.stderr))
 
-    def create() -> PPO:
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
         model = PPO(config)
+        model.env()
         if config.init_rule:
             fit = fit_rule(model)
             say(f"policy fitted to the {config.init_rule} rule: agreement "

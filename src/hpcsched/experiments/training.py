@@ -101,7 +101,13 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
+
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
+        model = PPO(config)
+        model.env()
+        return model
+
+    model = open_run(out, config, resume=resume, load=PPO.load, create=create,
                      say=say, options=options, run_options=RUN_OPTIONS,
                      info=lambda c: {"algorithm": "rlscheduler-ppo", "epochs": epochs})
     config, opts = model.config, model.run_options

@@ -39,10 +39,15 @@ def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = Fals
 
     out = Path(out)
     say = log or (lambda text: print(text, file=sys.stderr))
+
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
+        model = PPO(config(**(given or {})))
+        model.env()
+        return model
+
     with run_lock(out, resume=resume):
         model = open_run(out, given if resume else config(**(given or {})), resume=resume,
-                         load=PPO.load, create=lambda: PPO(config(**(given or {}))), say=say,
-                         info=lambda c: {"epochs": epochs})
+                         load=PPO.load, create=create, say=say, info=lambda c: {"epochs": epochs})
         learn_epochs(model, out, epochs, validation=None, validate_every=0, key="",
                      improves=lambda a, b: False, start_counts=False, columns=LOG_FIRST + LOG_LAST,
                      label=f"training {out.name}", note=lambda s: f"reward {s['mean_reward']:.4g}",
