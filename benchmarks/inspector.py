@@ -29,9 +29,11 @@ def say(text: str) -> None:
 
 
 def main() -> None:
-    from hpcsched.agents.inspector import InspectedPolicy, InspectorConfig
+    from hpcsched.agents.inspector import InspectorConfig
+    from hpcsched.agents.inspector_policy import InspectedPolicy
     from hpcsched.agents.ppo import PPO
-    from hpcsched.envs.inspector import Inspection, inspector_trace
+    from hpcsched.envs.inspection import Inspection
+    from hpcsched.sim.run import estimated_trace
     from hpcsched.workload.windows import evaluation_windows
     from hpcsched.policies.priority import get_policy
     from hpcsched.sim.factory import make_engine
@@ -46,7 +48,7 @@ def main() -> None:
     windows = 5 if args.quick else 20
     epochs = 1 if args.quick else 3
 
-    prepared = inspector_trace(args.trace)
+    prepared = estimated_trace(args.trace)
     base = get_policy(args.base, profile=prepared.profile)
     model = PPO(InspectorConfig(trace=args.trace, base=args.base, threads=1))
     inspected = InspectedPolicy(model.policy, base, prepared.report.norm, name="inspect")

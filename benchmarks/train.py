@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from hpcsched.agents import rollout
-from hpcsched.agents.checkpoint import RLPolicy
+from hpcsched.agents.rlscheduler_policy import RLPolicy
 from hpcsched.agents.batch import Batch
 from hpcsched.agents.nets import MASK_PENALTY, KernelPolicy, kernel_logits
 from hpcsched.agents.packed import gather

@@ -14,8 +14,8 @@ import torch
 
 import hpcsched
 from fakes import FakeVecPickJob
-from hpcsched.agents.checkpoint import (FORMAT, ModelFileError, load_checkpoint, load_policy,
-                                        write_model)
+from hpcsched.modelfile import FORMAT, ModelFileError, load_checkpoint, write_model
+from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.envs.pick_job import PickJobEnv
@@ -131,7 +131,8 @@ def test_a_malformed_model_file_is_refused_in_one_line(tmp_path):
 
 
 def test_a_slim_export_decides_as_its_source_and_cannot_resume(tmp_path):
-    from hpcsched.agents.checkpoint import SLIM_KEYS, load_learner, read_model, slim
+    from hpcsched.modelfile import SLIM_KEYS, read_model, slim
+    from hpcsched.recipes import load_learner
 
     model = fake_model().learn(1)
     model.save(tmp_path / "model.pt")
@@ -146,7 +147,7 @@ def test_a_slim_export_decides_as_its_source_and_cannot_resume(tmp_path):
 
 
 def test_a_model_of_another_recipe_is_refused_by_its_loader(tmp_path):
-    from hpcsched.agents.checkpoint import OtherKindError
+    from hpcsched.modelfile import OtherKindError
     from hpcsched.agents.deeprm_policy import load_deeprm_policy
 
     fake_model().save(tmp_path / "model.pt")

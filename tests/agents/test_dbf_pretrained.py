@@ -6,7 +6,7 @@ FCFS's (slow: about a minute per model)."""
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import read_model
+from hpcsched.modelfile import read_model
 from hpcsched.envs.dbf import as_dbf_trace
 from hpcsched.experiments.dbf_episodes import run_episode
 from hpcsched.experiments.policyspec import resolve_policy

@@ -106,7 +106,7 @@ def test_resume_restores_every_random_state_and_continues_as_if_never_stopped(tm
 
 
 def test_a_warm_starts_best_pt_holds_its_own_validation_entry(tmp_path, monkeypatch):
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
     from hpcsched.experiments.deeprm import train
 
     # the warm start only: its best.pt is the one checked

@@ -140,7 +140,7 @@ def test_per_job_pg_learns_the_paying_job():
 @pytest.mark.parametrize("cls, config", [(DrasPG, PGConfig(window=4, fc1=16, fc2=8)),
                                          (DrasDQL, DQLConfig(window=4, fc1=16, fc2=8, batch=8))])
 def test_save_and_load_give_the_same_agent_and_refuse_another_kind(tmp_path, cls, config):
-    from hpcsched.agents.checkpoint import ModelFileError
+    from hpcsched.modelfile import ModelFileError
 
     agent = cls(config, rows=11, seed=0)
     bandit(agent, 30)

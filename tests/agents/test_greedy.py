@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import RLPolicy, load_policy
+from hpcsched.agents.rlscheduler_policy import RLPolicy, load_policy
 from hpcsched.agents.greedy import decision_scores, greedy, greedy_batch
 from hpcsched.agents.nets import MLPPolicy, KernelPolicy
 from hpcsched.experiments.policyspec import PRETRAINED

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from hpcsched.agents.greedy import Float64Copy, decision_scores, torch_float64
-from hpcsched.agents.inspector import InspectedPolicy, InspectorPolicyNet, load_inspector
+from hpcsched.agents.inspector import InspectorPolicyNet
+from hpcsched.agents.inspector_policy import InspectedPolicy, load_inspector
 from hpcsched.experiments.policyspec import PRETRAINED
 
 
@@ -63,13 +64,13 @@ INSPECT_CASES = [("ours", "lublin-1", "sjf", "none", (0, 14)),
 
 @pytest.fixture(scope="module")
 def inspect_setups():
-    from hpcsched.envs.inspector import inspector_trace
+    from hpcsched.sim.run import estimated_trace
     from hpcsched.experiments.schedinspector import WINDOWS, model_name, protocol_windows
 
     out = {}
     for draw, trace, base, backfill, picks in INSPECT_CASES:
         profile = WINDOWS[draw][0]
-        prep = inspector_trace(trace, None, profile)
+        prep = estimated_trace(trace, None, profile)
         starts = protocol_windows(prep, draw, 50, 256)
         path = PRETRAINED / f"{model_name(trace, base, backfill)}.pt"
         policy = load_inspector(path, norm=prep.report.norm, profile=profile)

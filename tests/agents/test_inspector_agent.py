@@ -8,7 +8,8 @@ import torch
 
 from hpcsched.agents.batch import Batch
 from hpcsched.agents.inspector import (InspectorConfig, InspectorPolicyNet, InspectorValueNet,
-                                       bias_toward_accept, fit_rule, load_inspector)
+                                       bias_toward_accept, fit_rule)
+from hpcsched.agents.inspector_policy import load_inspector
 from hpcsched.agents.nets import MaskedPolicy, count_parameters
 from hpcsched.agents.ppo import PPO
 from hpcsched.cli import main
@@ -166,7 +167,7 @@ def shipped_inspectors():
 
 @pytest.mark.parametrize("name", shipped_inspectors())
 def test_a_shipped_inspector_was_trained_as_its_name_says(name):
-    from hpcsched.agents.inspector import load_inspector_checkpoint
+    from hpcsched.agents.inspector_policy import load_inspector_checkpoint
     from hpcsched.experiments.policyspec import PRETRAINED
 
     config = load_inspector_checkpoint(PRETRAINED / f"{name}.pt")["config"]
@@ -201,7 +202,7 @@ def test_configs_from_before_the_profile_change_name_its_old_semantics():
 
 def test_init_rule_fits_the_policy_to_the_reject_unfit_rule():
     from hpcsched.agents import rollout
-    from hpcsched.agents.inspector import reject_unfit
+    from hpcsched.agents.inspector_policy import reject_unfit
 
     model = PPO(InspectorConfig(**TINY, init_rule="reject-unfit", init_episodes=8))
     assert fit_rule(model)["imitation_agreement"] > 0.99

@@ -87,7 +87,7 @@ def toy_trace():
 
 
 def as_recorded(ck: dict) -> dict:
-    """A model.pt of the one format (`agents.checkpoint`, since issue 15) in the layout of the
+    """A model.pt of the one format (`hpcsched.modelfile`, since issue 15) in the layout of the
     files the fixture was recorded from (`hpcsched.deeprm/1`, `hpcsched.dras/1`): the same
     tensors and values under their old names, so that the recorded digests still apply (the
     fixture pins what training computes, not where a file keeps it)."""
@@ -107,7 +107,7 @@ def as_recorded(ck: dict) -> dict:
 
 
 def deeprm_run(name: str, out: Path) -> dict:
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
     from hpcsched.agents.deeprm import DeepRMConfig
     from hpcsched.experiments.deeprm import train
 
@@ -120,7 +120,7 @@ def deeprm_run(name: str, out: Path) -> dict:
 
 
 def dras_run(name: str, out: Path, prepared) -> dict:
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
     from hpcsched.experiments import dras_training as dt
 
     original = dt.prepared_for

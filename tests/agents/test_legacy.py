@@ -2,7 +2,7 @@
 (`hpcsched.ppo/1`, `hpcsched.deeprm/1`, `hpcsched.dras/1`, and their slim copies) load through the
 one reader, upgraded as they are read, with a warning saying how to upgrade them on disk; a run
 stopped half way resumes to the same files as a run of today's code that never stopped; and
-``python -m hpcsched.agents.legacy`` rewrites them in the new format, every tensor kept.
+``hpcsched upgrade-models`` rewrites them in the new format, every tensor kept.
 
 tests/data/legacy/ was written by the code before the change (`make_legacy_runs.py`): tiny runs
 of each learner killed after their first epoch (episode)."""
@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import FORMAT, read_model
-from hpcsched.agents.legacy import FORMATS, main, upgrade
+from hpcsched.modelfile import FORMAT, read_model
+from hpcsched.cli import main as hpcsched
+from hpcsched.modelfile.legacy import FORMATS, upgrade
 
 LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy"
 QUIET = dict(progress=False, log=lambda text: None)
@@ -56,8 +57,8 @@ def test_an_old_file_loads_through_the_one_reader_with_a_note(name):
     paths = [LEGACY / name / "model.pt", LEGACY / "slim" / f"{name}.pt"]
     for path in paths:
         assert torch.load(path, weights_only=True)["format"] == fmt
-        with pytest.warns(UserWarning, match=rf"old format {fmt}: .*python -m "
-                                             rf"hpcsched\.agents\.legacy {path}"):
+        with pytest.warns(UserWarning, match=rf"old format {fmt}: .*`hpcsched upgrade-models "
+                                             rf"{path}`"):
             ck = read_model(path)
         assert (ck["format"], ck["recipe"], ck["learner"]) == (FORMAT, recipe, learner)
     full, slim = (quietly(read_model, p) for p in paths)
@@ -67,9 +68,9 @@ def test_an_old_file_loads_through_the_one_reader_with_a_note(name):
 def test_an_old_slim_copy_decides_as_its_source():
     """Each old slim copy, read through the legacy reader, schedules as the file it was made from,
     by each recipe's own policy loader."""
-    from hpcsched.agents.checkpoint import load_policy
+    from hpcsched.agents.rlscheduler_policy import load_policy
     from hpcsched.agents.deeprm_policy import load_deeprm_policy
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
     from hpcsched.experiments.deeprm import evaluate
     from hpcsched.experiments.dras_training import load_agent
     from hpcsched.sim.run import prepare, simulate
@@ -170,7 +171,7 @@ def test_the_upgrade_command_rewrites_old_files_keeping_every_tensor(tmp_path, c
     folder = tmp_path / "legacy"
     shutil.copytree(LEGACY, folder)
     before = {p: torch.load(p, weights_only=True) for p in sorted(folder.rglob("*.pt"))}
-    assert main([str(folder)]) == 0
+    assert hpcsched(["upgrade-models", str(folder)]) == 0
     said = capsys.readouterr().out.splitlines()
     assert len(said) == 14 and all(" -> hpcsched.model/2 (" in line for line in said)
     for path, old in before.items():
@@ -189,12 +190,12 @@ def test_the_upgrade_command_rewrites_old_files_keeping_every_tensor(tmp_path, c
             if isinstance(v, torch.Tensor) and not (old.get("agent", {}).get("slim")
                                                     and where == "rng.torch"):
                 assert any(t.dtype == v.dtype and torch.equal(t, v) for t in tensors), where
-    assert main([str(folder)]) == 0  # again: nothing left to do
+    assert hpcsched(["upgrade-models", str(folder)]) == 0  # again: nothing left to do
     assert all("left as it is" in line for line in capsys.readouterr().out.splitlines())
 
 
 def test_an_old_file_that_is_not_what_its_format_wrote_is_refused_in_one_line(tmp_path):
-    from hpcsched.agents.checkpoint import ModelFileError
+    from hpcsched.modelfile import ModelFileError
 
     ck = torch.load(LEGACY / "deeprm" / "model.pt", weights_only=True)
     del ck["np_rng"]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import ModelFileError, load_checkpoint, load_policy
+from hpcsched.modelfile import ModelFileError, load_checkpoint
+from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.cli import main
 from hpcsched.experiments.policyspec import PRETRAINED
 
@@ -103,7 +104,7 @@ def load(kind: str, path: Path):
     if kind == "rl":
         return load_policy(path)
     if kind == "inspect":
-        from hpcsched.agents.inspector import load_inspector
+        from hpcsched.agents.inspector_policy import load_inspector
 
         return load_inspector(path)
     if kind == "deeprm":

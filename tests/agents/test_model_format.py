@@ -1,9 +1,10 @@
-"""Every shipped model file is in the one model format (`agents.checkpoint`, `hpcsched.model/2`)
+"""Every shipped model file is in the one model format (`hpcsched.modelfile`, `hpcsched.model/2`)
 and loads through the one reader as the learner and recipe it names; and the conversion of the
-files of the old formats (`agents.legacy`) changed no tensor and no value.
+files of the old formats (`hpcsched.modelfile.legacy`) changed no tensor and no value.
 
 The shipped files were converted once at commit `CONVERTED_AT` by
-``python -m hpcsched.agents.legacy src/hpcsched/data/pretrained``; the slow test here reads each
+``python -m hpcsched.agents.legacy src/hpcsched/data/pretrained`` (now ``hpcsched
+upgrade-models``); the slow test here reads each
 file as it was at that commit's parent (git) and checks the converted file against it, tensor for
 tensor. The greedy schedules of every shipped model before and after the conversion are compared
 by the tables' tests (`tests/experiments/test_readme_*`).
@@ -19,8 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import (DECIDING, FORMAT, LEARNERS, SLIM_KEYS, learner_class,
-                                        read_model)
+from hpcsched.modelfile import DECIDING, FORMAT, SLIM_KEYS, read_model
 from hpcsched.experiments.policyspec import PRETRAINED
 
 FILES = sorted(PRETRAINED.glob("*.pt")) + sorted((PRETRAINED / "seeds").glob("*.pt"))
@@ -39,20 +39,19 @@ def test_every_shipped_file_is_in_the_one_format_and_loads_through_the_one_reade
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no legacy upgrade, no other version
             ck = read_model(path)
-        assert (ck["recipe"], ck["learner"]) in LEARNERS, path
-        # the recipe that ships it under this name
+        # the recipe that ships it under this name, and names its learner
         name = path.stem.rsplit("-s", 1)[0] if path.parent.name == "seeds" else path.stem
         assert name in recipes.shipped_models(by_prefix[ck["recipe"]]), path
+        recipes.entry(by_prefix[ck["recipe"]].learners[ck["learner"]])  # it reads such a file
         slim = path.parent.name == "seeds" or ck["recipe"] in ("dras", "dbf")
         assert ("training" not in ck) == slim, path
         if slim:
             assert tuple(ck) == SLIM_KEYS and tuple(ck["weights"]) == DECIDING[ck["learner"]]
-        learner_class(path, ck)  # every one has a learner that reads it
 
 
 @pytest.mark.parametrize("name", ["hpc2n-bsld", "inspect-hpc2n-f1", "deeprm-load-70"])
 def test_a_shipped_full_model_loads_as_its_learner(name):
-    from hpcsched.agents.checkpoint import load_learner
+    from hpcsched.recipes import load_learner
 
     model = load_learner(PRETRAINED / f"{name}.pt")
     ck = read_model(PRETRAINED / f"{name}.pt")
@@ -92,7 +91,7 @@ def test_the_converted_files_hold_the_original_tensors_and_values():
     is the new file, value for value (tensors equal in dtype, shape and every bit), but the
     version; and every tensor of the old file is in the new one (an old DRAS slim copy's random
     states excepted, which no slim export keeps)."""
-    from hpcsched.agents.legacy import upgrade
+    from hpcsched.modelfile.legacy import upgrade
 
     root = Path(__file__).resolve().parents[2]
     if subprocess.run(["git", "cat-file", "-e", f"{CONVERTED_AT}^"], cwd=root,

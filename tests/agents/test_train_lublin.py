@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 
 import hpcsched.agents.ppo as ppo_module
-from hpcsched.agents.checkpoint import load_policy
+from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.envs.wrappers import relative_reward

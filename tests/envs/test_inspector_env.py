@@ -7,8 +7,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from envtraces import prepared, table
-from hpcsched.agents.inspector import InspectedPolicy
-from hpcsched.envs.inspector import ACCEPT, REJECT, InspectEnv, inspector_trace
+from hpcsched.agents.inspector_policy import InspectedPolicy
+from hpcsched.envs.inspection import ACCEPT, REJECT
+from hpcsched.envs.inspector import InspectEnv
+from hpcsched.sim.run import estimated_trace
 from hpcsched.workload.windows import evaluation_windows, split_point
 from hpcsched.policies.priority import get_policy
 from hpcsched.sim.run import prepare, simulate
@@ -120,7 +122,7 @@ def test_utilization_reward_is_positive_when_utilization_rises():
 @pytest.mark.parametrize("backfill", ["none", "schedgym", "easy"])
 @pytest.mark.parametrize("base", ["sjf", "f1", "fcfs"])
 def test_an_always_accepting_inspector_is_its_base_heuristic_exactly(backfill, base):
-    prep = inspector_trace("lublin-1")
+    prep = estimated_trace("lublin-1")
     heuristic = get_policy(base)
     accept = InspectedPolicy(None, heuristic, prep.report.norm, decide=lambda obs, mask: ACCEPT)
     for start in (1000, 6000):
@@ -156,7 +158,7 @@ def test_both_feature_sets_pass_gymnasiums_checker():
 
 
 def test_training_windows_come_from_the_first_fifth_and_test_windows_from_the_rest():
-    prep = inspector_trace("lublin-1")
+    prep = estimated_trace("lublin-1")
     cut = split_point(len(prep.jobs))
     assert cut == len(prep.jobs) // 5
     env = InspectEnv(prep, base="sjf")
@@ -170,19 +172,19 @@ def test_training_windows_come_from_the_first_fifth_and_test_windows_from_the_re
 
 def test_perfect_estimates_replace_requests_by_run_times():
     raw = table([(0, 100, 1, 900), (5, 50, 2, 60)])
-    user = inspector_trace(raw, profile="schedinspector-paper")
-    perfect = inspector_trace(raw, "perfect", profile="schedinspector-paper")
+    user = estimated_trace(raw, profile="schedinspector-paper")
+    perfect = estimated_trace(raw, "perfect", profile="schedinspector-paper")
     assert user.jobs.req_time.tolist() == [900, 60]
     assert perfect.jobs.req_time.tolist() == [100, 50]
     # the authors' code (the schedinspector profile) always schedules with the run times
-    assert inspector_trace(raw).jobs.req_time.tolist() == [100, 50]
-    assert inspector_trace(raw, "perfect").jobs.req_time.tolist() == [100, 50]
+    assert estimated_trace(raw).jobs.req_time.tolist() == [100, 50]
+    assert estimated_trace(raw, "perfect").jobs.req_time.tolist() == [100, 50]
     with pytest.raises(ValueError, match="schedinspector-paper"):
-        inspector_trace(raw, "user")
+        estimated_trace(raw, "user")
 
 
 def test_the_reject_unfit_rule_rejects_exactly_the_jobs_that_do_not_fit():
-    from hpcsched.agents.inspector import reject_unfit
+    from hpcsched.agents.inspector_policy import reject_unfit
 
     env = env_of([(0, 300, 2), (0, 100, 4, 5000), (300, 50, 2)])
     insp = env.inspection

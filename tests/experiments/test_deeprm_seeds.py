@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import SLIM_KEYS, ModelFileError, load_checkpoint, slim
+from hpcsched.modelfile import SLIM_KEYS, ModelFileError, load_checkpoint, slim
 from hpcsched.agents.deeprm import DeepRM
 from hpcsched.agents.deeprm_policy import load_deeprm_policy
 from hpcsched.experiments import deeprm_seeds as S

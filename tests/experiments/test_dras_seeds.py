@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import slim
+from hpcsched.modelfile import slim
 from hpcsched.experiments import dras_seeds as S
 from hpcsched.experiments.dras_training import load
 from hpcsched.experiments.policyspec import PRETRAINED

@@ -88,7 +88,7 @@ def test_training_writes_its_files_and_resumes(tmp_path, monkeypatch):
     ck = dt.load(out / "model.pt")
     assert ck["epoch"] == 2 and ck["recipe"] == "dras" and ck["learner"] == "reinforce"
     # the slim copy for shipping picks as the full model does
-    from hpcsched.agents.checkpoint import slim as export
+    from hpcsched.modelfile import slim as export
 
     export(out / "model.pt", tmp_path / "slim.pt")
     slim, _ = dt.load_agent(tmp_path / "slim.pt")

@@ -20,7 +20,7 @@ import shlex
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.experiments.policyspec import PRETRAINED
 
 #: the cheapest shipped recipe (HPC2N: short queues, 3-4 s epochs; its best.pt is at epoch 4)
@@ -55,6 +55,11 @@ def test_the_documented_command_regenerates_the_shipped_file(tmp_path, name, fam
     same_model(load_checkpoint(tmp_path / "run" / "best.pt"), shipped)
 
 
+#: metrics added to every metrics dict since the shipped files were trained (`sim.metrics`: Wang's
+#: Ch. 3, as tests/agents/test_ppo_pins.py says)
+NEW_METRICS = {"queue_length", "job_load"}
+
+
 def same_tensors(a, b, where: str) -> None:
     assert a.keys() == b.keys(), where
     for k, v in a.items():
@@ -75,8 +80,14 @@ def same_model(again: dict, shipped: dict) -> None:
                  "optimizers")
 
     def logged(history):
-        return [{k: v for k, v in h.items() if not k.endswith("_s")} for h in history]
+        return [{k: v for k, v in h.items() if not k.endswith("_s") and k not in NEW_METRICS}
+                for h in history]
 
+    # the Ch. 3 queue metrics (issue 16) joined every metrics dict after the shipped files were
+    # trained: new keys, and (timings aside) only those; every logged value is unchanged
+    added = ({k for h in again["history"] for k in h if not k.endswith("_s")}
+             - {k for h in shipped["history"] for k in h})
+    assert added <= NEW_METRICS, added
     assert logged(again["history"]) == logged(shipped["history"])
 
 

@@ -391,7 +391,7 @@ def validation(name: str):
     """(total reward, mean wait) of a shipped DRAS model on its own run's validation days, and
     FCFS+EASY's mean wait there."""
     from hpcsched.agents.dras_episode import run_episode
-    from hpcsched.agents.dras_policy import agent_from_state
+    from hpcsched.agents.dras_policy import checked_agent
     from hpcsched.experiments.dras_training import DrasRunConfig, load, make_env, prepared_for
     from hpcsched.workload.jobsets import first_days, split
     from hpcsched.experiments.policyspec import PRETRAINED
@@ -403,7 +403,7 @@ def validation(name: str):
     prepared = prepared_for(config)
     jobs = first_days(split(prepared.jobs, config.train_days, config.validate_days,
                             config.test_days)[1], config.validate_first_days)
-    run = run_episode(agent_from_state(ck), make_env(config, prepared), jobs,
+    run = run_episode(checked_agent(name, ck), make_env(config, prepared), jobs,
                       learn=False)
     fcfs = make_engine(jobs, prepared.cluster, prepared.profile, "easy").run(get_policy("fcfs"))
     return run["reward"], run["result"].metrics["wait"], fcfs.metrics["wait"]

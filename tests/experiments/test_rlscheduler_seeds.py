@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import SLIM_KEYS, load_checkpoint, load_policy, slim
+from hpcsched.modelfile import SLIM_KEYS, load_checkpoint, slim
+from hpcsched.agents.rlscheduler_policy import load_policy
 from hpcsched.experiments import rlscheduler_seeds as S
 from hpcsched.experiments.policyspec import PRETRAINED
 from hpcsched.sim.run import prepare, simulate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.experiments import rlscheduler as rls
 from hpcsched.experiments.policyspec import PRETRAINED, pretrained_models
 from hpcsched.experiments.compare import MEAN_KEYS

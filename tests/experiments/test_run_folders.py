@@ -18,7 +18,7 @@ import torch
 
 import hpcsched
 from hpcsched.agents import dras_episode
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.agents.inspector import InspectorConfig
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig

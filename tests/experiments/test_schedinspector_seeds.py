@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsched.agents.checkpoint import slim
+from hpcsched.modelfile import slim
 from hpcsched.experiments import schedinspector_seeds as S
 from hpcsched.experiments.policyspec import PRETRAINED
 
@@ -23,11 +23,11 @@ def seeds_folder(tmp_path_factory):
 
 
 def test_seed_study_aggregates_each_seed_scored_on_its_own(seeds_folder):
-    from hpcsched.envs.inspector import inspector_trace
+    from hpcsched.sim.run import estimated_trace
     from hpcsched.experiments.schedinspector import evaluate, protocol_windows
 
     (row,) = S.seed_study(rows=[ROW], draws=["ours"], models=seeds_folder, count=4)
-    prep = inspector_trace("hpc2n", None, "schedinspector-paper")
+    prep = estimated_trace("hpc2n", None, "schedinspector-paper")
     starts = protocol_windows(prep, "ours", 4, 256)
     gains = []
     for name in STAND_INS:
@@ -43,7 +43,7 @@ def test_seed_study_aggregates_each_seed_scored_on_its_own(seeds_folder):
 
 
 def test_a_slim_inspector_loads_as_an_inspector(seeds_folder):
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
 
     policy = load_inspector(seeds_folder / "inspect-hpc2n-f1-s0.pt")
     assert policy.name.startswith("inspect:")
@@ -60,7 +60,7 @@ def test_the_shipped_inspector_is_the_seed_chosen_on_validation(row):
     first seed on a tie), and decides as that seed's slim file does (same weights)."""
     import torch
 
-    from hpcsched.agents.checkpoint import load_checkpoint
+    from hpcsched.modelfile import load_checkpoint
     from hpcsched.experiments.schedinspector import model_name
 
     name = model_name(*row)

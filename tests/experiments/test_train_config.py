@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_run_folders import busy_toy_trace, one_line_error, run_cli
 
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.cli import main
 from hpcsched.experiments import dras_training as dt
 

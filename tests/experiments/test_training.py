@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from hpcsched.agents.checkpoint import load_checkpoint
+from hpcsched.modelfile import load_checkpoint
 from hpcsched.agents.ppo import PPO
 from hpcsched.agents.rlscheduler import RLSchedulerConfig
 from hpcsched.cli import main

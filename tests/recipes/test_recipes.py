@@ -94,7 +94,7 @@ def _prepared(trace, profile):
 
 def _direct_rl(path, name):
     """RLScheduler's loader on another trace than most were trained on: its constants."""
-    from hpcsched.agents.checkpoint import load_policy
+    from hpcsched.agents.rlscheduler_policy import load_policy
     from hpcsched.sim.run import simulate
 
     p = _prepared("lublin-1", "rlscheduler")
@@ -104,7 +104,7 @@ def _direct_rl(path, name):
 
 
 def _direct_inspect(path, name):
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
     from hpcsched.sim.run import simulate
 
     p = _prepared("lublin-1", model_profiles([name])[name])

@@ -16,8 +16,7 @@ _WHERE = {
     "InspectorConfig": "inspector",
     "KernelPolicy": "nets", "KernelValue": "nets", "FlatValue": "nets", "MLPPolicy": "nets",
     "LeNetPolicy": "nets", "make_policy": "nets", "make_value": "nets",
-    "load_policy": "checkpoint", "load_checkpoint": "checkpoint", "read_model": "checkpoint",
-    "write_model": "checkpoint", "load_learner": "checkpoint", "RLPolicy": "checkpoint",
+    "load_policy": "rlscheduler_policy", "RLPolicy": "rlscheduler_policy",
 }
 
 __all__ = sorted(_WHERE)

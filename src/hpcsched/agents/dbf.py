@@ -287,7 +287,7 @@ class DbfPolicy:
 
 
 def load_dbf_checkpoint(path) -> dict[str, Any]:
-    from hpcsched.agents.checkpoint import OtherKindError, read_model
+    from hpcsched.modelfile import OtherKindError, read_model
 
     ck = read_model(path)
     if ck["recipe"] != "dbf":
@@ -299,7 +299,7 @@ def load_dbf(path, *, prepared=None, sample: bool = False, seed: int = 0,
              name: str | None = None) -> DbfPolicy:
     """The DBF actor in model file `path` as an engine Policy (`DbfPolicy`), observing with the
     constants of `prepared` (the trace it schedules; default: its training trace's)."""
-    from hpcsched.agents.checkpoint import config_of, restore_state
+    from hpcsched.modelfile import config_of, restore_state
     from hpcsched.envs.dbf import DbfScale
 
     ck = load_dbf_checkpoint(path)

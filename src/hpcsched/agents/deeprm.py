@@ -294,10 +294,10 @@ class DeepRM:
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The model file's contents (`agents.checkpoint`): the config, the network, the epoch and
+        """The model file's contents (`hpcsched.modelfile`): the config, the network, the epoch and
         history, and the training state (RMSProp's, the global random states and the learner's
         own generator)."""
-        from hpcsched.agents.checkpoint import rng_states
+        from hpcsched.modelfile import rng_states
 
         return {"recipe": "deeprm", "learner": "reinforce", "config": asdict(self.config),
                 "learner_config": {}, "learner_state": {},
@@ -308,7 +308,7 @@ class DeepRM:
                              "learner": {"rng": self.rng.bit_generator.state}}}
 
     def save(self, path) -> None:
-        from hpcsched.agents.checkpoint import write_model
+        from hpcsched.modelfile import write_model
 
         write_model(path, self.state())
 
@@ -316,7 +316,7 @@ class DeepRM:
     def load(cls, path) -> "DeepRM":
         """A learner to continue training from `path` (a slim export is refused: it only
         decides)."""
-        from hpcsched.agents.checkpoint import (ModelFileError, config_of, read_model,
+        from hpcsched.modelfile import (ModelFileError, config_of, read_model,
                                                 restore_rng_states, restore_state, training_of)
 
         ck = read_model(path, recipe="deeprm")

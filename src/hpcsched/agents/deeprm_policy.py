@@ -1,5 +1,5 @@
 """A trained DeepRM network in use: the engine policy and the model file it loads from (its slim
-export is `agents.checkpoint.slim`'s, as every learner's)."""
+export is `modelfile.slim`'s, as every learner's)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ class GridNetPolicy:
 def load_deeprm_policy(path, *, sample: bool = False, seed: int = 0,
                        name: str | None = None) -> GridNetPolicy:
     """A shipped or trained DeepRM model file as a policy: only its config and weights are read,
-    so a slim export (`agents.checkpoint.slim`) decides exactly as the file it was made from."""
-    from hpcsched.agents.checkpoint import config_of, read_model, restore_state
+    so a slim export (`modelfile.slim`) decides exactly as the file it was made from."""
+    from hpcsched.modelfile import config_of, read_model, restore_state
 
     ck = read_model(path, recipe="deeprm")
     config = config_of(path, lambda: DeepRMConfig(**ck["config"]))

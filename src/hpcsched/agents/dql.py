@@ -144,8 +144,8 @@ class DrasDQL(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
-        adds the run's): its settings and rows, its counters, both networks and Adam's state."""
+        """The agent's entries of its model file (`hpcsched.modelfile`; `DrasAgent.save` adds
+        the run's): its settings and rows, its counters, both networks and Adam's state."""
         return {"learner": "dqn", "learner_config": {**asdict(self.config), "rows": self.rows},
                 "learner_state": {"epsilon": self.epsilon, "updates": self.updates},
                 "weights": {"q": self.net.state_dict(), "target": self.target.state_dict()},

@@ -59,13 +59,32 @@ class DrasAgent:
     def restore_training_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
 
-    def save(self, path, **run) -> None:
-        """A DRAS model file of this agent, with the entries of `run` (`agents.dras_policy`)."""
-        dras_policy.save_agent(path, self, **run)
+    def save(self, path, *, config: dict | None = None, episode: int = 0,
+             history: list | None = None, norm: dict | None = None,
+             training: dict | None = None) -> None:
+        """Write this agent's model file (`agents.dras_policy`) with the run's entries: its
+        `config`, the episodes done, the history, the normalisation and `training` (what only
+        resuming needs: `training_state()`, in model.pt)."""
+        from hpcsched.modelfile import rng_states, write_model
+
+        contents = self.state()
+        contents.update(recipe="dras", config=dict(config or {}), epoch=int(episode),
+                        history=list(history or []), norm=dict(norm or {}))
+        contents["training"] = dict(contents["training"], rng=rng_states())
+        if training:
+            contents["training"]["learner"] = training
+        write_model(path, contents)
 
     @classmethod
     def load(cls, path):
-        return dras_policy.load_agent_of(path, cls)
+        """The agent of the model file at `path`, which must be a `cls`."""
+        from hpcsched.modelfile import ModelFileError
+
+        agent = dras_policy.checked_agent(path, dras_policy.read(path))
+        if not isinstance(agent, cls):
+            raise ModelFileError(f"{path} holds a DRAS-{agent.algo.upper()} agent, not a "
+                                 f"{cls.__name__}")
+        return agent
 
     def policy(self, config, prepared, name: str = "dras"):
         """The agent, greedy and frozen, as an engine policy (`agents.dras_policy.DrasPolicy`)."""

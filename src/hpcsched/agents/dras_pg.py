@@ -114,8 +114,8 @@ class DrasPG(DrasAgent):
 
     # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict:
-        """The agent's entries of its model file (`agents.checkpoint`; `dras_policy.save_agent`
-        adds the run's): its settings and rows, its counters, the network and Adam's state."""
+        """The agent's entries of its model file (`hpcsched.modelfile`; `DrasAgent.save` adds
+        the run's): its settings and rows, its counters, the network and Adam's state."""
         return {"learner": "reinforce", "learner_config": {**asdict(self.config), "rows": self.rows},
                 "learner_state": {"running_baseline": torch.from_numpy(self.reinforce.running),
                                   "updates": self.updates, "dropped": self.dropped},

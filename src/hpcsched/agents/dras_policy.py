@@ -1,8 +1,8 @@
-"""A trained DRAS-family agent in use: its model file (written and read; its slim export is
-`agents.checkpoint.slim`'s, as every learner's) and the engine policy that runs it (`dras:PATH` in
-`hpcsched simulate` and `compare`).
+"""A trained DRAS-family agent in use: its model file read (`read`, `checked_agent`; the agent
+writes it, `DrasAgent.save`; its slim export is `modelfile.slim`'s, as every learner's) and
+the engine policy that runs it (`dras:PATH` in `hpcsched simulate` and `compare`).
 
-A model file (`agents.checkpoint`, recipe "dras") holds the agent's entries (`state()`: learner,
+A model file (`hpcsched.modelfile`, recipe "dras") holds the agent's entries (`state()`: learner,
 learner_config, learner_state, weights, optimiser state) and the run's: its config, the episodes
 done (`epoch`), history, the observation's normalisation and, in a run's model.pt, the learner's
 generator and DRAS-DQL's replay memory (`training["learner"]`).
@@ -19,59 +19,27 @@ AGENTS = {"reinforce": ("hpcsched.agents.dras_pg", "DrasPG"),
           "dqn": ("hpcsched.agents.dql", "DrasDQL")}
 
 
-def agent_from_state(ck: dict):
-    """The DRAS-PG or DRAS-DQL agent of a model file's contents (by its learner)."""
-    from importlib import import_module
-
-    module, name = AGENTS[ck["learner"]]
-    return getattr(import_module(module), name).from_state(ck)
-
-
-def checked_agent(path: str | Path, ck: dict):
-    """The agent of model file `ck` (read from `path`); a config it cannot build or weights that
-    do not fit it are refused in one line (a ValueError naming the file)."""
-    from hpcsched.agents.checkpoint import ModelFileError, one_line
-
-    try:
-        return agent_from_state(ck)
-    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise ModelFileError(f"{path}: its weights do not match its config "
-                             f"({one_line(e)})") from None
-
-
-def save_agent(path: str | Path, agent, *, config: dict | None = None, episode: int = 0,
-               history: list | None = None, norm: dict | None = None,
-               training: dict | None = None) -> Path:
-    """Write `agent`'s model file with the run's entries: its `config`, the episodes done, the
-    history, the normalisation and `training` (what only resuming needs: `agent.training_state()`,
-    in model.pt)."""
-    from hpcsched.agents.checkpoint import rng_states, write_model
-
-    contents = agent.state()
-    contents.update(recipe="dras", config=dict(config or {}), epoch=int(episode),
-                    history=list(history or []), norm=dict(norm or {}))
-    contents["training"] = dict(contents["training"], rng=rng_states())
-    if training:
-        contents["training"]["learner"] = training
-    return write_model(path, contents)
-
-
 def read(path: str | Path) -> dict:
-    """The DRAS model file at `path` (`agents.checkpoint.read_model`)."""
-    from hpcsched.agents.checkpoint import read_model
+    """The DRAS model file at `path` (`modelfile.read_model`)."""
+    from hpcsched.modelfile import read_model
 
     return read_model(path, recipe="dras")
 
 
-def load_agent_of(path: str | Path, cls):
-    """The agent of the model file at `path`, which must be a `cls` (DrasPG or DrasDQL)."""
-    from hpcsched.agents.checkpoint import ModelFileError
+def checked_agent(path: str | Path, ck: dict):
+    """The DRAS-PG or DRAS-DQL agent (by its learner) of model file `ck` (read from `path`); a
+    config it cannot build or weights that do not fit it are refused in one line (a ValueError
+    naming the file)."""
+    from importlib import import_module
 
-    agent = checked_agent(path, read(path))
-    if not isinstance(agent, cls):
-        raise ModelFileError(f"{path} holds a DRAS-{agent.algo.upper()} agent, not a "
-                             f"{cls.__name__}")
-    return agent
+    from hpcsched.modelfile import ModelFileError, one_line
+
+    module, name = AGENTS[ck["learner"]]
+    try:
+        return getattr(import_module(module), name).from_state(ck)
+    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise ModelFileError(f"{path}: its weights do not match its config "
+                             f"({one_line(e)})") from None
 
 
 class DrasPolicy:
@@ -110,5 +78,4 @@ class DrasPolicy:
         return self.observer.decision(view, int(rows[slot]))
 
 
-__all__ = ["AGENTS", "DrasPolicy", "agent_from_state", "checked_agent", "load_agent_of", "read",
-           "save_agent"]
+__all__ = ["AGENTS", "DrasPolicy", "checked_agent", "read"]

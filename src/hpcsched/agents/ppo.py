@@ -187,7 +187,8 @@ def torch_threads(threads: int | None):
 class PPO:
     """PPO on the environments, networks and settings of `config` (default: RLScheduler's).
     SB3's verbs: `learn`, `predict`, `save`, `load`. `env`: environments to use instead of the
-    configuration's (as they are: no wrappers added); `norm`: the observation's normalisation
+    configuration's (as they are: no wrappers added; the configuration's are made on first use,
+    so that a model loaded to decide makes none); `norm`: the observation's normalisation
     constants to keep with the model (default: the environments')."""
 
     def __init__(self, config: Configuration | None = None, env=None,
@@ -210,8 +211,8 @@ class PPO:
         # what the configuration keeps in the model file besides PPO's own (RLScheduler: the
         # filter band, the warm start)
         self.extra: dict[str, Any] = dict(config.extra_state())
-        self._env = env if env is not None else config.make_env(self)
-        self.norm = norm if norm is not None else getattr(self._env, "norm", None)
+        self._env = env
+        self._norm = norm
 
     @property
     def params(self) -> PPOParams:
@@ -220,7 +221,19 @@ class PPO:
 
     def env(self):
         """The environments the epochs run on."""
+        if self._env is None:
+            self._env = self.config.make_env(self)
         return self._env
+
+    @property
+    def norm(self) -> dict[str, float] | None:
+        if self._norm is None:
+            self._norm = getattr(self.env(), "norm", None)
+        return self._norm
+
+    @norm.setter
+    def norm(self, value: dict[str, float] | None) -> None:
+        self._norm = value
 
     # -- acting -------------------------------------------------------------------------------------
     def _act_fn(self, generator: torch.Generator, sampling: str = "cdf") -> rollout.ActFn:
@@ -467,11 +480,11 @@ class PPO:
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The model file's contents (`agents.checkpoint`): the recipe of the configuration, its
+        """The model file's contents (`hpcsched.modelfile`): the recipe of the configuration, its
         config, both networks, the normalisation, epoch and history, and the training state (both
         optimisers, the global random states, and the run's: the configuration's `extra` and the
         run options)."""
-        from hpcsched.agents.checkpoint import rng_states
+        from hpcsched.modelfile import rng_states
 
         return {
             "recipe": recipe_of(self.config),
@@ -492,19 +505,20 @@ class PPO:
         }
 
     def save(self, path) -> None:
-        """Write the model file (atomically): see hpcsched.agents.checkpoint."""
-        from hpcsched.agents.checkpoint import write_model
+        """Write the model file (atomically): see hpcsched.modelfile."""
+        from hpcsched.modelfile import write_model
 
         write_model(path, self.state())
 
     @classmethod
     def load(cls, path, env=None, restore_rng: bool = True) -> "PPO":
-        """A model from a model file, ready to `predict` or to `learn` on from the next epoch; its
-        configuration is the one of the file's recipe (`CONFIGURATIONS`). A slim export is
-        refused: it has no optimiser state to continue from."""
+        """A model from a model file, ready to `predict` or to `learn` on from the next epoch (its
+        environments made when it does); its configuration is the one of the file's recipe
+        (`CONFIGURATIONS`). A slim export is refused: it has no optimiser state to continue
+        from."""
         from importlib import import_module
 
-        from hpcsched.agents.checkpoint import (OtherKindError, config_of, read_model,
+        from hpcsched.modelfile import (OtherKindError, config_of, read_model,
                                                 restore_rng_states, restore_state, training_of)
 
         ck = read_model(path)

@@ -121,7 +121,7 @@ def warm_start(model: PPO) -> dict[str, Any]:
     kept in ``model.extra["warm"]`` and returned."""
     c = model.config
     if c.init.startswith("model:"):
-        from hpcsched.agents.checkpoint import (ModelFileError, config_of, read_model,
+        from hpcsched.modelfile import (ModelFileError, config_of, read_model,
                                                 restore_state)
 
         path = c.init[len("model:"):]

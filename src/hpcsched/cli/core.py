@@ -1,5 +1,5 @@
-"""The commands that work on traces and policies: simulate, compare, policies, trace (evaluate has a
-module of its own, `hpcsched.cli.evaluate`)."""
+"""The commands that work on traces, policies and model files: simulate, compare, policies, trace,
+upgrade-models (evaluate has a module of its own, `hpcsched.cli.evaluate`)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ EPILOG_TRACE = """examples:
   hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
 """
 
+EPILOG_UPGRADE = """examples:
+  hpcsched upgrade-models runs/my-run/model.pt runs/my-run/best.pt
+  hpcsched upgrade-models runs/                 # every *.pt below a folder
+"""
+
 
 
 def register(sub, fmt) -> None:
@@ -82,6 +87,12 @@ def register(sub, fmt) -> None:
     evaluate.register(sub, fmt)
 
     sub.add_parser("policies", help="list the heuristics")
+
+    p = sub.add_parser("upgrade-models", help="rewrite model files of the formats before "
+                                              "hpcsched.model/2 in it, in place",
+                       epilog=EPILOG_UPGRADE, formatter_class=RAW)
+    p.add_argument("paths", nargs="+", metavar="FILE_OR_FOLDER",
+                   help="a model file, or a folder: every *.pt below it")
 
     p = sub.add_parser("trace", help="inspect and convert traces", epilog=EPILOG_TRACE,
                        formatter_class=RAW)
@@ -128,8 +139,27 @@ def register(sub, fmt) -> None:
 
     add_generate_parser(tsub)
     for name, func in (("simulate", cmd_simulate), ("compare", cmd_compare),
-                       ("policies", cmd_policies), ("trace", cmd_trace)):
+                       ("policies", cmd_policies), ("trace", cmd_trace),
+                       ("upgrade-models", cmd_upgrade_models)):
         sub.choices[name].set_defaults(func=func)
+
+
+def cmd_upgrade_models(args) -> int:
+    """Rewrite every old model file named (`modelfile.legacy.upgrade_file`); 1 if one failed."""
+    from pathlib import Path
+
+    from hpcsched.modelfile import ModelFileError
+    from hpcsched.modelfile.legacy import upgrade_file
+
+    status = 0
+    for arg in map(Path, args.paths):
+        for path in (sorted(arg.rglob("*.pt")) if arg.is_dir() else [arg]):
+            try:
+                print(upgrade_file(path))
+            except (ModelFileError, FileNotFoundError) as e:
+                print(f"hpcsched: error: {e}", file=sys.stderr)
+                status = 1
+    return status
 
 
 def cmd_simulate(args) -> int:

@@ -17,9 +17,9 @@ import gymnasium
 from hpcsched.envs.dbf import DBFEnv
 from hpcsched.envs.dbf_vec import DBFVectorEnv, VecDBF
 from hpcsched.envs.dras import DrasEnv
-from hpcsched.envs.inspector import InspectEnv, VecInspect
+from hpcsched.envs.inspector import InspectEnv
 from hpcsched.envs.pick_job import PickJobEnv, observe
-from hpcsched.envs.vec import VecPickJob
+from hpcsched.envs.vec import VecInspect, VecPickJob
 from hpcsched.envs.vector import InspectVectorEnv, PickJobVectorEnv
 
 PICK_JOB = "hpcsched/PickJob-v0"

@@ -1,4 +1,6 @@
-"""Many PickJob episodes stepped together, for batched rollouts.
+"""The environments stepped many together, for batched rollouts (the contract
+`agents.rollout.collect` reads: ``reset(seed) -> (obs, mask)``, ``step(actions) -> (obs, mask,
+reward, done, infos)``): `VecPickJob` and `VecInspect`.
 
     vec = VecPickJob(64, "lublin-1", metric="bsld")
     obs, mask = vec.reset(seed=0)                 # (64, 128, 8) float32, (64, 128) bool
@@ -6,13 +8,14 @@
         actions = agent(obs, mask)                # (64,) slot indices, each unmasked
         obs, mask, reward, done, infos = vec.step(actions)
 
-Each of the N episodes behaves exactly as a `PickJobEnv` with the same arguments (same windows,
-same observation, same reward). A finished episode is replaced at once by a new window: the
-returned observation is the new episode's first, `reward[i]` and `done[i]` belong to the finished
-one and `infos[i]` is what `PickJobEnv`'s last step gives (`metrics`, `window`, no valid slot).
+Each of the N episodes behaves exactly as its single environment with the same arguments (same
+windows, same observation, same reward). A finished episode is replaced at once by a new window:
+the returned observation is the new episode's first, `reward[i]` and `done[i]` belong to the
+finished one and `infos[i]` is what the single environment's last step gives (`metrics`,
+`window`, no valid action).
 
-Speed: all N engines share one prepared trace and one table of static features; the observations
-of all N are built together (`observation.fill_observations`, the one implementation of the
+Speed: all N PickJob engines share one prepared trace and one table of static features; their
+observations are built together (`observation.fill_observations`, the one implementation of the
 observation), with a handful of numpy calls per step, into preallocated arrays.
 """
 
@@ -23,6 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from hpcsched.envs.inspector import InspectEnv
 from hpcsched.envs.pick_job import Episodes, episode_reward
 
 
@@ -117,4 +121,48 @@ class VecPickJob(Episodes):
         return a.copy() if self.copy else a
 
 
-__all__ = ["VecPickJob"]
+class VecInspect:
+    """`num_envs` InspectEnvs stepped together (see the module docstring); the arguments after
+    `num_envs` are `InspectEnv`'s. All share the base heuristic's runs."""
+
+    def __init__(self, num_envs: int, **env_kwargs):
+        first = InspectEnv(**env_kwargs)
+        env_kwargs = dict(env_kwargs, trace=first.prepared)
+        self.envs = [first] + [InspectEnv(**env_kwargs) for _ in range(num_envs - 1)]
+        for env in self.envs[1:]:
+            env._base_scores = first._base_scores  # one cache of base runs for all
+        self.num_envs = num_envs
+        self.norm = first.norm
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.final_obs = np.zeros(first.observation_space.shape, np.float32)  # InspectEnv's last
+
+    @property
+    def windows(self) -> list[tuple[int, int]]:
+        return [env.window for env in self.envs]
+
+    def reset(self, seed: int | Sequence[int | None] | None = None,
+              options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reset every env: with seeds drawn from `seed` (an int), with `seed[i]` for env i (one
+        per env), or without seeds (None: each env keeps its generator). `options` go to every
+        env's reset."""
+        n = self.num_envs
+        seeds = ([None] * n if seed is None else
+                 np.random.SeedSequence(seed).generate_state(n).tolist()
+                 if isinstance(seed, (int, np.integer)) else list(seed))
+        if len(seeds) != n:
+            raise ValueError(f"reset needs one seed per env ({n}), got {len(seeds)}")
+        out = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)]
+        return np.stack([o for o, _ in out]), np.stack([i["action_mask"] for _, i in out])
+
+    def step(self, actions: np.ndarray):
+        steps = [env.step(a) for env, a in zip(self.envs, np.asarray(actions).tolist())]
+        after = [env.reset() if done else (obs, info)  # a finished env starts its next episode
+                 for env, (obs, _, done, _, info) in zip(self.envs, steps)]
+        return (np.stack([obs for obs, _ in after]),
+                np.stack([info["action_mask"] for _, info in after]),
+                np.array([s[1] for s in steps], np.float64), np.array([s[2] for s in steps], bool),
+                [s[4] for s in steps])
+
+
+__all__ = ["VecInspect", "VecPickJob"]

@@ -29,9 +29,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from hpcsched.envs.inspector import VecInspect
 from hpcsched.envs.pick_job import MaskedSampling
-from hpcsched.envs.vec import VecPickJob
+from hpcsched.envs.vec import VecInspect, VecPickJob
 
 
 class SlotsSpace(MaskedSampling, spaces.MultiDiscrete):

@@ -124,7 +124,7 @@ def shipped_models() -> list[str]:
 def model_loads(models: str | Path | None = None, reward: str = "slowdown") -> dict[float, Path]:
     """Training load -> model file of the models trained for `reward`, from a folder of
     deeprm-load-NN*.pt (or run folders: their best.pt, by `recipes.locate`) or the shipped ones."""
-    from hpcsched.agents.checkpoint import OtherKindError, read_model
+    from hpcsched.modelfile import OtherKindError, read_model
 
     folder = Path(models) if models else PRETRAINED
     found: dict[float, Path] = {}

@@ -87,7 +87,7 @@ def run_progress(path: Path) -> tuple[int, int]:
     config.json; (0, 0) for a file that is not in a run folder."""
     import json
 
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     model, config = path.with_name("model.pt"), path.with_name("config.json")
     if path.name != "best.pt" or not model.exists() or not config.exists():
@@ -101,7 +101,7 @@ def best_entry(path: str | Path) -> tuple[int, float]:
     slowdown, or the mean completion time for a completion-reward run): its own epoch's entry in
     its history (NaN when that epoch was not validated). A run's best.pt saved by the warm start
     (epoch 0) before its entry was kept there is read in the run's model.pt."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     path = Path(path)
     ck = read_model(path, recipe="deeprm")
@@ -208,10 +208,10 @@ def simulations(loads: Sequence[float] | None = None, seeds: Sequence[int] = SEE
 def export(runs: str | Path, loads: Sequence[float] | None = None, seeds: Sequence[int] = SEEDS,
            to: str | Path = PRETRAINED, reward: str = "slowdown") -> list[dict]:
     """From run folders `runs/NAME-sK/` (NAME: `model_name(load, reward)`) write
-    `to/seeds/NAME-sK.pt` (slim exports, `agents.checkpoint.slim`) and copy the best.pt of the
+    `to/seeds/NAME-sK.pt` (slim exports, `modelfile.slim`) and copy the best.pt of the
     seed with the lowest validation score (whole, as the shipped files are) to `to/NAME.pt`.
     Returns what was chosen, per load."""
-    from hpcsched.agents.checkpoint import slim
+    from hpcsched.modelfile import slim
 
     runs, to = Path(runs), Path(to)
     loads = training_loads(reward) if loads is None else loads
@@ -238,7 +238,7 @@ def export(runs: str | Path, loads: Sequence[float] | None = None, seeds: Sequen
 def _own_history(best: Path, epoch: int) -> list[dict] | None:
     """The history to keep in a slim copy of a run's best.pt: its own, or, where that lacks the
     best epoch's entry (a warm start's best.pt before the fix), the run's model.pt's up to it."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     ck = read_model(best, recipe="deeprm")
     own, key = ck["history"], validation_key(ck)

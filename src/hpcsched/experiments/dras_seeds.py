@@ -162,9 +162,9 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS) -> int
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` and `to/NAME.pt` (the seed
-    with the lowest validation wait), slim exports (`agents.checkpoint.slim`) as the shipped
+    with the lowest validation wait), slim exports (`modelfile.slim`) as the shipped
     files are."""
-    from hpcsched.agents.checkpoint import slim
+    from hpcsched.modelfile import slim
 
     runs, to = Path(runs), Path(to or PRETRAINED)
     picked = []

@@ -127,7 +127,7 @@ class DrasRun:
     def load(cls, path: Path, say) -> "DrasRun":
         """The run of model file `path`, its agent's training state and the random states put
         back (a slim export is refused: it has none)."""
-        from hpcsched.agents.checkpoint import (ModelFileError, config_of, restore_rng_states,
+        from hpcsched.modelfile import (ModelFileError, config_of, restore_rng_states,
                                                 training_of)
 
         ck = load(path)
@@ -178,7 +178,7 @@ class DrasRun:
                          callback=after_episode)
 
     def save(self, path: Path) -> None:
-        """The agent's model file (`agents.dras_policy.save_agent`) with the run's entries."""
+        """The agent's model file (`DrasAgent.save`) with the run's entries."""
         run = {"config": asdict(self.config), "episode": self.epoch, "history": self.history,
                "norm": self.norm}
         if path.name == "model.pt":  # what only continuing the training needs
@@ -189,7 +189,7 @@ class DrasRun:
 def load_agent(path: str | Path):
     """(agent, run config) of a DRAS checkpoint; one whose agent does not fit its own settings is
     refused in one line."""
-    from hpcsched.agents.checkpoint import config_of
+    from hpcsched.modelfile import config_of
 
     ck = load(path)
     return checked_agent(path, ck), config_of(path, lambda: DrasRunConfig.from_dict(ck["config"]))

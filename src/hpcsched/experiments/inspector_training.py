@@ -30,13 +30,13 @@ class InspectorValidation:
     ours, which lie in the test part after `train_fraction`."""
 
     def __init__(self, config, windows: int = 10, jobs: int = 256):
-        from hpcsched.envs.inspector import inspector_trace
         from hpcsched.policies.priority import get_policy
+        from hpcsched.sim.run import estimated_trace
         from hpcsched.workload.windows import (covered, disjoint_windows, schedinspector_windows,
                                                split_point)
 
         self.config = config
-        self.prepared = inspector_trace(config.trace, config.estimate, config.profile)
+        self.prepared = estimated_trace(config.trace, config.estimate, config.profile)
         n = len(self.prepared.jobs)
         cut = split_point(n, config.train_fraction)
         self.jobs = min(jobs, cut)
@@ -47,7 +47,7 @@ class InspectorValidation:
         self._base_values = [self._run(self.base, s) for s in self.starts]
 
     def _run(self, policy, start: int) -> float:
-        from hpcsched.envs.inspector import METRICS
+        from hpcsched.envs.inspection import METRICS
         from hpcsched.sim.run import simulate
 
         key = METRICS[self.config.metric][0]
@@ -55,14 +55,13 @@ class InspectorValidation:
                         jobs=self.jobs).metrics[key]
 
     def score(self, model) -> float:
-        from hpcsched.agents.inspector import InspectedPolicy
-        from hpcsched.envs.inspector import METRICS, improvement
+        from hpcsched.agents.inspector_policy import InspectedPolicy
+        from hpcsched.envs.inspection import METRICS
+        from hpcsched.envs.inspector import improvement
 
-        c = self.config
-        policy = InspectedPolicy(model.policy, self.base, self.prepared.report.norm,
-                                 features=c.features, metric=c.metric,
-                                 max_interval=c.max_interval, max_rejections=c.max_rejections)
-        sign = METRICS[c.metric][1]
+        policy = InspectedPolicy.of(model.policy, self.base, self.prepared.report.norm,
+                                    self.config)
+        sign = METRICS[self.config.metric][1]
         return float(np.mean([improvement(self._run(policy, s), b, sign, "paper")
                               for s, b in zip(self.starts, self._base_values)]))
 
@@ -89,8 +88,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     say = log or (lambda text: print(text, file=sys.stderr))
 
-    def create() -> PPO:
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
         model = PPO(config)
+        model.env()
         if config.init_rule:
             fit = fit_rule(model)
             say(f"policy fitted to the {config.init_rule} rule: agreement "

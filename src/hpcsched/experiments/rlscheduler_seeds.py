@@ -59,7 +59,7 @@ def seed_study(rows: Iterable[tuple[str, str, bool]] = SEED_ROWS, *,
     validation score (`val_s0`, ...), `mean`, `sd` (sample, ddof=1), `min`, `max`, `beats`
     (seeds better than the best heuristic), `shipped_seed` and `chosen_seed` (the best on
     validation)."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     out = []
     prepared: dict[str, object] = {}
@@ -103,10 +103,10 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS,
 def export(runs: str | Path, rows: Iterable[tuple[str, str, bool]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path = PRETRAINED) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim exports,
-    `agents.checkpoint.slim`: the policy, config, normalisation and history) and copy the seed
+    `modelfile.slim`: the policy, config, normalisation and history) and copy the seed
     with the best validation score's best.pt to `to/NAME.pt`. Returns what was chosen, per
     model."""
-    from hpcsched.agents.checkpoint import read_model, slim
+    from hpcsched.modelfile import read_model, slim
 
     runs, to = Path(runs), Path(to)
     chosen = []

@@ -73,7 +73,7 @@ def evaluate(prepared, base: str, model: Path | None, starts: Sequence[int], len
     """Rows for the base heuristic alone, with its inspector (when there is a model) and, with
     `rule`, with the fixed reject-unfit rule in the inspector's place (source "rule"). Every
     heuristic name means what it does under the profile of `prepared`."""
-    from hpcsched.agents.inspector import InspectedPolicy, load_inspector, reject_unfit
+    from hpcsched.agents.inspector_policy import InspectedPolicy, load_inspector, reject_unfit
     from hpcsched.policies.priority import get_policy
 
     profile = prepared.profile
@@ -141,14 +141,14 @@ def table4(traces: Sequence[str] = TRACES, bases: Sequence[str] = BASES, *,
     """Our rows and the paper's for every trace and base (and, with `rule`, the reject-unfit
     rule's), under the protocol `windows` names ("code" or "ours", see the module's docstring).
     A missing model gives the base row only (and a note)."""
-    from hpcsched.envs.inspector import inspector_trace
+    from hpcsched.sim.run import estimated_trace
 
     if windows not in WINDOWS:
         raise ValueError(f"unknown window draw {windows!r}; choose one of: {', '.join(WINDOWS)}")
     profile = WINDOWS[windows][0]
     rows: list[dict] = []
     for trace in traces:
-        prepared = inspector_trace(trace, estimate, profile)
+        prepared = estimated_trace(trace, estimate, profile)
         starts = protocol_windows(prepared, windows, count, jobs, seed)
         for base in bases:
             name = model_name(trace, base, backfill)

@@ -31,7 +31,7 @@ SEED_ROWS: tuple[tuple[str, str, str], ...] = (
 
 def best_validation(path: Path) -> float:
     """The greedy validation improvement a `best.pt` was chosen with (its own epoch's entry)."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     ck = read_model(path)
     for h in reversed(ck["history"]):
@@ -54,7 +54,7 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
     gain is positive at the printed precision, 0.1 %: a gain of 0.01 % is not counted),
     `chosen_seed` (the best validation improvement; the first seed on a tie), `shipped_seed`
     (the training seed of the shipped `pretrained/NAME`)."""
-    from hpcsched.envs.inspector import inspector_trace
+    from hpcsched.sim.run import estimated_trace
 
     out = []
     for draw in draws:
@@ -62,7 +62,7 @@ def seed_study(rows: Sequence[tuple[str, str, str]] = SEED_ROWS, *,
         prepared: dict[str, object] = {}
         for trace, base, backfill in rows:
             prep = prepared.get(trace) or prepared.setdefault(
-                trace, inspector_trace(trace, None, profile))
+                trace, estimated_trace(trace, None, profile))
             starts = protocol_windows(prep, draw, count, jobs)
             name = model_name(trace, base, backfill)
             row = {"draw": draw, "trace": trace, "base": base, "backfill": backfill,
@@ -112,11 +112,11 @@ def simulations(rows: Sequence = SEED_ROWS, seeds: Sequence[int] = SEEDS, count:
 def export(runs: str | Path, rows: Sequence[tuple[str, str, str]] = SEED_ROWS,
            seeds: Sequence[int] = SEEDS, to: str | Path | None = None) -> list[dict]:
     """From run folders `runs/NAME-sK/` write `to/seeds/NAME-sK.pt` (slim exports,
-    `agents.checkpoint.slim`) and copy the seed with the best validation improvement's best.pt to
+    `modelfile.slim`) and copy the seed with the best validation improvement's best.pt to
     `to/NAME.pt`."""
     import shutil
 
-    from hpcsched.agents.checkpoint import slim
+    from hpcsched.modelfile import slim
     from hpcsched.experiments.policyspec import PRETRAINED
 
     runs, to = Path(runs), Path(to or PRETRAINED)

@@ -37,7 +37,7 @@ def seed_path(name: str, seed: int, models: str | Path | None = None) -> Path:
 def shipped_seed(name: str) -> int | None:
     """The training seed (its config's) of the shipped data/pretrained/NAME.pt; None where
     nothing is shipped under that name."""
-    from hpcsched.agents.checkpoint import read_model
+    from hpcsched.modelfile import read_model
 
     path = PRETRAINED / f"{name}.pt"
     if not path.exists():

@@ -61,13 +61,11 @@ class Validation:
         self.key = metric_key(config.metric)
 
     def score(self, model) -> float:
-        from hpcsched.agents.checkpoint import RLPolicy
+        from hpcsched.agents.rlscheduler_policy import RLPolicy
         from hpcsched.sim.run import simulate
 
-        c = self.config
-        policy = RLPolicy(model.policy, model.norm, slots=c.slots, cutoff=c.cutoff,
-                          fairness=c.features == 9)
-        values = [simulate(self.prepared, policy, backfill=c.backfill, start=s,
+        policy = RLPolicy.of(model.policy, self.config, model.norm)
+        values = [simulate(self.prepared, policy, backfill=self.config.backfill, start=s,
                            jobs=self.jobs).metrics[self.key] for s in self.starts]
         return float(np.mean(values))
 
@@ -103,7 +101,13 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     from hpcsched.sim.metrics import METRIC_KEYS
 
     say = log or (lambda text: print(text, file=sys.stderr))
-    model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
+
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
+        model = PPO(config)
+        model.env()
+        return model
+
+    model = open_run(out, config, resume=resume, load=PPO.load, create=create,
                      say=say, options=options, run_options=RUN_OPTIONS,
                      info=lambda c: {"algorithm": "rlscheduler-ppo", "epochs": epochs})
     config, opts = model.config, model.run_options

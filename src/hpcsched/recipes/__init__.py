@@ -40,7 +40,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -100,6 +100,9 @@ class Recipe:
     load: str | Callable
     #: its trainer (``f(config, out, ...)``), None where it has none
     train: str | None = None
+    #: its learners by the name its model files give them (their ``learner``): "module:class"
+    #: whose ``load(path)`` reads such a file to learn on from it (`load_learner`)
+    learners: dict[str, str | Callable] = field(default_factory=dict)
     #: file-name prefixes of its shipped models in data/pretrained; None: the files no other
     #: recipe's prefixes claim (RLScheduler's, named by trace and metric)
     shipped: tuple[str, ...] | None = ()
@@ -323,7 +326,7 @@ def locate(spec: str | Path, recipe: Recipe | None = None) -> Path:
 
 def model_kind(checkpoint: dict) -> str:
     """What kind of model a checkpoint holds: the ``recipe`` of a file in hpcsched's model format
-    (``rlscheduler``, ``schedinspector``, ``dras``, ``deeprm``: `agents.checkpoint`), else its
+    (``rlscheduler``, ``schedinspector``, ``dras``, ``deeprm``: `hpcsched.modelfile`), else its
     ``format``."""
     return str(checkpoint.get("recipe") or checkpoint.get("format") or "")
 
@@ -334,7 +337,7 @@ def model_of(path: str | Path) -> tuple[Recipe, dict]:
     one-line ValueError."""
     import torch
 
-    from hpcsched.agents.checkpoint import is_model, load_checkpoint, read_model
+    from hpcsched.modelfile import is_model, load_checkpoint, read_model
 
     try:  # a first look, for the format to check the file against
         peek = torch.load(path, map_location="cpu", weights_only=True)
@@ -355,6 +358,23 @@ def model_of(path: str | Path) -> tuple[Recipe, dict]:
                          f"scheduler evaluates (known: {known})")
     return found, (checkpoint if checkpoint is not None
                    else load_checkpoint(path, fmt=peek["format"]))
+
+
+def load_learner(path: str | Path):
+    """The learner of the model file at `path` (`PPO`, `DeepRM`, `DrasPG`, `DrasDQL`, ..., as its
+    recipe names the file's learner in `Recipe.learners`), ready to `learn` on from where it
+    stopped, or to `predict`. A slim export is refused (it has no training state): to decide with
+    one, use its recipe's policy (``PREFIX:PATH``)."""
+    from hpcsched.modelfile import OtherKindError, read_model, training_of
+
+    ck = read_model(path)
+    ref = next((r.learners.get(ck["learner"]) for r in _REGISTRY.values()
+                if r.name == ck["recipe"]), None)
+    if ref is None:
+        raise OtherKindError(f"{path} is a {ck['recipe']} model trained by {ck['learner']}, which "
+                             f"no registered learned scheduler reads")
+    training_of(path, ck)
+    return entry(ref).load(path)
 
 
 def in_folder(folder: str | Path, name: str) -> Path | None:
@@ -427,6 +447,6 @@ from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm, dbf  # n
 load_plugins()
 
 __all__ = ["PLUGIN_GROUP", "PLUGIN_VARIABLE", "PRETRAINED", "Command", "Evaluation", "Recipe", "Rule",
-           "Tiny", "discrete_recipe", "entry", "find", "get", "in_folder", "is_run", "load_plugin",
-           "load_plugins", "locate", "model_kind", "model_of", "recipes", "register",
+           "Tiny", "discrete_recipe", "entry", "find", "get", "in_folder", "is_run", "load_learner",
+           "load_plugin", "load_plugins", "locate", "model_kind", "model_of", "recipes", "register",
            "shipped_models", "tiny_learners"]

@@ -47,7 +47,8 @@ def tiny() -> Tiny:
 
 
 RECIPE = register(Recipe(
-    name="dbf", prefix="dbf", env_id=DBF, load="hpcsched.recipes.dbf:policy",
+    name="dbf", prefix="dbf", env_id=DBF, learners={"ppo": "hpcsched.agents.ppo:PPO"},
+    load="hpcsched.recipes.dbf:policy",
     train="hpcsched.experiments.dbf_training:train", shipped=("dbf-",), profile="standard",
     title="DBF models (Wang's thesis Ch. 3; standard profile)",
     usage="dbf:PATH (a model file, or a run folder: its best.pt)",

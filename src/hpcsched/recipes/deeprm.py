@@ -38,6 +38,7 @@ def tiny() -> Tiny:
 RECIPE = register(Recipe(
     name="deeprm", prefix="deeprm", env_id=DEEPRM,
     load="hpcsched.recipes.deeprm:policy", train="hpcsched.experiments.deeprm:train",
+    learners={"reinforce": "hpcsched.agents.deeprm:DeepRM"},
     shipped=("deeprm-",), heuristics="hpcsched.policies.deeprm:get_grid_policy",
     heuristic_help="hpcsched.policies.deeprm:DESCRIPTIONS",
     title="under --profile deeprm (discrete time, several resources)",

@@ -56,6 +56,7 @@ def tiny() -> tuple[Tiny, ...]:
 RECIPE = register(Recipe(
     name="dras", prefix="dras", env_id=DRAS,
     load="hpcsched.recipes.dras:policy", train="hpcsched.experiments.dras_training:train",
+    learners={"reinforce": "hpcsched.agents.dras_pg:DrasPG", "dqn": "hpcsched.agents.dql:DrasDQL"},
     shipped=("dras-", "decima-"), profile="dras",
     title="DRAS models (run under the dras profile unless --profile says otherwise; --backfill "
           "easy, Decima-PG none)",

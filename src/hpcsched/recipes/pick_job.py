@@ -24,16 +24,6 @@ from hpcsched.envs import PICK_JOB
 from hpcsched.recipes import Command, Recipe, Tiny, register
 
 
-def as_policy(model, norm, **options):
-    """PPO `model` in memory as an engine Policy over PickJob's observation, with the
-    normalisation constants `norm` (`options`: `RLPolicy`'s: name, sample, seed)."""
-    from hpcsched.agents.checkpoint import RLPolicy
-
-    c = model.config
-    return RLPolicy(model.policy, norm, slots=c.slots, cutoff=getattr(c, "cutoff", "fcfs"),
-                    fairness=getattr(c, "features", 8) == 9, **options)
-
-
 def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = False,
               given: dict | None = None, progress: bool | None = None, log=None):
     """Train a `config` (with the settings `given` over its defaults) in the run folder `out` until
@@ -49,10 +39,15 @@ def train_run(config: type, out: str | Path, epochs: int, *, resume: bool = Fals
 
     out = Path(out)
     say = log or (lambda text: print(text, file=sys.stderr))
+
+    def create() -> PPO:  # its environments made now: a setting they refuse leaves no run folder
+        model = PPO(config(**(given or {})))
+        model.env()
+        return model
+
     with run_lock(out, resume=resume):
         model = open_run(out, given if resume else config(**(given or {})), resume=resume,
-                         load=PPO.load, create=lambda: PPO(config(**(given or {}))), say=say,
-                         info=lambda c: {"epochs": epochs})
+                         load=PPO.load, create=create, say=say, info=lambda c: {"epochs": epochs})
         learn_epochs(model, out, epochs, validation=None, validate_every=0, key="",
                      improves=lambda a, b: False, start_counts=False, columns=LOG_FIRST + LOG_LAST,
                      label=f"training {out.name}", note=lambda s: f"reward {s['mean_reward']:.4g}",
@@ -66,8 +61,8 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
                profile: str | None = "rlscheduler", epochs: int = 20, **fields) -> Recipe:
     """Register, and return, the recipe `name` of the PPO configuration class `config`:
 
-    - its model files name the recipe (`agents.checkpoint`), and `PPO.load` builds a `config` for
-      one (`agents.ppo.CONFIGURATIONS`);
+    - its model files name the recipe (`hpcsched.modelfile`), and `PPO.load` builds a `config` for
+      one (`agents.ppo.CONFIGURATIONS`; `recipes.load_learner` reads one as a PPO);
     - ``PREFIX:PATH`` names a model file of it (a run folder: its best.pt, else its model.pt), greedy
       over PickJob's observation with the constants of the trace it schedules, under `profile`
       unless the command names another;
@@ -78,6 +73,7 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
 
     `fields`: the `Recipe`'s others (shipped, experiments, evaluation, ...)."""
     from hpcsched.agents.ppo import CONFIGURATIONS, PPO
+    from hpcsched.agents.rlscheduler_policy import RLPolicy
 
     where = (config.__module__, config.__qualname__)
     if tuple(CONFIGURATIONS.get(name, where)) != where:
@@ -89,7 +85,7 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
     def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
         model = PPO.load(path)
         norm = prepared.report.norm if prepared is not None else model.norm
-        return as_policy(model, norm, sample=sample, seed=seed, name=name)
+        return RLPolicy.of(model.policy, model.config, norm, sample=sample, seed=seed, name=name)
 
     def arguments(parser: argparse.ArgumentParser) -> None:
         parser.description = help
@@ -115,13 +111,14 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
                     make=lambda env, seed: PPO(replace(c, n_envs=4, trajectories_per_epoch=4,
                                                        seed=seed)),
                     learn=lambda model, env: model.learn(5),
-                    policy=lambda model, prepared, name: as_policy(model, prepared.report.norm,
-                                                                   name=name))
+                    policy=lambda model, prepared, name: RLPolicy.of(
+                        model.policy, model.config, prepared.report.norm, name=name))
 
     return register(Recipe(
         name=name, prefix=prefix, env_id=PICK_JOB, load=policy, profile=profile,
         title=title or f"{name} models", usage=f"{prefix}:PATH (a model file, or a run folder)",
-        train_command=Command(name, help, arguments, train), tiny=tiny, **fields))
+        train_command=Command(name, help, arguments, train), tiny=tiny,
+        learners={"ppo": PPO}, **fields))
 
 
-__all__ = ["as_policy", "ppo_recipe", "train_run"]
+__all__ = ["ppo_recipe", "train_run"]

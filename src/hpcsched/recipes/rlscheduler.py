@@ -12,7 +12,7 @@ CLI = "hpcsched.cli.rlscheduler"
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The model at `path`, observing with the constants of the trace it schedules (as the
     authors' test script does), else with its training trace's."""
-    from hpcsched.agents.checkpoint import load_policy
+    from hpcsched.agents.rlscheduler_policy import load_policy
 
     norm = prepared.report.norm if prepared is not None else None
     return load_policy(path, sample=sample, seed=seed, name=name, norm=norm)
@@ -30,11 +30,9 @@ def tiny() -> Tiny:
                                      seed=seed, threads=1))
 
     def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
-        from hpcsched.agents.checkpoint import RLPolicy
+        from hpcsched.agents.rlscheduler_policy import RLPolicy
 
-        c = model.config
-        return RLPolicy(model.policy, prepared.report.norm, slots=c.slots, cutoff=c.cutoff,
-                        fairness=c.features == 9, name=name)
+        return RLPolicy.of(model.policy, model.config, prepared.report.norm, name=name)
 
     return Tiny(env=dict(trace="lublin-1", episode_jobs=32, slots=16), make=make,
                 learn=lambda model, env: model.learn(2), policy=in_memory, trace="lublin-1",
@@ -44,6 +42,7 @@ def tiny() -> Tiny:
 RECIPE = register(Recipe(
     name="rlscheduler", prefix="rl", env_id=PICK_JOB,
     load="hpcsched.recipes.rlscheduler:policy", train="hpcsched.experiments.training:train",
+    learners={"ppo": "hpcsched.agents.ppo:PPO"},
     shipped=None, title="RLScheduler models",
     usage="rl:PATH (a model file, or a run folder: its best.pt)",
     train_command=Command("rlscheduler", "RLScheduler (SC'20): PPO with the kernel network picks "

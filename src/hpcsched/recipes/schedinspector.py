@@ -28,7 +28,7 @@ def _checked(name: str, base: str, prepared) -> None:
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The inspector at `path` around base heuristic `option` (default: its own)."""
-    from hpcsched.agents.inspector import load_inspector
+    from hpcsched.agents.inspector_policy import load_inspector
 
     _checked(name, option, prepared)
     norm = prepared.report.norm if prepared is not None else None
@@ -39,7 +39,7 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
 
 def reject_unfit(prepared, *, option: str, seed: int, sample: bool, name: str):
     """The fixed rule around base heuristic `option`."""
-    from hpcsched.agents.inspector import InspectedPolicy, reject_unfit as decide
+    from hpcsched.agents.inspector_policy import InspectedPolicy, reject_unfit as decide
     from hpcsched.policies.priority import get_policy
 
     _checked(name, option, prepared)
@@ -53,7 +53,7 @@ def reject_unfit(prepared, *, option: str, seed: int, sample: bool, name: str):
 
 def trained_profile(path) -> str:
     """The profile the model at `path` was trained under."""
-    from hpcsched.agents.inspector import load_inspector_checkpoint
+    from hpcsched.agents.inspector_policy import load_inspector_checkpoint
 
     return load_inspector_checkpoint(path)["config"].get("profile", "schedinspector")
 
@@ -71,14 +71,12 @@ def tiny() -> Tiny:
                                    seed=seed, threads=1))
 
     def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
-        from hpcsched.agents.inspector import InspectedPolicy
+        from hpcsched.agents.inspector_policy import InspectedPolicy
         from hpcsched.policies.priority import get_policy
 
-        c = model.config
-        return InspectedPolicy(model.policy, get_policy(c.base, profile=prepared.profile),
-                               prepared.report.norm, features=c.features, metric=c.metric,
-                               max_interval=c.max_interval, max_rejections=c.max_rejections,
-                               name=name)
+        base = get_policy(model.config.base, profile=prepared.profile)
+        return InspectedPolicy.of(model.policy, base, prepared.report.norm, model.config,
+                                  name=name)
 
     return Tiny(env=dict(trace="lublin-1", episode_jobs=32), make=make,
                 learn=lambda model, env: model.learn(6), policy=in_memory, trace="lublin-1",
@@ -89,6 +87,7 @@ RECIPE = register(Recipe(
     name="schedinspector", prefix="inspect", env_id=INSPECT,
     load="hpcsched.recipes.schedinspector:policy",
     train="hpcsched.experiments.inspector_training:train",
+    learners={"ppo": "hpcsched.agents.ppo:PPO"},
     shipped=("inspect-",), profile="schedinspector",
     profile_of="hpcsched.recipes.schedinspector:trained_profile", separator="@",
     rules=(Rule("reject-unfit", "hpcsched.recipes.schedinspector:reject_unfit",

@@ -15,7 +15,7 @@ cluster's partition.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -213,6 +213,43 @@ def as_prepared(trace: str | os.PathLike | JobTable | Prepared,
     return prepare(os.fspath(trace) if isinstance(trace, os.PathLike) else trace, profile)
 
 
+#: the requested times a trace may be scheduled with besides its profile's (`estimated_trace`)
+ESTIMATES = ("user", "perfect")
+
+
+def needed_estimate(estimate: str | None, profile) -> str | None:
+    """What an `estimate` ("perfect", "user", None) leaves to do under `profile`: None where the
+    profile's cleaning gives every job its run time as its request already (schedinspector's, as
+    SchedInspector's code does), under which the users' requests ("user") cannot be had."""
+    if estimate not in (None, *ESTIMATES):
+        raise ValueError(f"unknown estimate {estimate!r}; choose one of: {', '.join(ESTIMATES)}")
+    prof = get_profile(profile)
+    if prof.cleaning != "schedinspector":
+        return estimate
+    if estimate == "user":
+        raise ValueError(f"estimate 'user': the {prof.name} profile schedules every job with its "
+                         f"run time as its request, as SchedInspector's code does; for the "
+                         f"users' requested times use the schedinspector-paper profile")
+    return None
+
+
+def estimated_trace(trace: str | os.PathLike | JobTable | Prepared, estimate: str | None = None,
+                    profile: str | Profile = "schedinspector") -> Prepared:
+    """The trace prepared under `profile` (a Prepared: its own), whose cleaning decides the
+    requested times (the schedinspector profile's loader sets them to the run times), as
+    SchedInspector schedules it. ``estimate="perfect"`` replaces every requested time by the run
+    time under any profile; ``"user"`` asks for the trace's own requests, which a profile that
+    replaces them cannot give (an error). Named traces are prepared once per process
+    (`as_prepared`)."""
+    given = isinstance(trace, Prepared)
+    estimate = needed_estimate(estimate, trace.profile if given else profile)
+    prepared = as_prepared(trace, None if given else profile)
+    if estimate == "perfect":
+        prepared = replace(prepared, jobs=prepared.jobs.with_columns(
+            req_time=prepared.jobs.run_time.copy()))
+    return prepared
+
+
 def window(prepared: Prepared, start: int | None = None, jobs: int | None = None) -> JobTable:
     """Jobs [start, start + jobs) of the prepared trace (all of it by default)."""
     if start is None and jobs is None:
@@ -236,4 +273,5 @@ def simulate(
     return engine.run(policy)
 
 
-__all__ = ["Prepared", "as_prepared", "prepare", "simulate", "window", "ClusterError"]
+__all__ = ["ESTIMATES", "Prepared", "as_prepared", "estimated_trace", "needed_estimate", "prepare",
+           "simulate", "window", "ClusterError"]

@@ -23,7 +23,7 @@ plain Python values only, so loading one never runs code from it):
     history         what the trainer logged, one dict per epoch (episode)
     training        what only continuing the training needs; absent from a slim export:
                       optimizers  {network: optimiser state_dict}
-                      rng         the global random states (torch, numpy, Python)
+                      rng         the global random states (torch, numpy, Python: `rng_states`)
                       learner     the learner's own (its generator's state; DQN's replay memory)
                       run         the trainer's (PPO: its run options; RLScheduler's filter band
                                   and warm start)
@@ -40,19 +40,11 @@ malformed model or a NaN or infinite value in a tensor. The reader refuses, in o
 one or one that is not a torch file, a member whose zip checksum fails (torch itself does not check
 them: a flipped byte in a weight would load), a NaN or infinite value in any tensor, an entry
 missing or of the wrong type. A file of the formats before this one (`hpcsched.ppo/1`,
-`hpcsched.deeprm/1`, `hpcsched.dras/1`) is upgraded as it is read (`agents.legacy`, which also
-rewrites such files: ``python -m hpcsched.agents.legacy FILE...``). The learners' loaders then
-refuse, also in one line, a config they cannot build or weights that do not fit it
-(`config_of`, `restore_state`).
-
-`load_policy(path)` turns an RLScheduler model into a `Policy` the engine accepts anywhere a
-heuristic is:
-
-    engine.run(load_policy("runs/lublin-1-bsld.pt"))           # greedy (DESIGN decision 6)
-    engine.run(load_policy("runs/lublin-1-bsld.pt", sample=True, seed=1))
-
-and `load_learner(path)` any model file as its learner (`PPO`, `DeepRM`, `DrasPG`, `DrasDQL`),
-chosen by the file's recipe and learner (`LEARNERS`).
+`hpcsched.deeprm/1`, `hpcsched.dras/1`) is upgraded as it is read (`hpcsched.modelfile.legacy`;
+``hpcsched upgrade-models FILE...`` rewrites such files). The learners' loaders then refuse, also
+in one line, a config they cannot build or weights that do not fit it (`config_of`,
+`restore_state`). Each recipe's loaders turn a file into its learner (`recipes.load_learner`) or
+its engine policy (``PREFIX:PATH``).
 """
 
 from __future__ import annotations
@@ -70,26 +62,21 @@ import torch
 
 import hpcsched
 from hpcsched._files import make_readable
-from hpcsched.agents.greedy import decision_scores, greedy, torch_float64
-from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
 
 FORMAT = "hpcsched.model/2"
+#: the entries of a model file besides `format`, `version` and `training`, with their types
+ENTRIES = {"recipe": str, "learner": str, "config": dict, "learner_config": dict,
+           "learner_state": dict, "weights": dict, "norm": dict, "epoch": int, "history": list}
 #: the entries every model file has (a slim export has exactly these)
-SLIM_KEYS = ("format", "version", "recipe", "learner", "config", "learner_config",
-             "learner_state", "weights", "norm", "epoch", "history")
+SLIM_KEYS = ("format", "version", *ENTRIES)
+#: the entries of `training`
+TRAINING = ("optimizers", "rng", "learner", "run")
 #: the networks that decide, by learner: all a slim export keeps of `weights`
 DECIDING = {"ppo": ("policy",), "reinforce": ("policy",), "dqn": ("q",)}
-#: (recipe, learner) -> "module:class" of the learner that reads such a file (its `load(path)`)
-LEARNERS = {("rlscheduler", "ppo"): "hpcsched.agents.ppo:PPO",
-            ("schedinspector", "ppo"): "hpcsched.agents.ppo:PPO",
-            ("dbf", "ppo"): "hpcsched.agents.ppo:PPO",
-            ("deeprm", "reinforce"): "hpcsched.agents.deeprm:DeepRM",
-            ("dras", "reinforce"): "hpcsched.agents.dras_pg:DrasPG",
-            ("dras", "dqn"): "hpcsched.agents.dql:DrasDQL"}
 
 
 def rng_states() -> dict[str, Any]:
-    """The global RNG states of torch, numpy and Python, as plain values."""
+    """The global RNG states of torch, numpy and Python, as plain values (`training["rng"]`)."""
     np_state = np.random.get_state(legacy=False)
     np_state["state"]["key"] = np_state["state"]["key"].tolist()
     return {"torch": torch.get_rng_state(), "numpy": np_state, "python": random.getstate()}
@@ -106,26 +93,6 @@ def restore_rng_states(states: dict[str, Any] | None) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
-def write_atomically(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """`torch.save(payload)` to `path` through a temporary file in the same folder, flushed to
-    disk and then renamed: a crash leaves the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        make_readable(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
 class ModelFileError(ValueError):
     """A model file that cannot be used: damaged, of another kind, or inconsistent."""
 
@@ -140,47 +107,36 @@ def one_line(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _check_zip(path: Path) -> None:
-    """Every member's CRC-32 (torch.load reads a checkpoint's zip without checking them)."""
-    if not zipfile.is_zipfile(path):
-        return  # not a zip (truncated, or the legacy format): torch.load tells
-    try:
-        with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as e:
-        raise ModelFileError(f"{path} is damaged (its zip archive cannot be read: "
-                             f"{one_line(e)})") from None
-    if bad is not None:
-        raise ModelFileError(f"{path} is damaged: {bad} fails its zip checksum")
-
-
 def _non_finite(value: Any, where: str = "") -> str | None:
-    """The place of the first floating tensor holding a NaN or an infinity, if any."""
+    """The place of the first floating tensor in `value` (nested dicts, lists, tuples) holding a
+    NaN or an infinity, if any."""
     if isinstance(value, torch.Tensor):
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-            return where or "a tensor"
-        return None
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    else:
-        return None
-    for k, v in items:
-        found = _non_finite(v, f"{where}.{k}" if where else str(k))
-        if found:
-            return found
+        bad = value.is_floating_point() and not bool(torch.isfinite(value).all())
+        return (where or "a tensor") if bad else None
+    if isinstance(value, (dict, list, tuple)):
+        for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
+            found = _non_finite(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
     return None
 
 
 def _read(path: str | os.PathLike) -> tuple[Path, Any]:
-    """(path, what `torch.load` reads there), checked for damage: a missing file, a zip checksum
-    failing, a file torch cannot read (or that holds more than values), a NaN or infinite value in
-    a tensor."""
+    """(path, what `torch.load` reads there), checked for damage: a missing file, a zip member
+    failing its CRC-32 (torch.load does not check them), a file torch cannot read (or that holds
+    more than values), a NaN or infinite value in a tensor."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
-    _check_zip(path)
+    if zipfile.is_zipfile(path):  # else truncated, or not a torch file: torch.load tells
+        try:
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as e:
+            raise ModelFileError(f"{path} is damaged (its zip archive cannot be read: "
+                                 f"{one_line(e)})") from None
+        if bad is not None:
+            raise ModelFileError(f"{path} is damaged: {bad} fails its zip checksum")
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # not a torch file, a truncated one, or one holding more than values
@@ -200,60 +156,67 @@ def _problem(ck: Any) -> str | None:
     missing = [k for k in SLIM_KEYS if k not in ck]
     if missing:
         return f"no {', '.join(missing)}"
-    for key, kind in (("recipe", str), ("learner", str), ("config", dict),
-                      ("learner_config", dict), ("learner_state", dict), ("weights", dict),
-                      ("norm", dict), ("history", list)):
-        if not isinstance(ck[key], kind) or (kind is str and not ck[key]):
-            return f"its {key} is not a {'non-empty ' if kind is str else ''}{kind.__name__}"
-    if not isinstance(ck["epoch"], int) or isinstance(ck["epoch"], bool):
-        return "its epoch is not an int"
+    extra = set(ck) - set(SLIM_KEYS) - {"training"}
+    if extra:
+        return f"unknown entries {', '.join(sorted(map(str, extra)))}"
+    for key, kind in ENTRIES.items():
+        if not isinstance(ck[key], kind) or isinstance(ck[key], bool) or ck[key] == "":
+            what = {str: "a non-empty str", int: "an int"}.get(kind, f"a {kind.__name__}")
+            return f"its {key} is not {what}"
     if not ck["weights"]:
         return "it holds no network"
     for name, state in ck["weights"].items():
         if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor)
                                                   for t in state.values()):
             return f"its weights' {name!r} is not a state_dict of tensors"
-    extra = set(ck) - set(SLIM_KEYS) - {"training"}
-    if extra:
-        return f"unknown entries {', '.join(sorted(map(str, extra)))}"
     training = ck.get("training")
-    if training is not None:
-        if not isinstance(training, dict) or set(training) - {"optimizers", "rng", "learner",
-                                                              "run"}:
-            return "its training is not a dict of optimizers, rng, learner, run"
-        if not isinstance(training.get("optimizers", {}), dict):
-            return "its training's optimizers is not a dict"
+    if training is not None and (not isinstance(training, dict) or set(training) - set(TRAINING)
+                                 or not isinstance(training.get("optimizers", {}), dict)):
+        return f"its training is not a dict of {', '.join(TRAINING)} (optimizers: a dict)"
     return None
 
 
 def write_model(path: str | os.PathLike, contents: dict[str, Any]) -> Path:
     """Write the model file `contents` (every entry of the format but `format` and `version`,
-    which are added) to `path`, atomically. What the reader would refuse is not written: a
-    malformed model, or a NaN or infinite value in a tensor (a training that diverged), in one
-    line (`ModelFileError`), the file at `path` left as it was."""
-    payload = {"format": FORMAT, "version": hpcsched.__version__,
-               **{k: v for k, v in contents.items() if k not in ("format", "version")}}
+    which are added) to `path`, atomically (a temporary file in the same folder, flushed to disk
+    and then renamed). What the reader would refuse is not written: a malformed model, or a NaN or
+    infinite value in a tensor (a training that diverged), in one line (`ModelFileError`), the
+    file at `path` left as it was."""
+    payload = {**contents, "format": FORMAT, "version": hpcsched.__version__}
     problem = _problem(payload)
-    if problem is None:  # every file's entries in one order: SLIM_KEYS', then training
-        payload = {k: payload[k] for k in (*SLIM_KEYS, "training") if k in payload}
     if problem is not None:
         raise ModelFileError(f"not writing {path}: not a model file ({problem})")
     bad = _non_finite(payload)
     if bad is not None:
         raise ModelFileError(f"not writing {path}: {bad} holds NaN or infinite values (the "
                              f"training diverged)")
-    return write_atomically(path, payload)
+    payload = {k: payload[k] for k in (*SLIM_KEYS, "training") if k in payload}  # in one order
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        make_readable(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[str, Any]:
     """The model file at `path`, checked (see the module's docstring): a damaged or malformed
     file is refused in one line (`ModelFileError`), and one of another recipe than `recipe`
     (when given) too (`OtherKindError`). A file of an older format is upgraded as it is read
-    (`agents.legacy`), with a warning that says how to upgrade it on disk."""
+    (`hpcsched.modelfile.legacy`), with a warning that says how to upgrade it on disk."""
     path, ck = _read(path)
     fmt = ck.get("format") if isinstance(ck, dict) else None
     if fmt != FORMAT:
-        from hpcsched.agents import legacy
+        from hpcsched.modelfile import legacy
 
         if fmt not in legacy.FORMATS:
             raise OtherKindError(f"{path} is not an hpcsched model checkpoint of this kind "
@@ -261,7 +224,7 @@ def read_model(path: str | os.PathLike, *, recipe: str | None = None) -> dict[st
         ck = legacy.upgraded(path, ck)
         # said here (stacklevel 1): once per file, however many callers read it
         warnings.warn(f"{path} is in the old format {fmt}: read through the legacy reader "
-                      f"(`python -m hpcsched.agents.legacy {path}` upgrades it in place)")
+                      f"(`hpcsched upgrade-models {path}` upgrades it in place)")
     problem = _problem(ck)
     if problem is not None:
         raise ModelFileError(f"{path} is not a valid hpcsched model file ({problem})")
@@ -291,9 +254,9 @@ def load_checkpoint(path: str | os.PathLike, *, fmt: str = FORMAT) -> dict[str, 
 def is_model(ck: Any) -> bool:
     """Whether `ck` (a file's contents as torch read them) is in hpcsched's format, this one or
     an older one."""
-    from hpcsched.agents import legacy
+    from hpcsched.modelfile.legacy import FORMATS
 
-    return isinstance(ck, dict) and ck.get("format") in (FORMAT, *legacy.FORMATS)
+    return isinstance(ck, dict) and ck.get("format") in (FORMAT, *FORMATS)
 
 
 def training_of(path: str | os.PathLike, ck: dict[str, Any]) -> dict[str, Any]:
@@ -344,105 +307,7 @@ def config_of(path: str | os.PathLike, make: Callable[[], Any]) -> Any:
         raise ModelFileError(f"{path}: its config is not valid ({one_line(e)})") from None
 
 
-def learner_class(path: str | os.PathLike, ck: dict[str, Any]) -> type:
-    """The learner class that reads model file `ck` (`LEARNERS`, by its recipe and learner)."""
-    from importlib import import_module
-
-    ref = LEARNERS.get((ck["recipe"], ck["learner"]))
-    if ref is None:
-        raise OtherKindError(f"{path} is a {ck['recipe']} model trained by {ck['learner']}, which "
-                             f"no learner of hpcsched reads")
-    module, _, name = ref.partition(":")
-    return getattr(import_module(module), name)
-
-
-def load_learner(path: str | os.PathLike):
-    """The learner of the model file at `path` (`PPO`, `DeepRM`, `DrasPG` or `DrasDQL`, by the
-    file's recipe and learner), ready to `learn` on from where it stopped, or to `predict`. A slim
-    export is refused (it has no training state): to decide with one, use its recipe's policy
-    loader (`load_policy`, `load_inspector`, `load_deeprm_policy`, `dras:PATH`)."""
-    ck = read_model(path)
-    cls = learner_class(path, ck)
-    training_of(path, ck)
-    return cls.load(path)
-
-
-class RLPolicy:
-    """A trained policy network as an engine `Policy`: it observes the view as the training
-    environment did (`hpcsched.envs.pick_job.observe` with the trace's normalisation constants) and
-    picks the most probable job by the greedy rule of `hpcsched.agents.greedy` (float64 scores
-    rounded to float32, the earliest slot on a tie), or samples one with `sample=True`."""
-
-    def __init__(self, net: torch.nn.Module, norm: dict[str, float], *, slots: int = 128,
-                 cutoff: str = "fcfs", fairness: bool = False, sample: bool = False, seed: int = 0,
-                 name: str = "rl", observe: Callable | None = None):
-        self.name = name
-        self.net = net.eval()
-        self.norm = dict(norm)
-        self.slots = slots
-        self.cutoff = cutoff
-        self.fairness = bool(fairness)
-        self._users = None
-        self.sample = sample
-        self.rng = np.random.default_rng(seed)
-        if observe is None:
-            from hpcsched.envs.pick_job import observe
-        self._observe = observe
-        # decisions are scored in float64 (`hpcsched.agents.greedy`); a kernel policy in plain
-        # numpy, far cheaper than a torch call for one decision
-        self._weights = net.numpy_weights(np.float64) if isinstance(net, KernelPolicy) else None
-        self._net64 = None if self._weights is not None else torch_float64(net)
-
-    def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The masked logits of one observation, in float64."""
-        if self._weights is not None:
-            return kernel_logits(self._weights, obs, mask)
-        with torch.no_grad():
-            obs64 = torch.from_numpy(np.asarray(obs, dtype=np.float64))[None]
-            return self._net64(obs64, torch.from_numpy(mask)[None])[0].numpy()
-
-    def _user_scores(self, view):
-        """The fairness feature's per-user state of the run `view` belongs to (one per job table:
-        a new window is a new run)."""
-        from hpcsched.envs.observation import UserScores
-
-        if self._users is None or self._users[0] is not view.jobs:
-            self._users = (view.jobs, UserScores(view.jobs, getattr(view, "executed", None)))
-        return self._users[1]
-
-    def select(self, view) -> int:
-        kwargs = {"fairness": self._user_scores(view)} if self.fairness else {}
-        obs, mask, rows = self._observe(view, self.norm, slots=self.slots, cutoff=self.cutoff,
-                                        **kwargs)
-        logits = self.logits(obs, mask)
-        if self.sample:  # Gumbel-max: a draw from softmax(logits); masked slots never win
-            noisy = decision_scores(logits) + self.rng.gumbel(size=logits.shape).astype(np.float32)
-            return int(rows[int(np.argmax(noisy))])
-        return int(rows[greedy(logits, mask)])
-
-
-def load_policy(path: str | os.PathLike, *, sample: bool = False, seed: int = 0,
-                name: str | None = None, observe: Callable | None = None,
-                norm: dict[str, float] | None = None) -> RLPolicy:
-    """The trained RLScheduler policy in the model file at `path`, as an engine `Policy` named
-    ``rl:PATH``.
-
-    `norm`: the normalisation constants to observe with; by default the training trace's (stored
-    in the file). To schedule another trace, pass that trace's constants, as RLScheduler's own test
-    script does (its environment normalises by the trace it loads)."""
-    from hpcsched.agents.rlscheduler import RLSchedulerConfig
-
-    ck = read_model(path, recipe="rlscheduler")
-    cfg = config_of(path, lambda: RLSchedulerConfig.from_dict(ck["config"]))
-    net = config_of(path, lambda: make_policy(cfg.policy, cfg.features, cfg.slots))
-    restore_state(path, net, ck["weights"], "policy")
-    return RLPolicy(net, norm if norm is not None else ck["norm"], slots=cfg.slots, cutoff=cfg.cutoff,
-                    fairness=cfg.features == 9, sample=sample, seed=seed,
-                    name=name or f"rl:{path}", observe=observe)
-
-
-__all__ = ["DECIDING", "FORMAT", "LEARNERS", "ModelFileError", "OtherKindError", "RLPolicy",
-           "SLIM_KEYS", "config_of", "is_model", "learner_class", "load_checkpoint",
-           "load_learner", "load_policy", "one_line", "read_model", "restore_rng_states",
-           "restore_state", "rng_states", "slim", "training_of", "write_atomically",
+__all__ = ["DECIDING", "ENTRIES", "FORMAT", "ModelFileError", "OtherKindError", "SLIM_KEYS",
+           "TRAINING", "config_of", "is_model", "load_checkpoint", "one_line", "read_model",
+           "restore_rng_states", "restore_state", "rng_states", "slim", "training_of",
            "write_model"]

@@ -4,12 +4,13 @@ Until issue 15 each learner wrote its own format: `hpcsched.ppo/1` (RLScheduler'
 SchedInspector's PPO, the latter tagged ``algorithm: schedinspector-ppo``), `hpcsched.deeprm/1` and
 `hpcsched.dras/1` (the agent's state under ``agent``), each with slim copies of its own. `upgrade`
 maps such a file onto the one format entry for entry: every tensor is the same tensor, every
-config, history and random state the same value, in its new place. `read_model` calls it on an old
-file, so that a run folder written before keeps loading, scoring and resuming (the next save
-writes the new format); this command rewrites old files in place, atomically:
+config, history and random state the same value, in its new place. `read_model`
+(`hpcsched.modelfile`) calls it on an old file, so that a run folder written before keeps loading,
+scoring and resuming (the next save writes the new format); `upgrade_file` rewrites an old file in
+place, atomically, which ``hpcsched upgrade-models`` does for every file or folder it is given:
 
-    python -m hpcsched.agents.legacy runs/my-run/model.pt runs/my-run/best.pt
-    python -m hpcsched.agents.legacy runs/                    # every *.pt below a folder
+    hpcsched upgrade-models runs/my-run/model.pt runs/my-run/best.pt
+    hpcsched upgrade-models runs/                    # every *.pt below a folder
 
 Only an old DRAS slim copy loses something: the global random states of the process that slimmed
 it (a slim export of the new format has no training state).
@@ -17,7 +18,6 @@ it (a slim export of the new format has no training state).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +90,14 @@ def _dras(old: dict) -> dict[str, Any]:
 
 def upgrade(old: dict[str, Any]) -> dict[str, Any]:
     """The contents of an old-format model file (as torch read them) in the one format
-    (`agents.checkpoint`), keeping its version; a KeyError, TypeError or ValueError where it is
+    (`hpcsched.modelfile`), keeping its version; a KeyError, TypeError or ValueError where it is
     not what its format wrote."""
     fmt = old.get("format")
     convert = {"hpcsched.ppo/1": _ppo, "hpcsched.deeprm/1": _deeprm,
                "hpcsched.dras/1": _dras}.get(fmt)
     if convert is None:
         raise ValueError(f"format {fmt!r} is not an old hpcsched format")
-    from hpcsched.agents.checkpoint import FORMAT
+    from hpcsched.modelfile import FORMAT
 
     new = convert(old)
     epoch = old["episode"] if fmt == "hpcsched.dras/1" else old["epoch"]
@@ -109,7 +109,7 @@ def upgrade(old: dict[str, Any]) -> dict[str, Any]:
 
 def upgraded(path, old: dict[str, Any]) -> dict[str, Any]:
     """`upgrade(old)` for the file at `path`; one that cannot be read is refused in one line."""
-    from hpcsched.agents.checkpoint import ModelFileError, one_line
+    from hpcsched.modelfile import ModelFileError, one_line
 
     try:
         return upgrade(old)
@@ -121,7 +121,7 @@ def upgraded(path, old: dict[str, Any]) -> dict[str, Any]:
 def upgrade_file(path: str | Path) -> str:
     """Rewrite the model file at `path` in the one format if it is in an old one (atomically; its
     `version` is then this hpcsched's, the writer's); what was done, in words."""
-    from hpcsched.agents.checkpoint import _read, write_model
+    from hpcsched.modelfile import _read, write_model
 
     path, old = _read(path)
     fmt = old.get("format") if isinstance(old, dict) else None
@@ -135,29 +135,4 @@ def upgrade_file(path: str | Path) -> str:
             f"{path.stat().st_size:,} bytes")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m hpcsched.agents.legacy FILE_OR_FOLDER...``: upgrade every old model file
-    named (a folder: every *.pt below it)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv else 2
-    from hpcsched.agents.checkpoint import ModelFileError
-
-    status = 0
-    for arg in argv:
-        p = Path(arg)
-        for path in (sorted(p.rglob("*.pt")) if p.is_dir() else [p]):
-            try:
-                print(upgrade_file(path))
-            except (ModelFileError, FileNotFoundError) as e:
-                print(f"error: {e}", file=sys.stderr)
-                status = 1
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
-__all__ = ["FORMATS", "main", "upgrade", "upgrade_file", "upgraded"]
+__all__ = ["FORMATS", "upgrade", "upgrade_file", "upgraded"]
