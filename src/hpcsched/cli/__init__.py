@@ -24,6 +24,14 @@ EXPERIMENTS = (
             "Wang's thesis, Appendix B: 7 selectors x 3 allocators with EASY on Spartan-like "
             "workloads; the combined score (Fig. 4.8) and the heatmap (Fig. 4.5)",
             "hpcsched.cli.herasched:add_grid_arguments", "hpcsched.cli.herasched:cmd_grid"),
+    Command("dbf-baselines",
+            "Wang's thesis Fig. 3.4: DBF against FCFS, SJF, LCFS and SchedInspector (online "
+            "and offline) on DBF's 1,000-job test episodes; the thesis's facts checked",
+            "hpcsched.cli.dbf:add_baselines_arguments", "hpcsched.cli.dbf:cmd_baselines"),
+    Command("dbf-window-sweep",
+            "Wang's thesis Fig. 3.5-3.7: DBF's split window per (M, M_t): AWT, queue length, "
+            "invisible jobs, wait per job type",
+            "hpcsched.cli.dbf:add_sweep_arguments", "hpcsched.cli.dbf:cmd_sweep"),
 )
 
 
