@@ -69,6 +69,21 @@ big_not_placed, big_wait).
 """
 
 
+class _Every:
+    """A progress callback that passes counts on to `bar` in steps of about 1 % of its total,
+    so that a log gets about a hundred lines, not one per episode."""
+
+    def __init__(self, bar) -> None:
+        self.bar, self.held = bar, 0
+        self.step = max(bar.total // 100, 1)
+
+    def __call__(self, k: int = 1) -> None:
+        self.held += k
+        if self.held >= self.step or self.bar.done + self.held >= self.bar.total:
+            self.bar.update(self.held)
+            self.held = 0
+
+
 def _label_items(text: str) -> list[str]:
     return csv_list(text)
 
@@ -194,7 +209,7 @@ def cmd_baselines(args) -> int:
     with Progress(dbf.simulations(methods, args.episodes), "dbf-baselines", lines=True) as bar:
         rows = dbf.baselines(args.trace, methods, episodes=args.episodes,
                              offline_jobs=args.offline_jobs, workers=_workers(args),
-                             progress=bar.update)
+                             progress=_Every(bar))
     plot = dbf.plot_baselines(rows, args.plot) if args.plot else None
     if args.fmt in ("json", "csv"):
         print(format_rows(rows, args.fmt))
@@ -247,7 +262,7 @@ def cmd_sweep(args) -> int:
         sweep = dw.window_sweep(args.trace, models, references=references,
                                 episodes=args.episodes, heatmap_episodes=args.heatmap_episodes,
                                 heatmap_window=args.heatmap_window, windows=args.windows,
-                                workers=_workers(args), progress=bar.update)
+                                workers=_workers(args), progress=_Every(bar))
     plots = []
     if args.plot:
         if any(r.get("kind") == "model" for r in sweep.rows):
