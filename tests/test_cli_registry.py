@@ -26,7 +26,7 @@ TRAIN = ["rlscheduler", "inspector", "dras", "deeprm"]
 EXPERIMENTS = ["rlscheduler-table5", "rlscheduler-table7", "rlscheduler-table8",
                "rlscheduler-seeds", "schedinspector-table4", "schedinspector-seeds", "dras",
                "dras-seeds", "dras-curriculum", "deeprm-load-sweep", "deeprm-seeds",
-               "herasched-grid"]
+               "herasched-grid", "dbf-baselines", "dbf-window-sweep"]
 
 
 def run(capsys, *argv):
@@ -129,7 +129,8 @@ def test_a_new_recipe_appears_under_train_experiment_and_evaluate(toy, capsys, t
     code, out, _ = run(capsys, "train", "--help")
     assert listed(out) == [*TRAIN, "toy"] and "a toy that learns 100% of nothing" in out
     code, out, _ = run(capsys, "experiment", "--help")
-    assert listed(out)[-2:] == ["toy-table", "herasched-grid"] and "the toy's table" in out
+    assert listed(out)[-4:] == ["toy-table", "herasched-grid", "dbf-baselines",
+                                "dbf-window-sweep"] and "the toy's table" in out
     code, out, _ = run(capsys, "train", "toy", "--help")
     assert "--size SIZE" in out and "--config FILE" in out and "\nProgress:" in out
     code, out, _ = run(capsys, "evaluate", "--help")
