@@ -234,19 +234,19 @@ def test_window_sweep_runs_any_policy(capsys, tmp_path):
     """Heuristics in a model's place: the sweep, its heatmap rows and its claims run; the rows
     are the same with two worker processes."""
     args = ["experiment", "dbf-window-sweep", "--episodes", "2", "--heatmap-episodes", "3",
-            "--grid", "10-0=fcfs,0-10=sqf", "--reference", "lcfs", "--json"]
+            "--grid", "10-0=fcfs,0-10=sqf", "--reference", "lcfs,sqf+easy", "--json"]
     assert main(args + ["--workers", "1"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert main(args + ["--workers", "2"]) == 0
     assert json.loads(capsys.readouterr().out) == rows
     windows = [r for r in rows if r["table"] == "windows"]
     assert [(r["method"], r["window"], r["tail"]) for r in windows] == [
-        ("10-0", 10, 0), ("0-10", 10, 10), ("LCFS", 10, None)]
+        ("10-0", 10, 0), ("0-10", 10, 10), ("LCFS", 10, None), ("SJF+EASY", 10, None)]
     assert all(r["episodes"] == 2 and 0 <= r["partial"] <= 1 for r in windows)
     types = [r for r in rows if r["table"] == "job_types"]
-    assert len(types) == 3 * 36 and {r["method"] for r in types} == {"10-0", "0-10", "LCFS"}
-    assert {r["method"] for r in rows if r["table"] == "starvation"} == {"10-0", "0-10",
-                                                                         "LCFS"}
+    configurations = {"10-0", "0-10", "LCFS", "SJF+EASY"}
+    assert len(types) == 4 * 36 and {r["method"] for r in types} == configurations
+    assert {r["method"] for r in rows if r["table"] == "starvation"} == configurations
     plot, heat = tmp_path / "sweep.png", tmp_path / "heat.png"
     assert main(args[:-1] + ["--plot", str(plot), "--heatmap", str(heat)]) == 0
     out = capsys.readouterr().out
@@ -262,6 +262,7 @@ def test_window_sweep_runs_any_policy(capsys, tmp_path):
     (["dbf-window-sweep", "--grid", "10=fcfs"], "MH-MT=MODEL"),
     (["dbf-window-sweep", "--grid", "10-0=inspect:/no/file.pt"], "no model file"),
     (["dbf-window-sweep", "--seeds", "9-1"], "LABEL=MODEL"),
+    (["dbf-window-sweep", "--reference", "fcfs+backwards"], "easy or conservative"),
 ])
 def test_bad_input_is_one_line(capsys, args, message):
     assert main(["experiment", *args]) == 2

@@ -57,8 +57,9 @@ cycles, not the environment's steps); (Fig. 3.7) for the M = 10 models and the r
 heuristics, over --heatmap-episodes (1,000, the thesis's), per job type (requested cores x
 requested time) the jobs placed and their mean wait, and the share of jobs of more than 128 cores
 not placed by the episode's end (starvation). The reference heuristics (--reference, default
-FCFS without backfilling) give the model-free queue on the same episodes, their invisible jobs
-for every M of the grid. Then the thesis's facts (section 3.4.4), each with a verdict.
+FCFS without backfilling and with EASY) give the model-free queue on the same episodes, and their
+invisible jobs for every M of the grid. Then the thesis's facts (section 3.4.4), each with a
+verdict.
 
 {EPISODES_HELP}
 
@@ -152,9 +153,10 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", type=_label_items, default=None, metavar="MH-MT=MODEL,...",
                    help="the models, by the thesis's window label (default: the shipped DBF "
                         "models)")
-    p.add_argument("--reference", type=csv_list, default=["fcfs"],
-                   help="heuristics run without backfilling on the same episodes, for the "
-                        "model-free queue ('none' for none; default: fcfs)")
+    p.add_argument("--reference", type=csv_list, default=["fcfs", "fcfs+easy"],
+                   help="heuristics run on the same episodes, for the model-free queue: NAME "
+                        "(without backfilling) or NAME+easy ('none' for none; default: "
+                        "fcfs,fcfs+easy)")
     p.add_argument("--windows", type=int_list, default=None,
                    help="the M at which the references' invisible jobs are measured when no "
                         "model gives one (default: " + ",".join(map(str, dw.WINDOWS)) + ")")
@@ -252,8 +254,8 @@ def cmd_sweep(args) -> int:
     if unknown:
         raise ValueError(f"the window of {', '.join(unknown)} cannot be read from the model: "
                          f"name it in --grid as MH-MT=MODEL")
-    references = [h.lower() for h in (_none(args.reference) or [])]
-    dbf.heuristic_methods(references, ("none",))  # an unknown name fails here
+    references = _none(args.reference) or []
+    dw.reference_methods(references)  # an unknown name fails here
     if not models and not references:
         raise ValueError("nothing to run: no model (--grid) and no reference heuristic")
     total = dw.simulations(models, references, args.episodes, args.heatmap_episodes,

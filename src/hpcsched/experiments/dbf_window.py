@@ -200,6 +200,19 @@ def shipped_grid() -> tuple[list[Method], list[str]]:
     return methods, []
 
 
+def reference_methods(names: Sequence[str]) -> list[Method]:
+    """Heuristics named NAME or NAME+BACKFILL (fcfs+easy), for the model-free queue."""
+    out = []
+    for name in names:
+        policy, _, backfill = name.lower().partition("+")
+        backfill = backfill or "none"
+        if backfill not in ("none", "easy", "conservative"):
+            raise ValueError(f"reference {name!r}: the backfilling after '+' is easy or "
+                             f"conservative")
+        out += dbf.heuristic_methods((policy,), (backfill,))
+    return out
+
+
 # -- the sweep ---------------------------------------------------------------------------------------
 @dataclass
 class Sweep:
@@ -228,7 +241,7 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
     Fig. 3.7's job types over `heatmap_episodes` for the models with M = `heatmap_window` and the
     references. The first `episodes` test starts are a prefix of the heatmap's."""
     models = list(models)
-    refs = [Method(dbf.label_of(h, "none"), h) for h in references]
+    refs = reference_methods(references)
     methods = models + refs
     ms = tuple(sorted({m.window for m in models if m.window})) or tuple(windows or WINDOWS)
     heat = {i for i, m in enumerate(methods)
@@ -283,8 +296,8 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
     at = {(r["window"], r["tail"]): r for r in models}
     m20 = at.get((20, 0))
     refs = [r for r in sweep.rows if r.get("kind") != "model" and r.get("window") == 20]
-    ref = f"; {refs[0]['method']} on the same episodes: {refs[0]['queue_length']:.1f}" \
-        if refs else ""
+    ref = ("; on the same episodes: " + ", ".join(f"{r['method']} {r['queue_length']:.1f}"
+                                                  for r in refs)) if refs else ""
     if m20 is None:
         out.append(dbf.Claim("mean queue length with M = 20, M_t = 0", "31",
                              "no model 20-0 in the grid" + ref, "not judged"))
@@ -432,5 +445,6 @@ __all__ = ["CORE_EDGES", "CORE_LABELS", "HEATMAP_EPISODES", "HEATMAP_WINDOW", "S
            "THESIS_QUEUE_M20", "TIME_EDGES", "TIME_LABELS", "WINDOWS", "claims",
            "cycle_queue_lengths", "grid_methods", "job_classes", "job_type_counts",
            "job_type_rows", "parse_grid", "plot_heatmap", "plot_sweep", "queue_lengths_at",
+           "reference_methods",
            "shipped_grid", "simulations", "starvation", "visibility", "visibility_means",
            "window_sweep"]
