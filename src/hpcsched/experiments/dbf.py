@@ -246,8 +246,8 @@ def as_policy_name(item: str, prefix: str = "dbf") -> str:
 
     if _recipe_of(item)[0] is not None:
         return item
-    if os.path.exists(item) or item.endswith(".pt"):
-        return f"{prefix}:{item}"
+    if os.path.exists(item) or item.endswith(".pt") or "/" in item or os.sep in item:
+        return f"{prefix}:{item}"  # a path (a missing one fails as the recipe loads it)
     return item
 
 
