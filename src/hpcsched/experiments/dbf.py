@@ -456,7 +456,8 @@ def resolve_windows(methods: Sequence[Method], trace: str) -> list[Method]:
             try:
                 policy = resolve_policy(name, _prepared(trace, m.profile))
             except (ValueError, OSError, KeyError) as e:
-                raise ValueError(f"{m.label}: {name}: {e}") from None
+                raise ValueError(str(e) if m.label in (name, m.policy) else
+                                 f"{m.label}: {e}") from None
             if window is None:
                 window, tail = model_window(policy)
         label = m.label
