@@ -24,29 +24,16 @@ EPISODE_METRICS = ("wait", "bsld", "utilization", "queue_length", "job_load", "j
 
 def run_episode(prepared, policy, start: int, *, episode_jobs: int = 1000,
                 lookahead: int | None = None, backfill: str = "none") -> dict[str, float]:
-    """`policy` on the DBF episode of `prepared` starting at job `start`; its metrics."""
-    from hpcsched.sim.factory import make_engine
-    from hpcsched.sim.metrics import interval_metrics
+    """`policy` on the DBF episode of `prepared` starting at job `start`: its metrics (the
+    episode itself, its schedule cut at the `episode_jobs`-th start: `experiments.dbf.run_episode`)."""
+    from hpcsched.experiments import dbf
 
     n = len(prepared.jobs)
     if not 0 <= start <= n - episode_jobs:
         raise ValueError(f"an episode of {episode_jobs} jobs starts in [0, {n - episode_jobs}], "
                          f"not at {start}")
-    held = min(n - start, episode_jobs + (episode_jobs if lookahead is None else lookahead))
-    engine = make_engine(prepared.jobs.window(start, held), prepared.cluster, prepared.profile,
-                         backfill)
-    view = engine.next_decision()
-    t0 = float(view.now) if view is not None else 0.0
-    while view is not None:
-        engine.apply(engine.choose(policy, view))
-        if engine.started >= episode_jobs:
-            break
-        view = engine.next_decision()
-    v = engine.view()
-    m = interval_metrics(v.jobs, v.start_time, v.executed,
-                         total_procs=int(v.cluster.total_procs), t0=t0, t1=v.now)
-    m["placed"] = int(engine.started)
-    return m
+    return dbf.run_episode(prepared, policy, start, backfill=backfill, episode_jobs=episode_jobs,
+                           lookahead=lookahead).metrics()
 
 
 def compare_episodes(prepared, policies: Sequence[tuple[str, object]], backfills: Sequence[str],

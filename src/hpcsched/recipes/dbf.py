@@ -13,6 +13,7 @@ from hpcsched.envs import DBF
 from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
 
 CLI = "hpcsched.cli.dbf"
+XCLI = "hpcsched.cli.dbf_experiments"
 
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
@@ -55,5 +56,15 @@ RECIPE = register(Recipe(
     train_command=Command("dbf", "DBF (Wang's thesis Ch. 3): PPO selects and backfills, with a "
                                  "split window and schedule cycling",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(
+        Command("dbf-baselines",
+                "Wang's thesis Fig. 3.4: DBF against FCFS, SJF, LCFS and SchedInspector (online "
+                "and offline) on DBF's 1,000-job test episodes; the thesis's facts checked",
+                f"{XCLI}:add_baselines_arguments", f"{XCLI}:cmd_baselines"),
+        Command("dbf-window-sweep",
+                "Wang's thesis Fig. 3.5-3.7: DBF's split window per (M, M_t): AWT, queue length, "
+                "invisible jobs, wait per job type",
+                f"{XCLI}:add_sweep_arguments", f"{XCLI}:cmd_sweep"),
+    ),
     evaluation=Evaluation("dbf", f"{CLI}:evaluate"),
     tiny="hpcsched.recipes.dbf:tiny"))
