@@ -19,9 +19,9 @@ TITLE = "#### Fig. 3.4 on Lublin-1"
 COLUMNS = ("utilization", "wait", "queue_length", "job_load", "bsld", "rejection_ratio")
 
 
-def _table() -> tuple[list[str], list[list[str]]]:
+def _table(title: str = TITLE) -> tuple[list[str], list[list[str]]]:
     lines = README.read_text().splitlines()
-    start = lines.index(TITLE)
+    start = lines.index(title)
     rows = []
     for line in lines[start + 1:]:
         if line.startswith("|"):
@@ -74,3 +74,25 @@ def test_the_readme_sjf_row():
 def test_every_readme_row():
     _, body = _table()
     _check([r[0] for r in body])
+
+
+SWEEP = "#### Fig. 3.5 to 3.7: the two shipped models beside the heuristics"
+SWEEP_COLUMNS = ("wait", "queue_length", "utilization", "invisible", "partial", "cycles")
+
+
+def test_the_readme_sweep_sjf_rows():
+    """Fig. 3.5/3.6's table: Ch. 3's SJF seen through windows of 10 and 32 (the models' M), as
+    `hpcsched experiment dbf-window-sweep --reference ...,sqf,...` prints it."""
+    from hpcsched.experiments.dbf_window import window_sweep
+
+    header, body = _table(SWEEP)
+    assert header[:4] == ["method", "policy", "window", "tail"], header
+    printed = {(r[0], r[2]): dict(zip(header, r)) for r in body}
+    sweep = window_sweep("lublin-1", references=("sqf",), windows=(10, 32), episodes=100,
+                         heatmap_episodes=0, workers=dbf.default_workers())
+    assert [(r["method"], r["window"]) for r in sweep.rows] == [("SJF", 10), ("SJF", 32)]
+    for row in sweep.rows:
+        want = printed[row["method"], str(row["window"])]
+        for k in SWEEP_COLUMNS:
+            assert _same(want[k], row.get(k)), (row["method"], row["window"], k, want[k],
+                                                 row.get(k))
