@@ -17,24 +17,24 @@ from hpcsched.experiments.policyspec import (listing, model_profiles, pretrained
                                              resolve_policy)
 from hpcsched.recipes import PRETRAINED, Recipe, locate
 
-PREFIXES = ["rl", "inspect", "dras", "deeprm"]
+PREFIXES = ["rl", "inspect", "dras", "deeprm", "dbf"]
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- the registry ----------------------------------------------------------------------------------
-def test_the_registry_holds_the_four_learned_schedulers_with_their_envs():
+def test_the_registry_holds_the_five_learned_schedulers_with_their_envs():
     import gymnasium
 
     from hpcsched import envs
 
     assert [r.prefix for r in recipes.recipes()] == PREFIXES
     assert [r.name for r in recipes.recipes()] == ["rlscheduler", "schedinspector", "dras",
-                                                    "deeprm"]
+                                                    "deeprm", "dbf"]
     ids = {r.prefix: r.env_id for r in recipes.recipes()}
     assert ids == {"rl": envs.PICK_JOB, "inspect": envs.INSPECT, "dras": envs.DRAS,
-                   "deeprm": envs.DEEPRM}
+                   "deeprm": envs.DEEPRM, "dbf": envs.DBF}
     assert all(i in gymnasium.registry for i in ids.values())
     assert recipes.get("inspect").name == "schedinspector"
     assert recipes.discrete_recipe() is recipes.get("deeprm")
@@ -49,7 +49,7 @@ def test_every_entry_point_imports():
                 recipe.evaluation.run, recipe.evaluation.arguments, recipe.tiny]
         for ref in filter(None, refs):
             assert callable(recipes.entry(ref)), ref
-        assert recipe.train is not None  # all four have a trainer
+        assert recipe.train is not None  # all have a trainer
     assert recipes.entry(recipes.get("deeprm").heuristic_help)["packer"]
     assert recipes.entry("hpcsched.experiments.dras_training:train").__name__ == "train"
 
@@ -139,8 +139,18 @@ def _direct_deeprm(path, name):
     return policy, starts(policy), starts(load_deeprm_policy(path, name=name))
 
 
+def _direct_dbf(path, name):
+    from hpcsched.agents.dbf import load_dbf
+    from hpcsched.sim.run import simulate
+
+    p = _prepared("lublin-1", "standard")
+    policy = resolve_policy(name, p)
+    theirs = simulate(p, load_dbf(path, prepared=p, name=name), start=3000, jobs=96)
+    return policy, simulate(p, policy, start=3000, jobs=96).start, theirs.start
+
+
 DIRECT = {"rl": _direct_rl, "inspect": _direct_inspect, "dras": _direct_dras,
-          "deeprm": _direct_deeprm}
+          "deeprm": _direct_deeprm, "dbf": _direct_dbf}
 SHIPPED = [(p, n) for p in PREFIXES for n in pretrained_models(p)]
 
 
@@ -304,5 +314,5 @@ def test_a_new_recipe_makes_its_prefix_resolvable(tmp_path, monkeypatch):
         "\n".join(listing())
     with pytest.raises(ValueError, match="shipped models \\(toy:\\): toy-small$"):
         resolve_policy("toy:pretrained/toy-big")
-    with pytest.raises(ValueError, match="known: rl:, inspect:, dras:, deeprm:, toy:"):
+    with pytest.raises(ValueError, match="known: rl:, inspect:, dras:, deeprm:, dbf:, toy:"):
         resolve_policy("toys:x")

@@ -38,6 +38,15 @@ class Batch:
             return [self]
         return [self._view(s, min(s + chunk, self.size)) for s in range(0, self.size, chunk)]
 
+    def subset(self, index: torch.Tensor) -> "Batch":
+        """The decisions at `index` (a minibatch), as a batch of their own (copies)."""
+        part = object.__new__(Batch)
+        part.size = len(index)
+        for name in ("obs", "mask", "actions", "logp_old", "adv", "ret"):
+            whole = getattr(self, name)
+            setattr(part, name, whole[index] if len(whole) else whole)
+        return part
+
     def _view(self, s0: int, s1: int) -> "Batch":
         part = object.__new__(Batch)
         part.size = s1 - s0

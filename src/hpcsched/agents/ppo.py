@@ -12,6 +12,12 @@ One epoch:
    approximate KL to the rollout policy passes 1.5 x `target_kl`; no entropy bonus;
 5. `train_v_iters` full-batch Adam steps on the value's squared error to the returns.
 
+A configuration may instead ask for CleanRL's and SB3's update (`PPOParams.minibatch`: DBF's):
+`update_epochs` passes over the epoch's decisions in random minibatches, one policy step (with an
+entropy bonus `ent_coef`) and one value step on each, gradients clipped to `max_grad_norm`; and
+for rewards along the episode rather than only at its end (`step_rewards`). The defaults leave the
+full-batch update of RLScheduler and SchedInspector as it was, bit for bit.
+
 Every epoch is a function of the networks, the optimisers and the epoch number only: the
 environments are reset with a seed drawn from (seed, epoch) and actions are sampled from a generator
 seeded the same way. So training 2 epochs, or 1 epoch + save + load + 1 epoch, gives the same weights.
@@ -79,12 +85,21 @@ class PPOParams(PPOSettings):
     #                        "multinomial": torch.multinomial's stream
     float32_stats: bool = False  # KL, clip fraction and entropy as float32 means over the batch
     #                              (else summed in float64 part by part)
+    # -- for learners that update in minibatches (DBF; the defaults keep the full-batch update) --
+    minibatch: int | None = None  # decisions per minibatch (None: the full-batch iterations above)
+    update_epochs: int = 1  # passes over the epoch's decisions, in minibatches
+    ent_coef: float = 0.0  # entropy bonus of the minibatch policy loss
+    max_grad_norm: float | None = None  # each minibatch's gradient norm clipped to this
+    step_rewards: bool = False  # rewards along the episode (else only its last step's)
 
     def __post_init__(self) -> None:
         if self.sampling not in ("cdf", "multinomial"):
             raise ValueError(f"sampling {self.sampling!r}: choose 'cdf' or 'multinomial'")
         if self.float32_stats and self.chunk is not None:
             raise ValueError("float32_stats are means over the whole batch: they need chunk=None")
+        if self.minibatch is not None and (self.minibatch < 1 or self.update_epochs < 1):
+            raise ValueError(f"minibatch ({self.minibatch}) and update_epochs "
+                             f"({self.update_epochs}) must be positive")
 
     @classmethod
     def of(cls, config: PPOSettings, **arrangement) -> "PPOParams":
@@ -119,7 +134,8 @@ def config_from_dict(cls, d: dict[str, Any]):
 #: a model file's recipe -> its configuration class (module, qualified name); a recipe of
 #: PPO registered from outside adds its own (`recipes.pick_job.ppo_recipe`)
 CONFIGURATIONS = {"rlscheduler": ("hpcsched.agents.rlscheduler", "RLSchedulerConfig"),
-                  "schedinspector": ("hpcsched.agents.inspector", "InspectorConfig")}
+                  "schedinspector": ("hpcsched.agents.inspector", "InspectorConfig"),
+                  "dbf": ("hpcsched.agents.dbf", "DBFConfig")}
 
 
 def derived_seed(seed: int, epoch: int, stream: int) -> int:
@@ -128,16 +144,21 @@ def derived_seed(seed: int, epoch: int, stream: int) -> int:
 
 
 def advantages_and_returns(values: np.ndarray, lengths: np.ndarray, rewards: np.ndarray,
-                           gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+                           gamma: float, lam: float, step_rewards: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """GAE(gamma, lambda) advantages and discounted returns of trajectories laid end to end, each
-    with a single reward at its last step (the value after the last step is 0)."""
+    with a single reward at its last step (the value after the last step is 0); or, given
+    `step_rewards` (one per decision, laid out as `values`), with those rewards."""
     n, longest = len(lengths), int(lengths.max())
     # trajectories as rows of a (n, longest) grid, right-aligned so that they all end together
     col = np.arange(longest)[None, :] >= (longest - lengths)[:, None]
     v = np.zeros((n, longest + 1))
     v[:, :-1][col] = values
     r = np.zeros((n, longest))
-    r[:, -1] = rewards
+    if step_rewards is None:
+        r[:, -1] = rewards
+    else:
+        r[col] = step_rewards
     delta = r + gamma * v[:, 1:] - v[:, :-1]
     adv = np.zeros((n, longest))
     ret = np.zeros((n, longest))
@@ -276,7 +297,9 @@ class PPO:
         with torch.no_grad():
             values = torch.cat([self.value.values(part) for part in self._parts(self.value, b)])
         values = values.numpy().astype(np.float64)
-        adv, ret = advantages_and_returns(values, traj.lengths, traj.rewards, p.gamma, p.lam)
+        step_rewards = traj.step_rewards if p.step_rewards else None
+        adv, ret = advantages_and_returns(values, traj.lengths, traj.rewards, p.gamma, p.lam,
+                                          step_rewards)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         b.adv = torch.from_numpy(adv.astype(np.float32))
         b.ret = torch.from_numpy(ret.astype(np.float32))
@@ -289,6 +312,8 @@ class PPO:
             "decisions": int(traj.lengths.sum()),
             "mean_reward": float(traj.rewards.mean()),
         }
+        if step_rewards is not None:  # an episode's return: the sum of its rewards
+            out["mean_reward"] = float(np.add.reduceat(step_rewards, traj.starts).mean())
         info = getattr(env, "rollout_info", None)  # what the environments say of this rollout
         if info is not None:
             out.update(info())
@@ -382,6 +407,8 @@ class PPO:
         the same arithmetic. On these 2-core machines side by side was as fast or faster than one
         after the other with two threads per product in most runs, and clearly faster when the
         cores are shared with other work (benchmarks/train.py measures both)."""
+        if self.params.minibatch is not None:
+            return self._update_minibatches(b)
         threads = torch.get_num_threads()
         if self.params.parallel_update and threads >= 2:
             from concurrent.futures import ThreadPoolExecutor
@@ -392,6 +419,64 @@ class PPO:
                 v = pool.submit(self._update_value, b, each)
                 return {**pi.result(), **v.result()}
         return {**self._update_policy(b), **self._update_value(b)}
+
+    def _update_minibatches(self, b: Batch) -> dict[str, float]:
+        """`update_epochs` passes over the batch in random minibatches of `minibatch` decisions
+        (CleanRL's and SB3's PPO, on separate networks with their own optimisers): on each, one
+        Adam step of the policy on the clipped surrogate minus `ent_coef` x the entropy, and one
+        of the value on its squared error, each gradient clipped to `max_grad_norm`; with
+        `target_kl` > 0 no further pass once a pass's approximate KL exceeds 1.5 x target_kl.
+        The minibatches are drawn from a generator seeded by (seed, epoch), as the rollout's."""
+        p = self.params
+        t0 = time.perf_counter()
+        generator = torch.Generator().manual_seed(derived_seed(p.seed, self.epoch, 2))
+        stats: dict[str, float] = {}
+        passes = 0
+        for k in range(p.update_epochs):
+            order = torch.randperm(b.size, generator=generator)
+            sums = {"loss_pi": 0.0, "loss_v": 0.0, "kl": 0.0, "clip_fraction": 0.0,
+                    "entropy": 0.0}
+            for s0 in range(0, b.size, p.minibatch):
+                part = b.subset(order[s0:s0 + p.minibatch])
+                dist = self.policy.distribution(part)
+                logp = dist.log_prob()
+                ratio = torch.exp(logp - part.logp_old)
+                clipped = torch.clamp(ratio, 1 - p.clip_ratio, 1 + p.clip_ratio) * part.adv
+                loss = -torch.min(ratio * part.adv, clipped).mean()
+                probs = dist.logp_all.exp()
+                entropy = -(probs * dist.logp_all).sum(-1).mean()
+                if p.ent_coef:
+                    loss = loss - p.ent_coef * entropy
+                self.pi_optimizer.zero_grad()
+                loss.backward()
+                if p.max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(self.policy.parameters(), p.max_grad_norm)
+                self.pi_optimizer.step()
+                loss_v = ((self.value.values(part) - part.ret) ** 2).mean()
+                self.v_optimizer.zero_grad()
+                loss_v.backward()
+                if p.max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(self.value.parameters(), p.max_grad_norm)
+                self.v_optimizer.step()
+                with torch.no_grad():
+                    w = part.size / b.size
+                    sums["loss_pi"] += float(loss) * w
+                    sums["loss_v"] += float(loss_v) * w
+                    sums["entropy"] += float(entropy) * w
+                    sums["kl"] += float((part.logp_old - logp).mean()) * w
+                    sums["clip_fraction"] += float(
+                        ((ratio - 1).abs() > p.clip_ratio).float().mean()) * w
+            passes += 1
+            if k == 0:
+                stats = {"loss_pi": sums["loss_pi"], "loss_v": sums["loss_v"],
+                         "entropy": sums["entropy"]}
+            stats.update(kl=sums["kl"], clip_fraction=sums["clip_fraction"])
+            if p.target_kl > 0 and sums["kl"] > 1.5 * p.target_kl:
+                break
+        self.pi_optimizer.zero_grad()
+        self.v_optimizer.zero_grad()
+        stats.update(pi_iters=passes, pi_s=time.perf_counter() - t0, v_s=0.0)
+        return stats
 
     # -- files --------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

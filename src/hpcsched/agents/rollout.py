@@ -45,6 +45,9 @@ class Trajectories:
     metrics: list[dict[str, Any]] = field(default_factory=list)  # infos["metrics"] of each
     windows: list[tuple[int, int] | None] = field(default_factory=list)  # infos["window"] of each
     env_steps: int = 0  # batched steps taken, including the discarded ones
+    #: (M,) float64: the reward of every decision (an env that rewards along the way: DBF);
+    #: `rewards` holds each trajectory's last
+    step_rewards: np.ndarray | None = None
 
     @property
     def starts(self) -> np.ndarray:
@@ -84,6 +87,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     # per batched step: which envs were recorded and what they saw and did
     blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     ends: list[tuple[int, int, float, dict, Any]] = []  # (env, episode, reward, metrics, window)
+    step_rewards: list[np.ndarray] = []  # per block: the reward of each recorded decision
     steps = 0
     while np.any(finished < quota):
         if steps >= max_steps:
@@ -93,6 +97,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         blocks.append((env_ids, finished[env_ids], obs[env_ids], mask[env_ids],
                        np.asarray(actions, np.int64)[env_ids], np.asarray(logp, np.float32)[env_ids]))
         obs, mask, reward, done, infos = env.step(actions)
+        step_rewards.append(np.asarray(reward, np.float64)[env_ids])
         steps += 1
         for i in np.flatnonzero(done):
             if finished[i] < quota[i]:
@@ -115,12 +120,14 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
     dest[order] = np.arange(len(order))
     first = blocks[0]
     out = [np.empty((len(order), *first[k].shape[1:]), dtype=first[k].dtype) for k in (2, 3, 4, 5)]
+    rewards = np.empty(len(order), dtype=np.float64)
     at = 0
-    for block in blocks:
+    for block, reward in zip(blocks, step_rewards):
         rows = dest[at:at + len(block[0])]
         at += len(block[0])
         for array, k in zip(out, (2, 3, 4, 5)):
             array[rows] = block[k]
+        rewards[rows] = reward
     return Trajectories(
         obs=out[0],
         mask=out[1],
@@ -131,6 +138,7 @@ def collect(env: VecEnv, act: ActFn, n: int, seed: int | None = None,
         metrics=[e[3] for e in ends],
         windows=[e[4] for e in ends],
         env_steps=steps,
+        step_rewards=rewards,
     )
 
 

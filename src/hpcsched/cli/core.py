@@ -27,6 +27,8 @@ EPILOG_COMPARE = """examples:
   hpcsched compare hpc2n --profile rlscheduler --policies fcfs,wfp3-rls,unicep-rls,sjf,f1 \\
       --backfill none,schedgym --windows 10 --jobs 1024 --first 10000      # the paper's own windows
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
+  hpcsched compare lublin-1 --policies fcfs,sqf,lcfs,dbf:pretrained/dbf-m32 --backfill none,easy \
+      --episodes 100 --jobs 1000      # DBF's protocol: episodes, not windows (see --episodes)
 """
 
 EPILOG_TRACE = """examples:
@@ -73,6 +75,11 @@ def register(sub, fmt) -> None:
     p.add_argument("--reference", metavar="POLICY",
                    help="add `score`: Wang's combined score S = AWT_ref/AWT + MWT_ref/MWT against "
                         "this one of the policies (it scores 2; higher is better)")
+    p.add_argument("--episodes", type=positive_int, metavar="N",
+                   help="DBF's protocol (Wang's thesis Ch. 3) instead of windows: N fixed test "
+                        "episodes (workload.windows.dbf_starts), each from an empty machine, jobs "
+                        "arriving throughout, ending when --jobs (default 1000) have started; "
+                        "Ch. 3's metrics over each episode")
     add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
@@ -215,6 +222,8 @@ def cmd_compare(args) -> int:
 
     profile_note = resolve_profile(args, args.policies)
     prepared = prepare_from_args(args)
+    if args.episodes:
+        return compare_dbf_episodes(args, prepared, profile_note)
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
@@ -234,6 +243,27 @@ def cmd_compare(args) -> int:
         from hpcsched.experiments.schedinspector import inspector_summary
 
         print("\n" + "\n".join(inspector_summary(rows, policies)))
+    return 0
+
+
+def compare_dbf_episodes(args, prepared, profile_note: str | None) -> int:
+    """`compare --episodes N`: DBF's test episodes (`experiments.dbf_episodes`)."""
+    from hpcsched.experiments.dbf_episodes import compare_episodes
+    from hpcsched.workload.windows import dbf_starts
+
+    jobs = args.jobs or 1000
+    starts = dbf_starts(prepared, "test", args.episodes, episode_jobs=jobs)
+    policies = [(p, resolve(p, args.seed or 0, prepared)) for p in args.policies]
+    check_backfills(args.backfill)
+    with Progress(len(policies) * len(args.backfill) * len(starts), "simulating") as bar:
+        rows = compare_episodes(prepared, policies, args.backfill, starts, episode_jobs=jobs,
+                                progress=bar.update)
+    if args.fmt is None:
+        if profile_note:
+            print(profile_note)
+        print(f"{prepared.summary()}\n{len(starts)} DBF test episode(s) of {jobs} started jobs "
+              f"(dbf_starts 'test': {starts[0]}..{starts[-1]}); mean over episodes\n")
+    print(format_rows(rows, args.fmt or "table"))
     return 0
 
 

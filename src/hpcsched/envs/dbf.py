@@ -147,6 +147,17 @@ def as_dbf_trace(trace: str | os.PathLike | JobTable | Prepared,
     return prepared
 
 
+def check_start_range(start_range, last: int) -> tuple[int, int]:
+    """(lo, hi) of the starts random episodes draw from (default: all, 0..last)."""
+    if start_range is None:
+        return 0, int(last)
+    lo, hi = (int(x) for x in start_range)
+    if not 0 <= lo <= hi <= last:
+        raise ValueError(f"start_range must be (lo, hi) with 0 <= lo <= hi <= {last}, got "
+                         f"{tuple(start_range)}")
+    return lo, hi
+
+
 def check_window(window: int, tail: int) -> tuple[int, int]:
     if window <= 0:
         raise ValueError(f"window must be positive, got {window}")
@@ -260,6 +271,8 @@ class DBFEnv(gym.Env):
         mask: mask invalid picks (default False: the thesis's invalid pick = Fwd).
         alphas: (a1, a2, a3) of Eq. 3.1.
         profile: for a trace not yet prepared (default "standard").
+        start_range: (lo, hi), the starts random episodes draw from, both included (default:
+            every start; DBF's training block: `workload.windows.dbf_starts(trace, "train")`).
     """
 
     metadata = {"render_modes": []}
@@ -274,6 +287,7 @@ class DBFEnv(gym.Env):
         mask: bool = False,
         alphas: Sequence[float] = ALPHAS,
         profile: str | None = None,
+        start_range: tuple[int, int] | None = None,
     ) -> None:
         super().__init__()
         self.prepared = as_dbf_trace(trace, profile)
@@ -290,6 +304,7 @@ class DBFEnv(gym.Env):
         self.alphas = tuple(float(a) for a in alphas)
         if len(self.alphas) != 3:
             raise ValueError(f"alphas are three weights (a1, a2, a3), got {alphas!r}")
+        self.start_range = check_start_range(start_range, n - self.episode_jobs)
         self.scale = DbfScale.of(self.prepared)
         self.need = self.prepared.cluster.nodes_needed(self.prepared.jobs.procs)
         self.n_obs = self.scale.cores + 3 * self.window
@@ -371,7 +386,7 @@ class DBFEnv(gym.Env):
                 raise ValueError(f"an episode of {self.episode_jobs} jobs starts in [0, {last}], "
                                  f"not at {start}")
             return start
-        return int(self.np_random.integers(0, last + 1))
+        return int(self.np_random.integers(self.start_range[0], self.start_range[1] + 1))
 
     def _observe(self) -> None:
         ep = self.episode
@@ -401,4 +416,5 @@ class DBFEnv(gym.Env):
 
 
 __all__ = ["ALPHAS", "DBFEnv", "DbfEpisode", "DbfScale", "EPISODE_JOBS", "WINDOW",
-           "as_dbf_trace", "check_window", "cycle_reward", "observe_view", "split_window"]
+           "as_dbf_trace", "check_start_range", "check_window", "cycle_reward", "observe_view",
+           "split_window"]

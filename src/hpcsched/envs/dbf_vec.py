@@ -38,6 +38,7 @@ from hpcsched.envs.dbf import (
     DbfEpisode,
     DbfScale,
     as_dbf_trace,
+    check_start_range,
     check_window,
     cycle_reward,
 )
@@ -64,6 +65,9 @@ def generators(seed, n: int, kept: Sequence[np.random.Generator] = ()) -> list:
 class VecDBF:
     """N DBF episodes stepped together; the arguments after `num_envs` are `DBFEnv`'s.
 
+    start_range: (lo, hi), the starts random episodes draw from, both included (default: every
+    start; DBF's training block: `workload.windows.dbf_starts(trace, "train")`).
+
     copy: return fresh arrays from `reset` and `step` (default); with False the same buffers are
     returned every time and overwritten by the next call.
     """
@@ -80,6 +84,7 @@ class VecDBF:
         alphas: Sequence[float] = ALPHAS,
         profile: str | None = None,
         copy: bool = True,
+        start_range: tuple[int, int] | None = None,
     ) -> None:
         if num_envs <= 0:
             raise ValueError(f"num_envs must be positive, got {num_envs}")
@@ -99,6 +104,7 @@ class VecDBF:
         if len(self.alphas) != 3:
             raise ValueError(f"alphas are three weights (a1, a2, a3), got {alphas!r}")
         self.copy = copy
+        self.start_range = check_start_range(start_range, n_jobs - self.episode_jobs)
         scale = self.scale = DbfScale.of(self.prepared)
         jobs = self.prepared.jobs
         # trace-level columns, indexed by global rows (an episode's row + its start)
@@ -150,7 +156,7 @@ class VecDBF:
         self._episodes = []
         for i in range(self.num_envs):
             if starts is None:
-                start = int(self._rngs[i].integers(0, last + 1))
+                start = int(self._rngs[i].integers(self.start_range[0], self.start_range[1] + 1))
             else:
                 start = int(starts[i])
                 if not 0 <= start <= last:
@@ -201,8 +207,8 @@ class VecDBF:
                 done[i] = True
                 infos[i] = {"window": (ep.start, ep.jobs), "placed": ep.placed,
                             "metrics": ep.metrics(), "trace_end": ep.placed < ep.target}
-                self._begin(i, int(self._rngs[i].integers(
-                    0, len(self.prepared.jobs) - self.episode_jobs + 1)))
+                self._begin(i, int(self._rngs[i].integers(self.start_range[0],
+                                                          self.start_range[1] + 1)))
         self._observe_all()
         return self._out(self._obs), self._out(self._mask), reward, done, infos
 

@@ -223,7 +223,58 @@ def train_test_split(n_jobs: int, test_fraction: float) -> tuple[range, range]:
     return range(0, cut), range(cut, n_jobs)
 
 
-__all__ = ["PAPER_SEED", "StartFilter", "TRAIN_FRACTION", "WindowSampler", "covered",
-           "disjoint_windows", "evaluation_windows", "gym_legacy_state", "paper_test_jobs",
-           "paper_windows", "sample_windows", "schedinspector_windows", "split_point",
-           "train_test_split"]
+
+#: DBF's split of a trace into blocks of jobs (Wang's thesis Ch. 3, `dbf_starts`): the last 25%
+#: test, the 15% before it validation, the first 60% training
+DBF_SPLIT = {"train": (0.0, 0.60), "validation": (0.60, 0.75), "test": (0.75, 1.0)}
+#: the draws of DBF's fixed validation and test starts (training starts are drawn by the env)
+DBF_SEEDS = {"validation": 3_1000, "test": 3_1007}
+
+
+def dbf_start_range(n_jobs: int, split: str, episode_jobs: int = 1000) -> tuple[int, int]:
+    """(lo, hi), both included: the episode starts of `split` ("train", "validation", "test") of a
+    trace of `n_jobs` jobs (see `dbf_starts`)."""
+    if split not in DBF_SPLIT:
+        raise ValueError(f"split {split!r}: choose one of {', '.join(DBF_SPLIT)}")
+    a, b = DBF_SPLIT[split]
+    lo, end = int(round(a * n_jobs)), int(round(b * n_jobs))
+    # an episode also sees the jobs still queued when its last job starts (a few dozen on
+    # Lublin-1): a gap of a fifth of an episode before the next block keeps them out of it
+    gap = 0 if split == "test" else episode_jobs // 5
+    hi = end - episode_jobs - gap
+    if hi < lo:
+        raise ValueError(f"a trace of {n_jobs} jobs is too short for DBF's {split} block of "
+                         f"{episode_jobs}-job episodes (jobs {lo}..{end - 1})")
+    return lo, hi
+
+
+def dbf_starts(trace, split: str, n: int | None = None, episode_jobs: int = 1000) -> list[int]:
+    """The episode starts of DBF's `split` of `trace` (a prepared trace, a job table, or its
+    number of jobs), the one place they are defined, for training, validation and every DBF
+    experiment:
+
+    - the trace is cut into blocks of jobs: training the first 60%, validation the next 15%,
+      test the last 25% (`DBF_SPLIT`);
+    - an episode of `split` starts in its block and places its `episode_jobs` jobs there; the
+      starts of the training and validation blocks stop a fifth of an episode short of the next
+      block, so that what is still queued at an episode's end does not reach into it;
+    - "validation" and "test" are `n` starts (default 10 and 100) drawn without replacement with
+      a fixed seed per split (`DBF_SEEDS`), sorted, the same on every run; "train" (n None) is the
+      range itself, ``[lo, hi]``, from which training episodes draw their starts uniformly.
+
+    On Lublin-1 (10,000 jobs, 1,000-job episodes): training starts 0..4800, validation
+    6000..6300, test 7500..9000."""
+    n_jobs = trace if isinstance(trace, (int, np.integer)) else len(getattr(trace, "jobs", trace))
+    lo, hi = dbf_start_range(int(n_jobs), split, episode_jobs)
+    if split == "train" and n is None:
+        return [lo, hi]
+    n = {"validation": 10, "test": 100}.get(split, 1) if n is None else int(n)
+    if n > hi - lo + 1:
+        raise ValueError(f"DBF's {split} block holds {hi - lo + 1} starts, fewer than {n}")
+    rng = np.random.default_rng(DBF_SEEDS.get(split, 0))
+    return sorted(int(s) for s in lo + rng.choice(hi - lo + 1, size=n, replace=False))
+
+__all__ = ["DBF_SEEDS", "DBF_SPLIT", "PAPER_SEED", "StartFilter", "TRAIN_FRACTION", "WindowSampler",
+           "covered", "dbf_start_range", "dbf_starts", "disjoint_windows", "evaluation_windows",
+           "gym_legacy_state", "paper_test_jobs", "paper_windows", "sample_windows",
+           "schedinspector_windows", "split_point", "train_test_split"]

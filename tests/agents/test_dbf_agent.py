@@ -1,0 +1,217 @@
+"""DBF's agent (Wang's thesis Ch. 3): the thesis's PPO settings in the config, the split of episode
+starts, the minibatch PPO update with per-step rewards, and the trained actor on the engine giving
+exactly the environment's schedule (schedule cycling), with and without EASY after its Fwd."""
+
+import numpy as np
+import pytest
+import torch
+
+from hpcsched.agents.dbf import DBFConfig, DbfActor, DbfCritic, as_policy
+from hpcsched.agents.greedy import greedy
+from hpcsched.agents.ppo import PPO, advantages_and_returns
+from hpcsched.envs.dbf import DBFEnv, DbfScale, as_dbf_trace
+from hpcsched.envs.dbf_vec import VecDBF
+from hpcsched.experiments.dbf_episodes import run_episode
+from hpcsched.sim.run import prepare
+from hpcsched.workload.jobs import JobTable, TraceHeader
+from hpcsched.workload.windows import dbf_start_range, dbf_starts
+
+
+def test_the_thesis_settings_and_the_stated_choices():
+    c = DBFConfig()
+    assert (c.pi_lr, c.vf_lr, c.clip_ratio, c.gamma, c.minibatch) == (3e-4, 3e-4, 0.2, 0.99, 128)
+    assert c.hidden == (1024, 512, 256) and c.episode_jobs == 1000 and not c.mask
+    assert c.trajectories_per_epoch == c.num_envs  # one episode per env, then the update
+    p = c.ppo_params()
+    assert (p.minibatch, p.update_epochs, p.lam, p.ent_coef, p.max_grad_norm) == (
+        128, 2, 0.95, 0.01, 0.5)
+    assert p.step_rewards and p.target_kl == 0.0
+    actor, critic = DBFConfig(window=10).networks()
+    assert isinstance(actor, DbfActor) and isinstance(critic, DbfCritic)
+    sizes = [m.out_features for m in actor.net if isinstance(m, torch.nn.Linear)]
+    assert sizes == [1024, 512, 256, 11] and actor.net[0].in_features == 256 + 30
+    assert isinstance(actor.net[1], torch.nn.Tanh)
+    # separate networks: no parameter shared
+    assert not {id(q) for q in actor.parameters()} & {id(q) for q in critic.parameters()}
+
+
+def test_the_split_of_episode_starts_is_disjoint_and_fixed():
+    n, e = 10_000, 1000
+    train, val, test = (dbf_start_range(n, s, e) for s in ("train", "validation", "test"))
+    assert train == (0, 4800) and val == (6000, 6300) and test == (7500, 9000)
+    # an episode's first e jobs (and a fifth of an episode after them) stay in its block
+    assert train[1] + e + e // 5 <= val[0] and val[1] + e + e // 5 <= test[0]
+    v, t = dbf_starts(n, "validation"), dbf_starts(n, "test")
+    assert len(v) == 10 and len(t) == 100 and len(set(t)) == 100
+    assert all(val[0] <= s <= val[1] for s in v) and all(test[0] <= s <= test[1] for s in t)
+    assert dbf_starts(n, "test") == t and dbf_starts(n, "train") == [0, 4800]
+    prepared = as_dbf_trace("lublin-1")
+    assert dbf_starts(prepared, "test") == dbf_starts(len(prepared.jobs), "test")
+    with pytest.raises(ValueError, match="too short"):
+        dbf_starts(1500, "validation")
+
+
+def test_training_episodes_draw_only_from_their_block():
+    vec = VecDBF(4, "lublin-1", window=4, episode_jobs=50, start_range=(100, 120))
+    vec.reset(seed=3)
+    seen = [w[0] for w in vec.windows]
+    for _ in range(400):
+        _, _, _, done, infos = vec.step(np.full(4, 4))
+        seen += [infos[i]["window"][0] for i in np.flatnonzero(done)]
+    assert len(seen) > 8 and all(100 <= s <= 120 for s in seen)
+    with pytest.raises(ValueError, match="start_range"):
+        DBFEnv("lublin-1", start_range=(5, 2))
+
+
+def test_gae_with_rewards_along_the_episode():
+    values = np.array([0.5, 0.2, 0.1, 0.3, 0.4])
+    lengths, step = np.array([3, 2]), np.array([1.0, 0.0, 2.0, -1.0, 3.0])
+    g, lam = 0.9, 0.8
+    adv, ret = advantages_and_returns(values, lengths, step[[2, 4]], g, lam, step)
+    # by hand, the first trajectory: deltas, then lambda-discounted sums
+    d = [1 + g * 0.2 - 0.5, 0 + g * 0.1 - 0.2, 2 - 0.1]
+    assert adv[:3] == pytest.approx([d[0] + g * lam * (d[1] + g * lam * d[2]),
+                                     d[1] + g * lam * d[2], d[2]])
+    assert ret[:3] == pytest.approx([1 + g * 2 * g, g * 2, 2])
+    assert ret[3:] == pytest.approx([-1 + g * 3, 3])
+    # only a last reward: the same as the terminal-reward form
+    last = np.array([0, 0, 2.0, 0, 3.0])
+    a1, r1 = advantages_and_returns(values, lengths, last[[2, 4]], g, lam, last)
+    a2, r2 = advantages_and_returns(values, lengths, last[[2, 4]], g, lam)
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(r1, r2)
+
+
+def tiny_config(**kw):
+    return DBFConfig(window=4, tail=1, episode_jobs=40, num_envs=2, trajectories_per_epoch=2,
+                     hidden=(16,), minibatch=32, **kw)
+
+
+def test_a_minibatch_update_learns_and_resumes_identically(tmp_path):
+    a = PPO(tiny_config())
+    a.learn(2)
+    h = a.history[-1]
+    assert h["pi_iters"] == 2 and h["trajectories"] == 2 and np.isfinite(h["loss_v"])
+    # the mean reward is an episode's return: the sum of its (negative) cycle rewards
+    assert h["mean_reward"] < -1
+    b = PPO(tiny_config())
+    b.learn(1)
+    b.save(tmp_path / "m.pt")
+    b = PPO.load(tmp_path / "m.pt")
+    assert isinstance(b.config, DBFConfig)
+    b.learn(1)
+    for x, y in zip(a.policy.parameters(), b.policy.parameters()):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+# -- the actor on the engine ------------------------------------------------------------------------
+def table(rows, nodes):
+    header = TraceHeader(name="hand", max_nodes=nodes, max_procs=nodes)
+    return JobTable.from_columns(header, submit=[r[0] for r in rows],
+                                 run_time=[r[1] for r in rows], req_procs=[r[2] for r in rows],
+                                 alloc_procs=[r[2] for r in rows], req_time=[r[3] for r in rows])
+
+
+def biased_actor(n_in, window, seed=0, pick=2.0):
+    torch.manual_seed(seed)
+    actor = DbfActor(n_in, window + 1, (32,))
+    with torch.no_grad():
+        actor.net[-1].bias[:window] += pick  # picks more often than Fwd
+    return actor
+
+
+def env_episode(env, actor, start):
+    """The greedy actor through DBFEnv: (its metrics, the start time of every job it placed)."""
+    obs, info = env.reset(options={"start": start})
+    while True:
+        a = greedy(actor.scores64(obs[None], info["action_mask"][None])[0], info["action_mask"])
+        obs, _, done, _, info = env.step(a)
+        if done:
+            v = env.engine.view()
+            return info["metrics"], np.asarray(v.start_time)
+
+
+def engine_starts(prepared, policy, start, jobs, backfill="none"):
+    from hpcsched.sim.factory import make_engine
+
+    engine = make_engine(prepared.jobs.window(start, 2 * jobs), prepared.cluster,
+                         prepared.profile, backfill)
+    engine.run(policy)
+    return np.asarray(engine.view().start_time)
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_the_policy_on_the_engine_is_the_envs_schedule_on_a_hand_built_trace(mask):
+    # 4 cores: big and small jobs arriving together and one by one
+    rows = [(0, 100, 2, 200), (0, 50, 3, 60), (10, 20, 1, 40), (10, 30, 4, 80), (15, 5, 1, 10),
+            (40, 70, 2, 90), (41, 10, 1, 10), (60, 200, 4, 200), (61, 30, 2, 30), (62, 1, 1, 5)]
+    prepared = prepare(table(rows, 4), "standard")
+    config = DBFConfig(window=3, tail=1, mask=mask, hidden=(32,))
+    env = DBFEnv(prepared, window=3, tail=1, episode_jobs=7, mask=mask)
+    scale = DbfScale.of(prepared)
+    for seed in range(4):
+        actor = biased_actor(4 + 9, 3, seed, pick=0.5)
+        metrics, env_start = env_episode(env, actor, 0)
+        policy = as_policy(actor, config, scale)
+        assert run_episode(prepared, policy, 0, episode_jobs=7) == metrics
+        eng = engine_starts(prepared, policy, 0, 5)
+        placed = np.isfinite(env_start)
+        assert placed.sum() == 7
+        np.testing.assert_array_equal(eng[:len(env_start)][placed], env_start[placed])
+
+
+def test_the_policy_on_the_engine_is_the_envs_schedule_on_lublin():
+    prepared = as_dbf_trace("lublin-1")
+    config = DBFConfig(window=10, tail=1, hidden=(32,))
+    env = DBFEnv(prepared, window=10, tail=1, episode_jobs=300)
+    actor = biased_actor(256 + 30, 10)
+    policy = as_policy(actor, config, DbfScale.of(prepared))
+    for start in dbf_starts(prepared, "test", 2, episode_jobs=300):
+        metrics, env_start = env_episode(env, actor, start)
+        assert metrics["placed"] == 300
+        assert run_episode(prepared, policy, start, episode_jobs=300) == metrics
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+def test_an_actor_that_always_picks_the_head_is_fcfs(backfill):
+    """Slot 0 shows the oldest waiting job: picking it is a start when it fits and a Fwd when it
+    does not, so the actor is FCFS without backfilling; with EASY after its Fwd (the oldest job
+    that does not fit holds the reservation) it is FCFS with EASY."""
+    from hpcsched.policies.priority import get_policy
+
+    prepared = as_dbf_trace("lublin-1")
+    actor = DbfActor(256 + 30, 11, (8,))
+    with torch.no_grad():
+        actor.net[-1].bias[0] += 100.0  # slot 0 always
+    policy = as_policy(actor, DBFConfig(window=10, hidden=(8,)), DbfScale.of(prepared))
+    for start in (7500, 8000):
+        ours = run_episode(prepared, policy, start, episode_jobs=300, backfill=backfill)
+        fcfs = run_episode(prepared, get_policy("fcfs"), start, episode_jobs=300,
+                           backfill=backfill)
+        assert ours == fcfs
+
+
+def test_an_actor_that_always_answers_fwd_starts_nothing_even_with_easy():
+    """EASY after a Fwd backfills around a job that does not fit; while every waiting job fits
+    there is none, and the agent's choice to wait stands: on an empty machine nothing starts."""
+    prepared = as_dbf_trace("lublin-1")
+    actor = DbfActor(256 + 30, 11, (8,))
+    with torch.no_grad():
+        actor.net[-1].bias[10] += 100.0  # Fwd always
+    policy = as_policy(actor, DBFConfig(window=10, hidden=(8,)), DbfScale.of(prepared))
+    assert run_episode(prepared, policy, 7500, episode_jobs=200, backfill="easy")["placed"] == 0
+
+
+def test_dbf_names_resolve_through_the_registry(tmp_path):
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.recipes import get, model_of
+
+    model = PPO(tiny_config())
+    model.save(tmp_path / "model.pt")
+    recipe, ck = model_of(tmp_path / "model.pt")
+    assert recipe.name == "dbf" and ck["learner"] == "ppo" and get("dbf") is recipe
+    prepared = as_dbf_trace("lublin-1")
+    policy = resolve_policy(f"dbf:{tmp_path}", prepared)
+    assert policy.window == 4 and policy.tail == 1
+    with pytest.raises(ValueError, match="pass loop"):
+        resolve_policy(f"dbf:{tmp_path}", prepare("lublin-1", "rlscheduler"))

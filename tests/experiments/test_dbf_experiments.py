@@ -1,0 +1,271 @@
+"""The DBF experiments (thesis Ch. 3, Fig. 3.4-3.7): the episode every method is scored on, the
+test starts, the invisible jobs, the job types, the rows and the thesis's claims."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hpcsched.cli import main
+from hpcsched.envs.dbf import DBFEnv, split_window
+from hpcsched.experiments import dbf
+from hpcsched.experiments import dbf_window as dw
+from hpcsched.sim.decisions import Start, Wait
+from hpcsched.sim.run import as_prepared, simulate
+from hpcsched.workload.jobs import JobTable
+
+KEYS = ("jobs", "wait", "bsld", "utilization", "queue_length", "job_load", "placed")
+
+
+def rule(rows: np.ndarray, fits: np.ndarray, cores: np.ndarray, window: int) -> int:
+    """A fixed action rule both paths can play: decline when the number of jobs that fit is 2
+    mod 3 (schedule cycling: Fwd with a job that fits), else start the widest job that fits (the
+    first such slot), else Fwd."""
+    valid = np.flatnonzero(fits)
+    if valid.size == 0 or valid.size % 3 == 2:
+        return window
+    return int(valid[np.argmax(cores[rows[valid]])])
+
+
+class RulePolicy:
+    """`rule` as an engine Policy, seeing the queue through the same split window."""
+
+    name = "rule"
+
+    def __init__(self, window: int, tail: int) -> None:
+        self.window, self.tail = window, tail
+
+    def decide(self, view):
+        rows = split_window(view.queue, self.window, self.tail)
+        shown = rows >= 0
+        fits = np.zeros(self.window, dtype=bool)
+        fits[shown] = view.nodes_needed[rows[shown]] <= view.free_nodes
+        a = rule(rows, fits, view.jobs.procs, self.window)
+        return Wait() if a == self.window else Start(int(rows[a]))
+
+
+@pytest.mark.parametrize("start,window,tail", [(8000, 8, 2), (8400, 16, 0), (8800, 4, 4)])
+def test_episode_cut_equals_the_dbf_env(start, window, tail):
+    """The engine stepped to the N-th start and cut by interval_metrics gives exactly the
+    numbers the DBF environment reports for the same episode played by the same rule."""
+    env = DBFEnv("lublin-1", window=window, tail=tail, episode_jobs=150)
+    obs, info = env.reset(options={"start": start})
+    cores = env.engine.jobs.procs
+    steps = 0
+    while True:
+        obs, reward, done, _, info = env.step(rule(env.rows, env.valid, cores, window))
+        steps += 1
+        if done:
+            break
+    ours = dbf.run_episode(env.prepared, RulePolicy(window, tail), start,
+                           episode_jobs=150).metrics()
+    assert info["metrics"]["placed"] == 150
+    for k in KEYS:
+        assert ours[k] == info["metrics"][k], k
+    assert steps > 150  # some Fwd steps: the rule declined jobs that fit, and waited
+
+
+def test_a_heuristic_episode_is_the_prefix_of_its_whole_run():
+    """Stopping at the 1,000th start changes no start before it (the policy sees no future)."""
+    prepared = as_prepared("lublin-1", "standard")
+    from hpcsched.policies.priority import get_policy
+
+    for backfill in ("none", "easy"):
+        ep = dbf.run_episode(prepared, get_policy("fcfs"), 8100, backfill=backfill)
+        full = simulate(prepared, get_policy("fcfs"), backfill=backfill, start=8100,
+                        jobs=len(ep.jobs))
+        placed = np.isfinite(ep.start_time)
+        assert placed.sum() == 1000 == ep.placed
+        np.testing.assert_array_equal(ep.start_time[placed], full.start[placed])
+        assert ep.t1 == np.max(ep.start_time[placed])
+        assert np.sum(full.start < ep.t1) <= 1000  # nothing the cut left out started earlier
+
+
+def test_test_starts_are_fixed_and_disjoint_from_training():
+    from hpcsched.workload.windows import dbf_start_range, dbf_starts
+
+    n = 10000
+    starts = dbf.test_starts(n, 100)
+    assert starts == dbf.test_starts(n, 100) == dbf_starts(n, "test", 100)  # the learner's split
+    assert len(set(starts)) == 100
+    train_hi = dbf_start_range(n, "train")[1]
+    val_lo, val_hi = dbf_start_range(n, "validation")
+    # a training or validation episode places its 1,000 jobs and leaves at most a few dozen
+    # waiting (the split's gap: a fifth of an episode) before any test episode's first job
+    assert train_hi + 1200 <= val_lo and val_hi + 1200 <= min(starts)
+    assert max(starts) + 1000 <= n
+    assert len(set(dbf.test_starts(n, 1000))) == 1000  # Fig. 3.7's 1,000 episodes fit
+    with pytest.raises(ValueError, match="at least 1"):
+        dbf.test_starts(n, 0)
+    with pytest.raises(ValueError, match="too short"):
+        dbf.test_starts(1100, 10)
+
+
+def test_invisible_jobs_on_a_hand_built_queue():
+    # A arrives at 0 and starts then, B waits to 10 and runs 5 s, C never starts, D arrives at
+    # 5 and starts at 15; the queue is taken as each cycle opens, before its starts
+    submit = np.array([0.0, 0.0, 0.0, 5.0])
+    start = np.array([0.0, 10.0, np.nan, 15.0])
+    executed = np.array([10.0, 5.0, 1.0, 1.0])
+    lengths = dw.queue_lengths_at(submit, start, executed, 0.0, 15.0)
+    # cycles at 0 (A, B, C), 5 (arrival: B, C, D), 10 (A ends: B, C, D), 15 (B ends: C, D)
+    np.testing.assert_array_equal(lengths, [3, 3, 3, 2])
+    assert dw.visibility(lengths, 2) == (3.0, 3, 4)
+    assert dw.visibility_means([dw.visibility(lengths, 2), (1.0, 1, 4)]) == {
+        "invisible": 0.5, "partial": 0.5, "cycles": 8}
+    assert dw.visibility(lengths, 3) == (0.0, 0, 4)
+    assert dw.visibility(lengths, 1) == (7.0, 4, 4)
+    # an instant where nothing waits is no cycle: one job, started on arrival, ends at 5
+    assert dw.queue_lengths_at(np.array([0.0]), np.array([0.0]), np.array([5.0]), 0.0,
+                               9.0).tolist() == [1]
+
+
+def test_job_type_classes_on_a_hand_case():
+    cores, times = dw.job_classes(np.array([1, 2, 8, 9, 128, 129, 256]),
+                                  np.array([60, 61, 600, 3600, 3601, 43200, 43201]))
+    assert cores.tolist() == [0, 1, 1, 2, 4, 5, 5]
+    assert times.tolist() == [0, 1, 1, 2, 3, 4, 5]
+    assert dw.CORE_LABELS[5] == ">128" and dw.TIME_LABELS[5] == ">12h"
+    jobs = JobTable.from_columns(submit=np.array([0.0, 0.0, 1.0, 2.0, 50.0]),
+                                 run_time=np.full(5, 10.0),
+                                 req_procs=np.array([1, 1, 200, 200, 1]),
+                                 req_time=np.array([30.0, 30.0, 7200.0, 7200.0, 30.0]))
+    ep = dbf.Episode(0, jobs, np.array([0.0, 4.0, 9.0, np.nan, np.nan]), np.full(5, 10.0),
+                     0.0, 9.0, 256, 3)
+    counts = dw.job_type_counts(ep)
+    assert counts["arrived"][0][0] == 2 and counts["placed"][0][0] == 2
+    assert counts["wait"][0][0] == 4.0
+    assert counts["arrived"][5][3] == 2 and counts["placed"][5][3] == 1  # the 5th: after t1
+    assert counts["wait"][5][3] == 8.0
+    big = dw.starvation([counts, counts])
+    assert big == {"big_arrived": 4, "big_placed": 2, "big_not_placed": 0.5, "big_wait": 8.0}
+    row = next(r for r in dw.job_type_rows("x", [counts]) if r["cores"] == ">128"
+               and r["runtime"] == "1-4h")
+    assert row == {"method": "x", "cores": ">128", "runtime": "1-4h", "arrived": 2,
+                   "placed": 1, "not_placed": 0.5, "wait": 8.0}
+
+
+def _row(method, kind, protocol="online", window=None, **metrics):
+    base = {"method": method, "kind": kind, "protocol": protocol, "window": window,
+            "backfill": "none", "utilization": 0.7, "wait": 1000.0, "queue_length": 10.0,
+            "job_load": 5000.0, "bsld": 50.0}
+    base.update(metrics)
+    return base
+
+
+def _verdicts(rows):
+    return {c.claim: c.verdict for c in dbf.claims(rows)}
+
+
+def test_the_claims_flip_when_the_numbers_flip():
+    rows = [_row("SJF", "heuristic", utilization=0.75, job_load=4000.0),
+            _row("Insp-SJF+BF-o", "inspector", "offline", bsld=62.2, utilization=0.5),
+            _row("SJF+BF-o (Insp. base)", "base", "offline", bsld=73.3),
+            _row("M32", "model", window=32, wait=500.0, queue_length=5.0, utilization=0.72,
+                 job_load=4500.0)]
+    v = _verdicts(rows)
+    assert set(v.values()) == {"holds"}, v
+    flipped = [dict(r) for r in rows]
+    flipped[1]["bsld"], flipped[2]["bsld"] = 73.3, 62.2  # the inspector worse than its base
+    flipped[3]["wait"] = 2000.0  # DBF's AWT worse than SJF's
+    flipped[0]["utilization"] = 0.45  # a heuristic below the inspector, and below DBF
+    v = _verdicts(flipped)
+    assert set(v.values()) == {"does not hold"}, v
+    lines = [c.line() for c in dbf.claims(flipped)]
+    assert any("62.2" in line and "73.3" in line for line in lines)
+    # without a DBF model its claims are not judged
+    v = _verdicts(rows[:3])
+    assert v["DBF with M >= 32: best AWT and queue length"] == "not judged"
+
+
+def test_the_split_window_claims_flip():
+    def sweep(q20, wait_t1, inv_t1, big_0_10):
+        rows = [_row("20-0", "model", window=20, tail=0, queue_length=q20, invisible=9.0,
+                     partial=0.5),
+                _row("10-0", "model", window=10, tail=0, invisible=9.0, partial=0.6),
+                _row("9-1", "model", window=10, tail=1, wait=wait_t1, queue_length=8.0,
+                     invisible=inv_t1, partial=0.4),
+                _row("0-10", "model", window=10, tail=10, wait=300.0, invisible=inv_t1 + 1,
+                     partial=0.3)]
+        parts = {label: [{"arrived": [[0] * 6] * 5 + [[0, 0, 0, 10, 0, 0]],
+                          "placed": [[0] * 6] * 5 + [[0, 0, 0, placed, 0, 0]],
+                          "wait": [[0.0] * 6] * 6}]
+                 for label, placed in (("10-0", 9), ("9-1", 9), ("0-10", big_0_10))}
+        return dw.Sweep(rows, parts, 1, [])
+
+    good = {c.claim: c.verdict for c in dw.claims(sweep(31.0, 500.0, 2.0, 5))}
+    assert set(good.values()) == {"holds"}, good
+    bad = {c.claim: c.verdict for c in dw.claims(sweep(60.0, 5000.0, 20.0, 10))}
+    assert set(bad.values()) == {"does not hold"}, bad
+
+
+def test_mean_and_sd_over_seeds():
+    row = dbf.mean_row([{"wait": 1.0, "bsld": 2.0}, {"wait": 3.0, "bsld": 2.0}], ("wait", "bsld"))
+    assert row == {"wait": 2.0, "wait_sd": pytest.approx(2 ** 0.5), "bsld": 2.0, "bsld_sd": 0.0}
+    assert dbf.mean_row([{"wait": 1.0}], ("wait",)) == {"wait": 1.0}
+
+
+def test_baselines_json_rows(capsys):
+    """--json rows carry the documented keys; a method over seeds (two heuristics standing in
+    for two training seeds) is their mean with its sample sd."""
+    assert main(["experiment", "dbf-baselines", "--episodes", "2", "--workers", "1",
+                 "--heuristics", "fcfs,sqf", "--backfill", "none",
+                 "--inspectors", "inspect:pretrained/inspect-lublin-1-sjf", "--models", "none",
+                 "--seeds", "two=fcfs,sqf", "--offline-jobs", "64", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    for r in rows:
+        assert {"policy", "backfill", "window", "tail", "utilization", "wait", "queue_length",
+                "job_load", "bsld", "seeds"} <= set(r), r
+    by = {r["method"]: r for r in rows}
+    assert set(by) == {"FCFS", "SJF", "Insp-SJF", "Insp-SJF-o",
+                       "SJF-o (Insp. base)", "two"}
+    assert by["two"]["seeds"] == ["fcfs", "sqf"]
+    assert by["two"]["wait"] == pytest.approx((by["FCFS"]["wait"]
+                                               + by["SJF"]["wait"]) / 2)
+    assert by["two"]["wait_sd"] == pytest.approx(
+        abs(by["FCFS"]["wait"] - by["SJF"]["wait"]) / 2 ** 0.5)
+    assert by["Insp-SJF"]["rejection_ratio"] > 0
+    assert by["Insp-SJF-o"]["protocol"] == "offline"
+    assert [r["wait"] for r in rows] == sorted(r["wait"] for r in rows)  # Fig. 3.4's order
+
+
+def test_window_sweep_runs_any_policy(capsys, tmp_path):
+    """Heuristics in a model's place: the sweep, its heatmap rows and its claims run; the rows
+    are the same with two worker processes."""
+    args = ["experiment", "dbf-window-sweep", "--episodes", "2", "--heatmap-episodes", "3",
+            "--grid", "10-0=fcfs,0-10=sqf", "--reference", "lcfs,sqf+easy", "--json"]
+    assert main(args + ["--workers", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert main(args + ["--workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows
+    windows = [r for r in rows if r["table"] == "windows"]
+    assert [(r["method"], r["window"], r["tail"]) for r in windows] == [
+        ("10-0", 10, 0), ("0-10", 10, 10), ("LCFS", 10, None), ("SJF+EASY", 10, None)]
+    assert all(r["episodes"] == 2 and 0 <= r["partial"] <= 1 for r in windows)
+    types = [r for r in rows if r["table"] == "job_types"]
+    configurations = {"10-0", "0-10", "LCFS", "SJF+EASY"}
+    assert len(types) == 4 * 36 and {r["method"] for r in types} == configurations
+    assert {r["method"] for r in rows if r["table"] == "starvation"} == configurations
+    plot, heat = tmp_path / "sweep.png", tmp_path / "heat.png"
+    assert main(args[:-1] + ["--plot", str(plot), "--heatmap", str(heat)]) == 0
+    out = capsys.readouterr().out
+    assert plot.stat().st_size > 0 and heat.stat().st_size > 0
+    assert "the all-tail window (0-10)" in out and "jobs of more than 128 cores" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["dbf-baselines", "--models", "nosuchpolicy"], "nosuchpolicy"),
+    (["dbf-baselines", "--models", "rl:/no/such/model.pt"], "no model file"),
+    (["dbf-baselines", "--heuristics", "nosuch"], "nosuch"),
+    (["dbf-baselines", "--episodes", "0"], "--episodes"),
+    (["dbf-window-sweep", "--grid", "10=fcfs"], "MH-MT=MODEL"),
+    (["dbf-window-sweep", "--grid", "10-0=inspect:/no/file.pt"], "no model file"),
+    (["dbf-window-sweep", "--seeds", "9-1"], "LABEL=MODEL"),
+    (["dbf-window-sweep", "--reference", "fcfs+backwards"], "easy or conservative"),
+])
+def test_bad_input_is_one_line(capsys, args, message):
+    assert main(["experiment", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.startswith("hpcsched: error:") and "\n" not in err
