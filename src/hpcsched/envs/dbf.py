@@ -214,6 +214,20 @@ class DbfEpisode:
         return m
 
 
+def act(ep: DbfEpisode, row: int, length: float, util: float, total_wait: float, l_max: float,
+        w_max: float, need: np.ndarray, nodes: int, alphas: Sequence[float]) -> tuple[float, int]:
+    """One action on `ep` at a decision whose R(t) terms are (util, length, total_wait): start
+    `row` (it fits; -1: Fwd or an invalid pick). Returns (reward, outcome): 0 for a pick within
+    the cycle; R(t) when the cycle ends, after the start when the pick emptied the queue."""
+    if row < 0:
+        return cycle_reward(util, length, total_wait, l_max, w_max, alphas), ep.forward()
+    outcome = ep.pick(row, last=length == 1)
+    if outcome == NEXT_CYCLE or outcome == TRACE_END:  # the queue is empty: the state after it
+        return cycle_reward(util + need[ep.start + row] / nodes, 0.0, 0.0, l_max, w_max,
+                            alphas), outcome
+    return 0.0, outcome
+
+
 def cycle_reward(util: float, length: float, total_wait: float, l_max: float, w_max: float,
                  alphas: Sequence[float] = ALPHAS) -> float:
     """Eq. 3.1: -a1 (1 - util) - a2 L / L_max - a3 W / W_max, 0/0 read as 0."""
@@ -337,17 +351,9 @@ class DBFEnv(gym.Env):
         if not 0 <= a <= self.window:
             raise ValueError(f"action {a} is outside 0..{self.window} (slots, then Fwd)")
         util, length, total_wait = ep.stats
-        if a < self.window and self._valid[a]:
-            row = int(self._rows[a])
-            outcome = ep.pick(row, last=length == 1)
-            if outcome == PLACED_ALL or outcome == SAME_INSTANT:
-                reward = 0.0
-            else:  # the queue is empty: the cycle ends with the state after the start
-                util += self.need[ep.start + row] / self.scale.nodes
-                reward = cycle_reward(util, 0.0, 0.0, ep.l_max, ep.w_max, self.alphas)
-        else:
-            reward = cycle_reward(util, length, total_wait, ep.l_max, ep.w_max, self.alphas)
-            outcome = ep.forward()
+        row = int(self._rows[a]) if a < self.window and self._valid[a] else -1
+        reward, outcome = act(ep, row, length, util, total_wait, ep.l_max, ep.w_max, self.need,
+                              self.scale.nodes, self.alphas)
         if outcome == PLACED_ALL or outcome == TRACE_END:
             info = self._final_info(ep)
             return np.zeros(self.n_obs, np.float32), float(reward), True, False, info
@@ -415,6 +421,6 @@ class DBFEnv(gym.Env):
                 "trace_end": ep.placed < ep.target}
 
 
-__all__ = ["ALPHAS", "DBFEnv", "DbfEpisode", "DbfScale", "EPISODE_JOBS", "WINDOW",
+__all__ = ["ALPHAS", "DBFEnv", "DbfEpisode", "DbfScale", "EPISODE_JOBS", "WINDOW", "act",
            "as_dbf_trace", "check_start_range", "check_window", "cycle_reward", "observe_view",
            "split_window"]

@@ -31,16 +31,15 @@ from gymnasium import spaces
 from hpcsched.envs.dbf import (
     ALPHAS,
     EPISODE_JOBS,
-    NEXT_CYCLE,
     PLACED_ALL,
     TRACE_END,
     WINDOW,
     DbfEpisode,
     DbfScale,
+    act,
     as_dbf_trace,
     check_start_range,
     check_window,
-    cycle_reward,
 )
 from hpcsched.envs.vector import MaskedVectorEnv
 from hpcsched.sim.run import Prepared
@@ -193,16 +192,9 @@ class VecDBF:
         episodes = self._episodes
         for i in range(self.num_envs):
             ep = episodes[i]
-            if pick[i]:
-                row = rows[i]
-                outcome = ep.pick(row, last=length[i] == 1)
-                if outcome == NEXT_CYCLE or outcome == TRACE_END:
-                    u = util[i] + self._need[ep.start + row] / self.scale.nodes
-                    reward[i] = cycle_reward(u, 0.0, 0.0, l_max[i], w_max[i], alphas)
-            else:
-                reward[i] = cycle_reward(util[i], length[i], total_wait[i], l_max[i], w_max[i],
-                                         alphas)
-                outcome = ep.forward()
+            reward[i], outcome = act(ep, rows[i] if pick[i] else -1, length[i], util[i],
+                                     total_wait[i], l_max[i], w_max[i], self._need,
+                                     self.scale.nodes, alphas)
             if outcome == PLACED_ALL or outcome == TRACE_END:
                 done[i] = True
                 infos[i] = {"window": (ep.start, ep.jobs), "placed": ep.placed,
