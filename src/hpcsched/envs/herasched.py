@@ -124,8 +124,11 @@ def as_herasched_trace(trace: str | os.PathLike | JobTable | Prepared | None,
 
 
 def _stand_in(cluster) -> JobTable:
+    from hpcsched.cluster.load import load_cluster
     from hpcsched.workload.spartan import generate
 
+    if isinstance(cluster, str):
+        load_cluster(cluster)  # an unknown one is named first
     if not isinstance(cluster, str) or cluster not in THESIS_WINDOWS:
         raise ValueError(f"HeraSched needs a trace for the cluster {cluster!r} (its generated "
                          f"stand-ins are for {', '.join(THESIS_WINDOWS)})")
