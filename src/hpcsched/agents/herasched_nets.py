@@ -229,24 +229,39 @@ class AllocatorCritic(ValueNet):
 
 # ---- the four networks of a model ------------------------------------------------------------
 
-def make_networks(net: str, layout: HeraLayout, hidden: Sequence[int] | None = None,
-                  width: int = WIDTH) -> dict[str, nn.Module]:
-    """{"selector_policy", "selector_value", "allocator_policy", "allocator_value"} of family
-    `net` for `layout` (`hidden`: the thesis family's layers, default Table 4.2's for the
-    cluster's size)."""
+AGENTS = ("selector", "allocator")
+
+
+def agent_networks(net: str, layout: HeraLayout, agent: str,
+                   hidden: Sequence[int] | None = None,
+                   width: int = WIDTH) -> tuple[MaskedPolicy, ValueNet]:
+    """(actor, critic) of `agent` ("selector" or "allocator") in family `net` for `layout`
+    (`hidden`: the thesis family's layers, default Table 4.2's for the cluster's size; `width`:
+    ours)."""
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; HeraSched's are {', '.join(AGENTS)}")
+    selector = agent == "selector"
     if net == "thesis":
         hidden = tuple(hidden) if hidden else thesis_hidden(layout)
-        s_in, a_in = layout.n_selector, layout.n_allocator
-        return {"selector_policy": ThesisActor(s_in, layout.window + 1, hidden),
-                "selector_value": ThesisCritic(s_in, hidden),
-                "allocator_policy": ThesisActor(a_in, layout.nodes, hidden),
-                "allocator_value": ThesisCritic(a_in, hidden)}
+        n_in = layout.n_selector if selector else layout.n_allocator
+        n_out = layout.window + 1 if selector else layout.nodes
+        return ThesisActor(n_in, n_out, hidden), ThesisCritic(n_in, hidden)
     if net == "default":
-        return {"selector_policy": SelectorActor(layout, width),
-                "selector_value": SelectorCritic(layout, width),
-                "allocator_policy": AllocatorActor(layout, width),
-                "allocator_value": AllocatorCritic(layout, width)}
+        if selector:
+            return SelectorActor(layout, width), SelectorCritic(layout, width)
+        return AllocatorActor(layout, width), AllocatorCritic(layout, width)
     raise ValueError(f"unknown HeraSched network {net!r}; choose one of: {', '.join(NETS)}")
+
+
+def make_networks(net: str, layout: HeraLayout, hidden: Sequence[int] | None = None,
+                  width: int = WIDTH) -> dict[str, nn.Module]:
+    """{"selector_policy", "selector_value", "allocator_policy", "allocator_value"} (see
+    `agent_networks`)."""
+    out: dict[str, nn.Module] = {}
+    for agent in AGENTS:
+        out[f"{agent}_policy"], out[f"{agent}_value"] = agent_networks(net, layout, agent,
+                                                                       hidden, width)
+    return out
 
 
 def fits_layout(net: str, networks: dict[str, nn.Module], layout: HeraLayout) -> None:
@@ -268,7 +283,7 @@ def fits_layout(net: str, networks: dict[str, nn.Module], layout: HeraLayout) ->
                          f"carries over)")
 
 
-__all__ = ["AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser", "NETS",
+__all__ = ["AGENTS", "AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser", "NETS",
            "SelectorActor", "SelectorCritic", "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL",
-           "ThesisActor", "ThesisCritic", "fits_layout", "make_networks", "thesis_hidden",
+           "ThesisActor", "ThesisCritic", "agent_networks", "fits_layout", "make_networks", "thesis_hidden",
            "tanh_mlp"]
