@@ -401,11 +401,26 @@ def test_bad_clusters_profiles_and_actions_are_refused_clearly():
         HeraSchedEnv(None, mixed_cluster())
     with pytest.raises(ValueError, match="tail must be in"):
         HeraSchedEnv(window=4, tail=5)
-    env = env_on([(0, 10, 1, 1, 0, 0), (0, 10, 1, 1, 0, 0)], window=4, tail=0)
+    env = env_on([(0, 10, 1, 1, 0, 1), (0, 10, 1, 1, 0, 0)], window=4, tail=0)
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"action 2 is not valid for the selector now \(valid: "
-                                         r"\[0, 1\]\)"):
+                                         r"\[0, 1\]\)"):  # Forward is hidden too
         env.step(2)
+    env.step(0)
+    with pytest.raises(ValueError, match=r"action 1 is not valid for the allocator now \(valid: "
+                                         r"\[2\]\)"):  # a GPU job: C only
+        env.step(1)
+
+
+def test_a_pick_the_mask_hides_is_a_forward():
+    env = env_on([(0, 10, 1, 8, 0, 0), (0, 10, 1, 8, 0, 0), (5, 10, 1, 1, 0, 0)], window=4,
+                 tail=0, selector_every=1, reward_scale=1.0)
+    env.reset(seed=0)
+    env.step(0)
+    env.step(A)  # the second job fits nowhere: time moves to 5, where the third arrives
+    _, _, _, _, info = env.step(0)  # the 8-core job does not fit: a Forward
+    assert info["rewards"][0] == pytest.approx(-(5 + 0) / 2)  # counted as the selector's action
+    assert info["time"] == 10
 
 
 def test_scale_time_reads_as_documented():

@@ -30,7 +30,7 @@ RLScheduler's kernel network scores a queue of any length.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -49,7 +49,19 @@ WIDTH = 32
 SLOT_WIDTH = 16
 
 
-def thesis_hidden(layout: HeraLayout) -> tuple[int, ...]:
+class ModelShape(NamedTuple):
+    """What the thesis's MLPs' sizes depend on (a model file's `norm` keeps it)."""
+
+    n_selector: int
+    window: int
+    nodes: int
+
+    @property
+    def n_allocator(self) -> int:
+        return self.n_selector + 1
+
+
+def thesis_hidden(layout: HeraLayout | ModelShape) -> tuple[int, ...]:
     """Table 4.2's hidden layers for a cluster: [4096, 2048, 1024] from Physical's size up (80
     nodes), else Deeplearn's [2048, 1024]."""
     return THESIS_HIDDEN_LARGE if layout.nodes >= 80 else THESIS_HIDDEN_SMALL
@@ -125,9 +137,10 @@ class HeraParser:
 
 class HeraEncoder(nn.Module):
     """Job embeddings (B, W, D), which slots hold a job (B, W), node embeddings (B, N, D) and the
-    context (B, D) of observations; see the module docstring."""
+    context (B, D) of observations; see the module docstring. `layout` may be None (a model
+    loaded before it knows the cluster it will schedule: `set_layout` then)."""
 
-    def __init__(self, layout: HeraLayout, width: int = WIDTH, slot_width: int = SLOT_WIDTH):
+    def __init__(self, layout: HeraLayout | None, width: int = WIDTH, slot_width: int = SLOT_WIDTH):
         super().__init__()
         self.slot_enc = tanh_mlp([SLOT_FEATURES, slot_width], last_tanh=True)
         self.node_mlp = tanh_mlp([NODE_FEATURES + slot_width + 1, width, width], last_tanh=True)
@@ -135,10 +148,13 @@ class HeraEncoder(nn.Module):
         self.context = tanh_mlp([2 * width + 1, width], last_tanh=True)
         self.set_layout(layout)
 
-    def set_layout(self, layout: HeraLayout) -> None:
-        self.parser = HeraParser(layout)
+    def set_layout(self, layout: HeraLayout | None) -> None:
+        """Read observations of `layout` from now on (None: none yet, until one is set)."""
+        self.parser = HeraParser(layout) if layout is not None else None
 
     def forward(self, obs: torch.Tensor):
+        if self.parser is None:
+            raise RuntimeError("the network has no layout yet: set_layout(layout) first")
         jobs, queued, nodes, placed, chosen = self.parser.parse(obs)
         occupied = (placed != 0).any(-1, keepdim=True).to(obs.dtype)  # (B, N, P, 1)
         slots = self.parser.slots.to(obs.dtype)[None, :, None]
@@ -237,7 +253,8 @@ def agent_networks(net: str, layout: HeraLayout, agent: str,
                    width: int = WIDTH) -> tuple[MaskedPolicy, ValueNet]:
     """(actor, critic) of `agent` ("selector" or "allocator") in family `net` for `layout`
     (`hidden`: the thesis family's layers, default Table 4.2's for the cluster's size; `width`:
-    ours)."""
+    ours). The thesis's family needs only the layout's sizes (a `ModelShape` will do); ours reads
+    any layout, and may be built without one (None)."""
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; HeraSched's are {', '.join(AGENTS)}")
     selector = agent == "selector"
@@ -283,7 +300,8 @@ def fits_layout(net: str, networks: dict[str, nn.Module], layout: HeraLayout) ->
                          f"carries over)")
 
 
-__all__ = ["AGENTS", "AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser", "NETS",
+__all__ = ["AGENTS", "AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser",
+           "ModelShape", "NETS",
            "SelectorActor", "SelectorCritic", "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL",
            "ThesisActor", "ThesisCritic", "agent_networks", "fits_layout", "make_networks", "thesis_hidden",
            "tanh_mlp"]

@@ -29,7 +29,10 @@ masks): one flat float32 vector of the allocator's size, n_selector + 1; the sel
 first n_selector numbers, and the last is 0 while the selector acts, the chosen job's slot
 (slot + 1) / W while the allocator does. `info["agent"]` says who acts. The action space is
 Discrete(max(W + 1, N)); `info["action_mask"]` (and `action_masks()`) allows the acting agent's
-valid actions only (the selector's W + 1 first, or the allocator's N first).
+valid actions only (the selector's W + 1 first, or the allocator's N first). A selector action the
+mask hides (an empty slot, a job that does not fit) is taken as Forward, as DBF takes an invalid
+pick (a masked learner never sends one; gymnasium's checker does); where Forward is hidden too, and
+for the allocator, an invalid action is an error naming the valid ones.
 
 **Rewards** (Eq. 4.1 and 4.2), both delayed averages of realised and still-growing waits, in hours
 (`reward_scale` = 3,600 s: raw seconds are 1e3-1e5 against the critics' targets; HPCsim's own code
@@ -365,9 +368,12 @@ class HeraSchedEnv(gym.Env):
         a = int(action)
         ep.mask(self._mask)
         if not 0 <= a < self.n_actions or not self._mask[a]:
-            who = "selector" if ep.agent == SELECTOR else "allocator"
-            raise ValueError(f"action {a} is not valid for the {who} now (valid: "
-                             f"{np.flatnonzero(self._mask).tolist()})")
+            if ep.agent == SELECTOR and 0 <= a < self.n_actions and self._mask[self.forward]:
+                a = self.forward  # an invalid pick is a Forward (as DBF's)
+            else:
+                who = "selector" if ep.agent == SELECTOR else "allocator"
+                raise ValueError(f"action {a} is not valid for the {who} now (valid: "
+                                 f"{np.flatnonzero(self._mask).tolist()})")
         if ep.agent == SELECTOR:
             rewards = (ep.select(-1 if a == self.forward else a), 0.0)
         else:
