@@ -271,7 +271,7 @@ class HeraSched:
                     out[key] = float(np.mean(vals))
         out["decisions"] = seen["selector_steps"] + seen["allocator_steps"]
         # the log's usual columns: the selector's losses
-        for k in ("loss_pi", "loss_v", "kl", "entropy", "clip_fraction"):
+        for k in ("loss_pi", "loss_v", "kl", "entropy", "clip_fraction", "pi_iters"):
             if f"selector_{k}" in stats:
                 out[k] = stats[f"selector_{k}"]
         return {**out, **stats, "rollout_s": t1 - t0, "update_s": t2 - t1, "epoch_s": t2 - t0}
