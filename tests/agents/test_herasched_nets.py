@@ -136,3 +136,53 @@ def test_the_allocator_reads_the_chosen_slot():
         a, b = (net(torch.from_numpy(o[None]), torch.ones(1, lay.nodes, dtype=torch.bool))
                 for o in (obs, other))
     assert not torch.allclose(a, b)
+
+
+def test_both_ways_of_reading_the_node_blocks_agree():
+    """Equal placeholders on every node: the blocks are read as views; else gathered."""
+    env = HeraSchedEnv(episode_jobs=300)
+    torch.manual_seed(4)
+    nets = make_networks("default", env.layout)
+    batch = [o for o, _ in observations(env, ALLOCATOR, 6)]
+    obs = torch.from_numpy(np.stack(batch))
+    with torch.no_grad():
+        fast = nets["allocator_policy"].encoder(obs)
+        nets["allocator_policy"].encoder.parser.regular = False
+        slow = nets["allocator_policy"].encoder(obs)
+    assert nets["allocator_policy"].encoder.parser.layout.slots.tolist() == [4] * 30
+    for a, b in zip(fast, slow):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("net", ["default", "thesis"])
+def test_the_numpy_scores_are_the_modules_in_float64(net):
+    """The engine policy's numpy actors (`herasched_numpy`) against the torch modules, float64;
+    on a regular layout (Deeplearn) and on a mixed one (placeholders 8, 4, 2)."""
+    import sys
+    from pathlib import Path
+
+    from hpcsched.agents.greedy import torch_float64
+    from hpcsched.agents.herasched_numpy import numpy_scores
+    from hpcsched.sim.run import prepare
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sim"))
+    from hetero_helpers import mixed_cluster, table
+
+    rng = np.random.default_rng(5)
+    jobs = [(float(s), float(rng.integers(5, 80)), int(rng.integers(1, 3)), 1,
+             int(rng.integers(0, 9000)), 0) for s in np.sort(rng.integers(0, 100, 40))]
+    mixed = HeraSchedEnv(prepare(table(jobs), "hpcsim", cluster=mixed_cluster()),
+                         mixed_cluster(), window=6, tail=2)
+    for env in (HeraSchedEnv(episode_jobs=300), mixed):
+        lay = env.layout
+        torch.manual_seed(6)
+        nets = make_networks(net, lay, hidden=(48, 24))
+        for agent, name, width in ((SELECTOR, "selector_policy", lay.window + 1),
+                                   (ALLOCATOR, "allocator_policy", lay.nodes)):
+            ours = numpy_scores(nets[name], lay)
+            f64 = torch_float64(nets[name])
+            for obs, _ in observations(env, agent, 5, seed=2):
+                with torch.no_grad():
+                    theirs = f64(torch.from_numpy(obs[None].astype(np.float64)),
+                                 torch.ones(1, width, dtype=torch.bool))[0].numpy()
+                np.testing.assert_allclose(ours.scores(obs), theirs, rtol=1e-12, atol=1e-12)

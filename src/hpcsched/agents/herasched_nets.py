@@ -10,8 +10,8 @@ Physical the first layer alone of each network is 35,340 x 4,096 = 145 M weights
 ``default``: ours, built to train on a laptop's CPU and to carry over between clusters. Every
 number of the layout is read where it sits (`HeraParser`), then:
 
-- each placeholder of a node (a running job) is encoded by one small layer, and a node's encodings
-  are summed over its occupied placeholders and divided by its placeholder count (a measure of what
+- each occupied placeholder of a node (a running job) is encoded by one small layer, and a node's
+  encodings are summed and divided by its placeholder count (a measure of what
   runs there that does not depend on the node's size); with the node's 5 numbers and the share of
   its placeholders taken, a shared per-node MLP gives each node an embedding;
 - a shared per-job MLP gives each window slot an embedding;
@@ -22,7 +22,8 @@ number of the layout is read where it sits (`HeraParser`), then:
   chosen job's embedding) with one shared scorer; the critics read the context (and the chosen
   job's embedding).
 
-Every weight is shared across jobs and across nodes, so the parameter count does not depend on the
+ReLU throughout (the thesis's Tanh costs 5x as much per value on a CPU, and a Physical observation
+has up to 6,264 placeholders). Every weight is shared across jobs and across nodes, so the parameter count does not depend on the
 window or the node count, permuting the nodes permutes the allocator's scores (and the jobs the
 selector's), and one model's weights load on any cluster and window (`set_layout`), as
 RLScheduler's kernel network scores a queue of any length.
@@ -69,11 +70,20 @@ def thesis_hidden(layout: HeraLayout | ModelShape) -> tuple[int, ...]:
 
 def tanh_mlp(sizes: Sequence[int], last_tanh: bool = False) -> nn.Sequential:
     """Linear layers of `sizes` with Tanh between them (and after the last with `last_tanh`)."""
+    return _mlp(sizes, nn.Tanh, last_tanh)
+
+
+def relu_mlp(sizes: Sequence[int], last_relu: bool = False) -> nn.Sequential:
+    """Linear layers of `sizes` with ReLU between them (and after the last with `last_relu`)."""
+    return _mlp(sizes, nn.ReLU, last_relu)
+
+
+def _mlp(sizes: Sequence[int], activation, last: bool) -> nn.Sequential:
     layers: list[nn.Module] = []
     for i in range(len(sizes) - 1):
         layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2 or last_tanh:
-            layers.append(nn.Tanh())
+        if i < len(sizes) - 2 or last:
+            layers.append(activation())
     return nn.Sequential(*layers)
 
 
@@ -122,15 +132,23 @@ class HeraParser:
         self.slot_index = torch.where(real, index, torch.full_like(index, pad)).reshape(-1)
         self.slots = torch.as_tensor(layout.slots, dtype=torch.float32)
         self.shape = (w, n, p)
+        #: every node has as many placeholders: the node blocks are one (N, 5 + 5P) array
+        self.regular = bool((layout.slots == p).all())
 
     def parse(self, obs: torch.Tensor):
         w, n, p = self.shape
         lead = obs.shape[0]
-        jobs = obs[:, :JOB_FEATURES * w].reshape(lead, w, JOB_FEATURES)
-        queued = obs[:, JOB_FEATURES * w]
-        padded = torch.cat([obs, obs.new_zeros(lead, 1)], dim=1)
-        nodes = padded[:, self.node_index.reshape(-1)].reshape(lead, n, NODE_FEATURES)
-        placed = padded[:, self.slot_index].reshape(lead, n, p, SLOT_FEATURES)
+        first = JOB_FEATURES * w
+        jobs = obs[:, :first].reshape(lead, w, JOB_FEATURES)
+        queued = obs[:, first]
+        if self.regular:  # views, no copy
+            blocks = obs[:, first + 1:-1].reshape(lead, n, NODE_FEATURES + SLOT_FEATURES * p)
+            nodes = blocks[..., :NODE_FEATURES]
+            placed = blocks[..., NODE_FEATURES:].reshape(lead, n, p, SLOT_FEATURES)
+        else:
+            padded = torch.cat([obs, obs.new_zeros(lead, 1)], dim=1)
+            nodes = padded[:, self.node_index.reshape(-1)].reshape(lead, n, NODE_FEATURES)
+            placed = padded[:, self.slot_index].reshape(lead, n, p, SLOT_FEATURES)
         chosen = torch.round(obs[:, -1] * w).long() - 1
         return jobs, queued, nodes, placed, chosen
 
@@ -142,10 +160,10 @@ class HeraEncoder(nn.Module):
 
     def __init__(self, layout: HeraLayout | None, width: int = WIDTH, slot_width: int = SLOT_WIDTH):
         super().__init__()
-        self.slot_enc = tanh_mlp([SLOT_FEATURES, slot_width], last_tanh=True)
-        self.node_mlp = tanh_mlp([NODE_FEATURES + slot_width + 1, width, width], last_tanh=True)
-        self.job_mlp = tanh_mlp([JOB_FEATURES, width, width], last_tanh=True)
-        self.context = tanh_mlp([2 * width + 1, width], last_tanh=True)
+        self.slot_enc = relu_mlp([SLOT_FEATURES, slot_width], last_relu=True)
+        self.node_mlp = relu_mlp([NODE_FEATURES + slot_width + 1, width, width], last_relu=True)
+        self.job_mlp = relu_mlp([JOB_FEATURES, width, width], last_relu=True)
+        self.context = relu_mlp([2 * width + 1, width], last_relu=True)
         self.set_layout(layout)
 
     def set_layout(self, layout: HeraLayout | None) -> None:
@@ -156,10 +174,15 @@ class HeraEncoder(nn.Module):
         if self.parser is None:
             raise RuntimeError("the network has no layout yet: set_layout(layout) first")
         jobs, queued, nodes, placed, chosen = self.parser.parse(obs)
-        occupied = (placed != 0).any(-1, keepdim=True).to(obs.dtype)  # (B, N, P, 1)
+        occupied = placed.sum(-1) > 0  # (B, N, P); every number is >= 0, an empty one all 0
         slots = self.parser.slots.to(obs.dtype)[None, :, None]
-        running = (self.slot_enc(placed) * occupied).sum(2) / slots
-        share = occupied.sum(2) / slots
+        # each occupied placeholder encoded (only those: a loaded node may hold 72), summed per node
+        lead, n = occupied.shape[:2]
+        where = occupied.nonzero()
+        encoded = self.slot_enc(placed[occupied])
+        running = obs.new_zeros(lead * n, encoded.shape[-1]).index_add_(
+            0, where[:, 0] * n + where[:, 1], encoded).reshape(lead, n, -1) / slots
+        share = occupied.sum(2, keepdim=True).to(obs.dtype) / slots
         h_node = self.node_mlp(torch.cat([nodes, running, share], -1))
         present = jobs[..., 2] > 0  # a job asks for one node at least; a padding slot is zeros
         h_job = self.job_mlp(jobs)
@@ -176,6 +199,22 @@ def chosen_embedding(h_job: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
     return picked * (chosen >= 0).to(h_job.dtype)[:, None]
 
 
+class SharedScorer(nn.Module):
+    """One score per item (a job, a node) from (the item's embedding, a context shared by the
+    row's items): ReLU(A item + B context + b) -> a linear score, the same function as an MLP on
+    their concatenation, the context's product computed once per row instead of once per item."""
+
+    def __init__(self, item: int, context: int, width: int):
+        super().__init__()
+        self.item = nn.Linear(item, width)
+        self.context = nn.Linear(context, width, bias=False)
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, items: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.item(items) + self.context(context)[:, None, :])
+        return self.out(hidden).squeeze(-1)
+
+
 class SelectorActor(MaskedPolicy):
     """W + 1 logits: a shared scorer over (job, context) for each slot, then Forward's from the
     context."""
@@ -183,16 +222,15 @@ class SelectorActor(MaskedPolicy):
     def __init__(self, layout: HeraLayout, width: int = WIDTH):
         super().__init__()
         self.encoder = HeraEncoder(layout, width)
-        self.score = tanh_mlp([2 * width, width, 1])
-        self.forward_score = tanh_mlp([width, width, 1])
+        self.score = SharedScorer(width, width, width)
+        self.forward_score = relu_mlp([width, width, 1])
 
     def set_layout(self, layout: HeraLayout) -> None:
         self.encoder.set_layout(layout)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h_job, _, _, ctx, _ = self.encoder(obs)
-        pair = torch.cat([h_job, ctx[:, None, :].expand_as(h_job)], -1)
-        logits = torch.cat([self.score(pair).squeeze(-1), self.forward_score(ctx)], -1)
+        logits = torch.cat([self.score(h_job, ctx), self.forward_score(ctx)], -1)
         return apply_mask(logits, mask)
 
 
@@ -200,7 +238,7 @@ class SelectorCritic(ValueNet):
     def __init__(self, layout: HeraLayout, width: int = WIDTH):
         super().__init__()
         self.encoder = HeraEncoder(layout, width)
-        self.head = tanh_mlp([width, width, 1])
+        self.head = relu_mlp([width, width, 1])
 
     def set_layout(self, layout: HeraLayout) -> None:
         self.encoder.set_layout(layout)
@@ -215,25 +253,22 @@ class AllocatorActor(MaskedPolicy):
     def __init__(self, layout: HeraLayout, width: int = WIDTH):
         super().__init__()
         self.encoder = HeraEncoder(layout, width)
-        self.score = tanh_mlp([3 * width, width, 1])
+        self.score = SharedScorer(width, 2 * width, width)
 
     def set_layout(self, layout: HeraLayout) -> None:
         self.encoder.set_layout(layout)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h_job, _, h_node, ctx, chosen = self.encoder(obs)
-        job = chosen_embedding(h_job, chosen)
-        n = h_node.shape[1]
-        triple = torch.cat([h_node, ctx[:, None, :].expand(-1, n, -1),
-                            job[:, None, :].expand(-1, n, -1)], -1)
-        return apply_mask(self.score(triple).squeeze(-1), mask)
+        context = torch.cat([ctx, chosen_embedding(h_job, chosen)], -1)
+        return apply_mask(self.score(h_node, context), mask)
 
 
 class AllocatorCritic(ValueNet):
     def __init__(self, layout: HeraLayout, width: int = WIDTH):
         super().__init__()
         self.encoder = HeraEncoder(layout, width)
-        self.head = tanh_mlp([2 * width, width, 1])
+        self.head = relu_mlp([2 * width, width, 1])
 
     def set_layout(self, layout: HeraLayout) -> None:
         self.encoder.set_layout(layout)
@@ -302,6 +337,6 @@ def fits_layout(net: str, networks: dict[str, nn.Module], layout: HeraLayout) ->
 
 __all__ = ["AGENTS", "AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser",
            "ModelShape", "NETS",
-           "SelectorActor", "SelectorCritic", "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL",
+           "SelectorActor", "SelectorCritic", "SharedScorer", "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL",
            "ThesisActor", "ThesisCritic", "agent_networks", "fits_layout", "make_networks", "thesis_hidden",
-           "tanh_mlp"]
+           "relu_mlp", "tanh_mlp"]

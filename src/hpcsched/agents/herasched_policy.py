@@ -14,8 +14,9 @@ nothing else starts a job: under ``--backfill easy`` the engine's backfilling is
 runs behind a job that could not start, and HeraSched only starts jobs that fit); conservative
 backfilling, whose plan places every job itself, is refused.
 
-Greedy by default: each agent's scores in float64 from float32 weights, rounded to float32, the
-first maximum among the allowed actions (`agents.greedy`); `sample=True` draws from the softmax of
+Greedy by default: each agent's scores in float64 from float32 weights (in numpy,
+`agents.herasched_numpy`), rounded to float32, the first maximum among the allowed actions
+(`agents.greedy`); `sample=True` draws from the softmax of
 the same scores (Gumbel-max, seeded).
 """
 
@@ -24,10 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
-from hpcsched.agents.greedy import decision_scores, greedy, torch_float64
+from hpcsched.agents.greedy import decision_scores, greedy
 from hpcsched.agents.herasched_nets import fits_layout
+from hpcsched.agents.herasched_numpy import numpy_scores
 from hpcsched.envs.hera_observation import HeraLayout, HeraObserver
 from hpcsched.sim.decisions import Start, Wait
 
@@ -42,8 +43,9 @@ class HeraSchedPolicy:
         self.window, self.tail = int(window), int(tail)
         self.sample = bool(sample)
         self.rng = np.random.default_rng(seed)
-        self.selector = torch_float64(selector)
-        self.allocator = torch_float64(allocator)
+        self.selector = selector
+        self.allocator = allocator
+        self._scorers = None
         self.observer: HeraObserver | None = None
         self.obs = np.zeros(0, dtype=np.float32)
         self.decisions = 0
@@ -62,12 +64,12 @@ class HeraSchedPolicy:
                                "allocator_policy": self.allocator}, layout)
         self.observer = HeraObserver(layout, view.cluster, view.jobs)
         self.obs = np.zeros(layout.n_allocator, dtype=np.float32)
+        self._scorers = (numpy_scores(self.selector, layout), numpy_scores(self.allocator, layout))
         self.decisions = 0
 
-    def _scores(self, net, mask: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return net(torch.from_numpy(self.obs.astype(np.float64)[None]),
-                       torch.from_numpy(np.ones((1, len(mask)), dtype=bool)))[0].numpy()
+    def _scores(self, agent: int) -> np.ndarray:
+        """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
+        return self._scorers[agent].scores(self.obs)
 
     def _choose(self, scores: np.ndarray, mask: np.ndarray) -> int:
         if not self.sample:
@@ -82,13 +84,13 @@ class HeraSchedPolicy:
             return Wait()
         layout = observer.layout
         mask = observer.selector_mask()
-        slot = self._choose(self._scores(self.selector, mask), mask)
+        slot = self._choose(self._scores(0), mask)
         self.decisions += 1
         if slot == layout.forward:
             return Wait()
         row = int(snap.rows[slot])
         self.obs[-1] = observer.slot_value(slot)
-        scores = self._scores(self.allocator, np.ones(layout.nodes, dtype=bool))
+        scores = self._scores(1)
         chosen: list[int] = []
         for _ in range(int(observer.count[row])):
             chosen.append(self._choose(scores, observer.allocator_mask(slot, chosen)))

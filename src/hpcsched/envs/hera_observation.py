@@ -234,8 +234,10 @@ class HeraObserver:
         node_fits = np.zeros((0, lay.nodes), dtype=bool)
         if k:
             kinds, inverse = np.unique(self.klass[shown], return_inverse=True)
-            node_fits = np.all(free[None, :, :] >= self.class_demand[kinds][:, None, :], axis=2)
-            node_fits &= ~full[None, :]
+            demand = self.class_demand[kinds]
+            node_fits = ~full[None, :].repeat(len(kinds), 0)
+            for r in range(free.shape[1]):  # resource by resource (numpy reduces short rows slowly)
+                node_fits &= free[None, :, r] >= demand[:, None, r]
             if self.cluster.exclusive:
                 node_fits &= np.all(free == self.cluster.capacity, axis=1)[None, :]
             enough = node_fits.sum(axis=1)[inverse] >= self.count[shown]
