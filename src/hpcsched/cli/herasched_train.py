@@ -89,4 +89,23 @@ def cmd_train(args) -> int:
     return 0
 
 
-__all__ = ["add_train_arguments", "cmd_train"]
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of a HeraSched model: beside FCFS, SJF and UNICEP with EASY (`--against`,
+    `--backfill`) on its training trace and cluster (`--trace`, `--cluster`), the whole trace
+    unless the window options say otherwise, greedy (`--sample`)."""
+    from hpcsched.cli.evaluate import chosen_windows, on_windows
+
+    config = checkpoint["config"]
+    if args.trace is None and config.get("trace") is None:
+        raise ValueError(f"{path} was trained on its cluster's generated high-load day: give the "
+                         f"trace to evaluate on with --trace FILE")
+    args.cluster = args.cluster or config["cluster"]
+    return on_windows(args, path, label=f"herasched:{args.model}",
+                      about=f"HeraSched, {config['net']} network, W={checkpoint['norm']['window']}"
+                            f" T={checkpoint['norm']['tail']}, trained on {config['cluster']}",
+                      trace=config.get("trace"), profile=config.get("profile", "hpcsim"),
+                      backfills=["easy"], windows=chosen_windows,
+                      against=("fcfs", "sjf", "unicep"))
+
+
+__all__ = ["add_train_arguments", "cmd_train", "evaluate"]

@@ -14,7 +14,7 @@ profile (the thesis's simulator) unless the command names another pass-loop prof
 from __future__ import annotations
 
 from hpcsched.envs import HERASCHED
-from hpcsched.recipes import Command, Recipe, Tiny, register
+from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
 
 CLI = "hpcsched.cli.herasched_train"
 
@@ -43,7 +43,7 @@ def tiny() -> Tiny:
 
     def make(_env, seed: int) -> HeraSched:
         return HeraSched(HeraSchedConfig(**env, num_envs=2, update_every=64, minibatch=32,
-                                         update_epochs=2, pi_lr=1e-2, vf_lr=1e-2, seed=seed))
+                                         update_epochs=2, pi_lr=3e-2, vf_lr=3e-2, seed=seed))
 
     return Tiny(env=env, make=make, learn=lambda model, _env: model.learn(3),
                 policy=lambda model, prepared, name: as_policy(model, name=name),
@@ -61,4 +61,5 @@ RECIPE = register(Recipe(
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    evaluation=Evaluation("herasched", f"{CLI}:evaluate"),
     tiny="hpcsched.recipes.herasched:tiny"))
