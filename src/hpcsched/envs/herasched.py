@@ -59,6 +59,29 @@ and evaluates on its whole workload); with `episode_jobs`, that many jobs from a
 (`reset(options={"start": s})` fixes it), the engine holding only them. An episode ends
 (terminated) when every one of its jobs has started. Jobs run their logged time, killed at their
 request (the hpcsim profile: HPCsim's); the agents only see requested times.
+
+**What the thesis leaves open** (spec thesis_ch2_3_4.md §9, items 24-34), as chosen here:
+
+- 24, w_j: the wait t - w_j is shown, not the submission time (`hera_observation`);
+- 25, the per-node numbers and the 365-input gap: leaf switch, capacities and node id; the layout
+  7W + 1 + sum (5 + 5 P_i) gives Table 4.2's 35,340 on the bundled 87-node Physical, so there is
+  no gap with it (Table 4.1's 86 nodes give 34,975); a node holds at most P_i jobs (item 5);
+- 26, normalisation: log-scaled times, requests and capacities over the largest node's, nodes
+  over N, L(t) over the window, in log (`hera_observation`);
+- 27, the selector is not asked when only Forward is valid (time moves on, no selector action);
+  Forward is hidden only where waiting cannot change anything (nothing runs, nothing arrives);
+- 28, a node already chosen for the job is hidden for its next pick;
+- 29, rewards in hours; the counters do not carry over episodes (the last step pays each agent's
+  remainder); a reward falls due on the step that completes its count;
+- 30, gamma 1 (Table 4.2), GAE lambda 0.95, 10 epochs, lr 3e-4, clip 0.2 (`agents.herasched`);
+- 31, joint updates: at least 2,048 selector steps per rollout, episodes going on across updates,
+  each agent's last decision in each episode held back so it bootstraps from its successor
+  (`agents.herasched_rollout`);
+- 32, episodes: the whole trace (or `episode_jobs` from random starts);
+- 33, separate actor and critic per agent, four networks, in both families
+  (`agents.herasched_nets`);
+- 34, seeds: a run has one seed (the selector's PPO, the allocator's seed + 1, each episode's
+  reset, each update's actions drawn from it); running several is the protocol's (issue 17 part 4).
 """
 
 from __future__ import annotations
