@@ -108,9 +108,18 @@ class HeraSchedConfig(PPOSettings):
         return _prepared(self.trace, self.cluster, self.profile, self.drop_oversized)
 
     def layout(self):
-        from hpcsched.envs.herasched import HeraSchedEnv
+        """The observation's layout: from the cluster alone when it is named (a model file then
+        loads without its trace), else from the prepared trace's (an SWF trace under hpcsim)."""
+        from hpcsched.envs.hera_observation import HeraLayout
+        from hpcsched.envs.herasched import window_of
 
-        return HeraSchedEnv(self.prepared(), self.cluster, **self.env_kwargs()).layout
+        if self.cluster is not None:
+            from hpcsched.cluster.load import load_cluster
+
+            cluster = load_cluster(self.cluster)
+        else:
+            cluster = self.prepared().cluster
+        return HeraLayout.of(cluster, *window_of(self.cluster, self.window, self.tail))
 
     def make_env(self):
         from hpcsched.envs.herasched import HeraSchedEnv
@@ -189,6 +198,11 @@ class HeraSched:
         if self._rollout is None:
             self._rollout = HeraRollout(self.config.make_env, self.config.num_envs,
                                         self.config.seed)
+            seen = self._rollout.envs[0].layout.n_selector
+            if seen != self.layout.n_selector:
+                raise ValueError(f"the training environment observes {seen:,} numbers, the "
+                                 f"networks read {self.layout.n_selector:,}: the cluster "
+                                 f"{self.config.cluster!r} and the trace's differ")
             if self._rollout_state is not None:
                 self._rollout.restore(self._rollout_state)
                 self._rollout_state = None

@@ -118,6 +118,17 @@ def thesis_window(cluster) -> tuple[int, int]:
     return THESIS_WINDOWS.get(name, DEFAULT_WINDOW)
 
 
+def window_of(cluster, window: int | None, tail: int | None) -> tuple[int, int]:
+    """(W, T) from the given ones: Table 4.2's for a bundled Spartan cluster (by name) when
+    neither is given (else 100 and 10); a tail, when only the window is given, is Table 4.2's with
+    its window, else a tenth of the window."""
+    w, t = thesis_window(cluster)
+    window = w if window is None else int(window)
+    if tail is None:
+        tail = t if window == w else window // 10
+    return window, int(tail)
+
+
 def check_profile(prepared: Prepared) -> None:
     p = prepared.profile
     if p.loop != "pass" or p.commit:
@@ -333,11 +344,7 @@ class HeraSchedEnv(gym.Env):
                  drop_oversized: bool = False) -> None:
         super().__init__()
         self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
-        w, t = thesis_window(cluster)
-        window = w if window is None else window
-        if tail is None:  # Table 4.2's with its window, else a tenth of the window
-            tail = t if window == w else window // 10
-        self.layout = HeraLayout.of(self.prepared.cluster, window, tail)
+        self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
         n = len(self.prepared.jobs)
         self.episode_jobs = n if episode_jobs is None else int(episode_jobs)
         if not 0 < self.episode_jobs <= n:
@@ -440,4 +447,4 @@ class HeraSchedEnv(gym.Env):
 
 __all__ = ["ALLOCATOR", "ALLOCATOR_EVERY", "DEFAULT_CLUSTER", "HeraEpisode", "HeraSchedEnv",
            "REWARD_SCALE", "SELECTOR", "SELECTOR_EVERY", "THESIS_WINDOWS", "WaitRewards",
-           "as_herasched_trace", "check_profile", "thesis_window"]
+           "as_herasched_trace", "check_profile", "thesis_window", "window_of"]
