@@ -4,7 +4,8 @@
 A Physical-sized state: the bundled spartan-physical (87 nodes x 72 cores, placeholders 72 per
 node), Table 4.2's window (W = 512, T = 64: 35,340 selector inputs), the generated Physical
 high-load day run through the environment with FCFS on first-available nodes until the cluster is
-busy and the queue long (the state a trained model meets at its busiest). Then `herasched:`'s
+busy and the queue long (the state a trained model meets at its busiest; `--cluster
+spartan-deeplearn` for Deeplearn's). Then `herasched:`'s
 engine policy (`agents.herasched_policy.HeraSchedPolicy`, greedy, float64 scores in numpy) decides at that
 instant again and again, untrained weights (the time does not depend on them):
 
@@ -36,12 +37,16 @@ torch.set_num_threads(1)
 repeats = 20 if args.quick else 200
 results: dict[str, float] = {}
 
-env = HeraSchedEnv(None, args.cluster, episode_jobs=20_000)
+env = HeraSchedEnv(None, args.cluster)
 obs, info = env.reset(options={"start": 0})
-# FCFS on first-available nodes until the cluster is busy and many jobs wait
+# FCFS on first-available nodes until the cluster is busy and many jobs wait (on Physical: 600
+# waiting, 500 running; on a smaller cluster, 3 W waiting and half its placeholders running)
+busy_queue = min(600, 3 * env.layout.window)
+busy_running = min(500, int(0.5 * env.layout.slots.sum()))
 while True:
     view = env.episode.view
-    if info["agent"] == SELECTOR and len(view.queue) >= 600 and len(view.running) >= 500:
+    if info["agent"] == SELECTOR and len(view.queue) >= busy_queue and \
+            len(view.running) >= busy_running:
         break
     mask = info["action_mask"]
     a = (0 if mask[0] else env.forward) if info["agent"] == SELECTOR else \
