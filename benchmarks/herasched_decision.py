@@ -5,8 +5,8 @@ A Physical-sized state: the bundled spartan-physical (87 nodes x 72 cores, place
 node), Table 4.2's window (W = 512, T = 64: 35,340 selector inputs), the generated Physical
 high-load day run through the environment with FCFS on first-available nodes until the cluster is
 busy and the queue long (the state a trained model meets at its busiest; `--cluster
-spartan-deeplearn` for Deeplearn's). Then `herasched:`'s
-engine policy (`agents.herasched_policy.HeraSchedPolicy`, greedy, float64 scores in numpy) decides at that
+spartan-deeplearn` for Deeplearn's). Then `herasched:`'s engine policy
+(`agents.herasched_policy.HeraSchedPolicy`, greedy, float64 scores in numpy) decides at that
 instant again and again, untrained weights (the time does not depend on them):
 
 - the observation (`envs.hera_observation.HeraObserver.observe`),

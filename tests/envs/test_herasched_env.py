@@ -1,5 +1,5 @@
-"""HeraSched's environment (`hpcsched.envs.herasched`, `hpcsched.envs.hera_observation`): the thesis's
-input sizes from the clusters, the masks on a small heterogeneous cluster, Eq. 4.1 and 4.2 worked
+"""HeraSched's environment (`hpcsched.envs.herasched`, `hpcsched.envs.hera_observation`): the
+thesis's input sizes from the clusters, the masks on a small heterogeneous cluster, Eq. 4.1 and 4.2 worked
 by hand, the schedule against the engine's own, and bad input."""
 
 from __future__ import annotations

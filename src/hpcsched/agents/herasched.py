@@ -208,7 +208,7 @@ class HeraSched:
                 self._rollout_state = None
         return self._rollout
 
-    # -- acting -------------------------------------------------------------------------------------
+    # -- acting ------------------------------------------------------------------------------------
     def predict(self, obs: np.ndarray, mask: np.ndarray, deterministic: bool = True) -> np.ndarray:
         """The action for each environment observation (one, or a batch): the selector's where
         the observation's last number is 0, else the allocator's; greedy (`agents.greedy`'s
@@ -247,7 +247,7 @@ class HeraSched:
                 return a.numpy(), logp_all.gather(1, a[:, None]).squeeze(1).numpy()
         return act
 
-    # -- learning -----------------------------------------------------------------------------------
+    # -- learning ----------------------------------------------------------------------------------
     def learn(self, epochs: int, callback: Callable[[dict[str, Any]], bool | None] | None = None
               ) -> "HeraSched":
         """`epochs` more updates, each after `update_every` selector steps; `callback(stats)`
@@ -311,7 +311,7 @@ class HeraSched:
         batch.ret = torch.from_numpy(ret.astype(np.float32))
         return batch
 
-    # -- files --------------------------------------------------------------------------------------
+    # -- files -------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """The model file's contents (`hpcsched.modelfile`)."""
         from hpcsched.modelfile import rng_states

@@ -23,8 +23,8 @@ number of the layout is read where it sits (`HeraParser`), then:
   job's embedding).
 
 ReLU throughout (the thesis's Tanh costs 5x as much per value on a CPU, and a Physical observation
-has up to 6,264 placeholders). Every weight is shared across jobs and across nodes, so the parameter count does not depend on the
-window or the node count, permuting the nodes permutes the allocator's scores (and the jobs the
+has up to 6,264 placeholders). Every weight is shared across jobs and across nodes, so the
+parameter count does not depend on the window or the node count, permuting the nodes permutes the allocator's scores (and the jobs the
 selector's), and one model's weights load on any cluster and window (`set_layout`), as
 RLScheduler's kernel network scores a queue of any length.
 """
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -336,7 +335,7 @@ def fits_layout(net: str, networks: dict[str, nn.Module], layout: HeraLayout) ->
 
 
 __all__ = ["AGENTS", "AllocatorActor", "AllocatorCritic", "HeraEncoder", "HeraParser",
-           "ModelShape", "NETS",
-           "SelectorActor", "SelectorCritic", "SharedScorer", "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL",
-           "ThesisActor", "ThesisCritic", "agent_networks", "fits_layout", "make_networks", "thesis_hidden",
-           "relu_mlp", "tanh_mlp"]
+           "ModelShape", "NETS", "SelectorActor", "SelectorCritic", "SharedScorer",
+           "THESIS_HIDDEN_LARGE", "THESIS_HIDDEN_SMALL", "ThesisActor", "ThesisCritic",
+           "agent_networks", "fits_layout", "make_networks", "thesis_hidden", "relu_mlp",
+           "tanh_mlp"]

@@ -35,8 +35,8 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 class DefaultScores:
-    """Our selector's or allocator's actor (`SelectorActor`, `AllocatorActor`) in numpy: `scores(obs)`
-    gives its logits (unmasked) for one environment observation."""
+    """Our selector's or allocator's actor (`SelectorActor`, `AllocatorActor`) in numpy:
+    `scores(obs)` gives its logits (unmasked) for one environment observation."""
 
     def __init__(self, actor: SelectorActor | AllocatorActor, layout: HeraLayout) -> None:
         e = actor.encoder

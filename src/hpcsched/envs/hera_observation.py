@@ -257,7 +257,7 @@ class HeraObserver:
                                  queued, total_wait)
         return self.snapshot
 
-    # -- masks --------------------------------------------------------------------------------------
+    # -- masks -------------------------------------------------------------------------------------
     def selector_mask(self, out: np.ndarray | None = None) -> np.ndarray:
         """(W + 1,) the selector's valid actions at the last observation."""
         s = self.snapshot

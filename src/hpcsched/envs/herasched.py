@@ -381,7 +381,7 @@ class HeraSchedEnv(gym.Env):
     def engine(self):
         return None if self.episode is None else self.episode.engine
 
-    # -- Gymnasium API ------------------------------------------------------------------------------
+    # -- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
         start = self._start(options or {})
@@ -423,7 +423,7 @@ class HeraSchedEnv(gym.Env):
             return self._mask.copy()
         return self.episode.mask(self._mask).copy()
 
-    # -- internals ----------------------------------------------------------------------------------
+    # -- internals ---------------------------------------------------------------------------------
     def _start(self, options: Mapping[str, Any]) -> int:
         unknown = set(options) - {"start"}
         if unknown:
