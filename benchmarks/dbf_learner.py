@@ -28,8 +28,10 @@ from hpcsched.agents.ppo import PPO
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="fewer episodes, one update")
+parser.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1, the training's; 2 uses both cores of an idle machine)")
 args = parser.parse_args()
-torch.set_num_threads(1)
+torch.set_num_threads(args.threads)
 results: dict[str, float] = {}
 
 

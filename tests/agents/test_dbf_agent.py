@@ -14,7 +14,7 @@ from hpcsched.envs.dbf_vec import VecDBF
 from hpcsched.experiments.dbf_episodes import run_episode
 from hpcsched.sim.run import prepare
 from hpcsched.workload.jobs import JobTable, TraceHeader
-from hpcsched.workload.windows import dbf_start_range, dbf_starts
+from hpcsched.workload.windows import DBF_SEEDS, dbf_start_range, dbf_starts
 
 
 def test_the_thesis_settings_and_the_stated_choices():
@@ -49,6 +49,20 @@ def test_the_split_of_episode_starts_is_disjoint_and_fixed():
     assert dbf_starts(prepared, "test") == dbf_starts(len(prepared.jobs), "test")
     with pytest.raises(ValueError, match="too short"):
         dbf_starts(1500, "validation")
+
+
+def test_draws_of_starts_nest_and_the_default_draws_stay():
+    n = 10_000
+    t10, t100, t1000 = (dbf_starts(n, "test", k) for k in (10, 100, 1000))
+    assert len(set(t1000)) == 1000 and all(7500 <= s <= 9000 for s in t1000)
+    assert set(t10) < set(t100) < set(t1000)  # Fig. 3.7's 1,000 episodes hold the tables' 100
+    assert len(dbf_starts(n, "test", 1501)) == 1501  # the whole block
+    with pytest.raises(ValueError, match="fewer than 1502"):
+        dbf_starts(n, "test", 1502)
+    # the default draws are one plain choice with the split's seed, as before the nesting
+    for split, k, (lo, hi) in (("test", 100, (7500, 9000)), ("validation", 10, (6000, 6300))):
+        rng = np.random.default_rng(DBF_SEEDS[split])
+        assert dbf_starts(n, split) == sorted(lo + rng.choice(hi - lo + 1, size=k, replace=False))
 
 
 def test_training_episodes_draw_only_from_their_block():

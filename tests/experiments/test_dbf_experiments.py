@@ -255,6 +255,22 @@ def test_window_sweep_runs_any_policy(capsys, tmp_path):
     assert "the all-tail window (0-10)" in out and "jobs of more than 128 cores" in out
 
 
+def test_the_sweep_table_is_the_same_episodes_whatever_the_heatmap():
+    """The table's episodes are the baselines' test starts for any heatmap size (the heatmap's
+    draw holds them), and the heatmap reads exactly its own starts."""
+    plain = dw.window_sweep(references=("sqf",), episodes=2, heatmap_episodes=0, windows=(10,))
+    heat = dw.window_sweep(references=("sqf",), episodes=2, heatmap_episodes=3, windows=(10,))
+    assert [r["wait"] for r in plain.rows] == [r["wait"] for r in heat.rows]
+    std = dbf._prepared("lublin-1", "standard")
+    from hpcsched.policies.priority import get_policy
+    waits = [dbf.run_episode(std, get_policy("sqf"), s).metrics()["wait"]
+             for s in dbf.test_starts(len(std.jobs), 2)]
+    assert plain.rows[0]["wait"] == pytest.approx(np.mean(waits))
+    assert len(heat.types["SJF"]) == 3
+    small = dw.window_sweep(references=("sqf",), episodes=3, heatmap_episodes=2, windows=(10,))
+    assert len(small.types["SJF"]) == 2 and small.rows[0]["episodes"] == 3
+
+
 @pytest.mark.parametrize("args,message", [
     (["dbf-baselines", "--models", "nosuchpolicy"], "nosuchpolicy"),
     (["dbf-baselines", "--models", "rl:/no/such/model.pt"], "no model file"),

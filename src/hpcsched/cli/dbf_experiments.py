@@ -12,8 +12,9 @@ from hpcsched.report.table import format_rows
 EPISODES_HELP = """Episodes: DBF's (hpcsched/DBF-v0): from a fixed start on an empty machine, jobs
 arriving as logged, until 1,000 jobs have started; every method runs on the engine over the same
 jobs and is cut at its 1,000th start (metrics from the first arrival to it, jobs still waiting
-counted). The test starts: drawn with seed 0 from the last 20% of the trace's jobs (Lublin-1:
-starts 8,000-9,000), which training must leave alone; the same for every method. utilization is
+counted). The test starts: DBF's test split (dbf_starts), drawn with a fixed seed from the last
+25% of the trace's jobs (Lublin-1: starts 7,500-9,000), which training and validation leave alone;
+the same for every method, and a larger draw holds a smaller one's. utilization is
 the time-averaged share of busy cores, wait the AWT (s) of the jobs started, queue_length the
 time-averaged number of waiting jobs, job_load the time-averaged requested work waiting (cores x
 requested time) in seconds of the whole machine, bsld the mean bounded slowdown (10 s)."""

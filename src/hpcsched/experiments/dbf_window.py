@@ -239,7 +239,7 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
     """Fig. 3.5 and 3.6 for every model (its own M), and for each reference heuristic (no
     backfilling, the model-free queue) at every M of the models (`WINDOWS` when there is none);
     Fig. 3.7's job types over `heatmap_episodes` for the models with M = `heatmap_window` and the
-    references. The first `episodes` test starts are a prefix of the heatmap's."""
+    references. The `episodes` test starts are among the heatmap's (`dbf_starts` draws nest)."""
     models = list(models)
     refs = reference_methods(references)
     methods = models + refs
@@ -247,10 +247,14 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
     heat = {i for i, m in enumerate(methods)
             if heatmap_episodes and (m.kind != "model" or m.window == heatmap_window)}
     std = dbf._prepared(trace, "standard")
-    need = max(episodes, heatmap_episodes if heat else 0)
-    starts = dbf.test_starts(len(std.jobs), need, episode_jobs=episode_jobs)
+    table = dbf.test_starts(len(std.jobs), episodes, episode_jobs=episode_jobs)
+    heat_starts = (dbf.test_starts(len(std.jobs), heatmap_episodes, episode_jobs=episode_jobs)
+                   if heat else [])
+    wanted = set(heat_starts)
+    both = table + sorted(wanted - set(table))  # the table's first, then the heatmap's others
+    in_heat = [k for k, s in enumerate(both) if s in wanted]
     context = dbf.Context(trace, tuple(methods), episode_jobs, windows=ms, job_types=bool(heat))
-    plan = {i: starts if i in heat else starts[:episodes] for i in range(len(methods))}
+    plan = {i: both if i in heat else table for i in range(len(methods))}
     results = dbf.run_online(context, plan, workers=workers, progress=progress)
     rows, types = [], {}
     for i, m in enumerate(methods):
@@ -273,7 +277,7 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
             row["cycles"] = per_seed[0][f"cycles@{w}"]
             rows.append(row)
         if i in heat:
-            types[m.label] = [e["types"] for e in runs[0][:heatmap_episodes]]
+            types[m.label] = [runs[0][k]["types"] for k in in_heat]
     return Sweep(rows, types, heatmap_episodes if heat else 0, [])
 
 

@@ -259,7 +259,8 @@ def dbf_starts(trace, split: str, n: int | None = None, episode_jobs: int = 1000
       starts of the training and validation blocks stop a fifth of an episode short of the next
       block, so that what is still queued at an episode's end does not reach into it;
     - "validation" and "test" are `n` starts (default 10 and 100) drawn without replacement with
-      a fixed seed per split (`DBF_SEEDS`), sorted, the same on every run; "train" (n None) is the
+      a fixed seed per split (`DBF_SEEDS`), sorted, the same on every run, and nested: a
+      smaller n's starts are among a larger n's; "train" (n None) is the
       range itself, ``[lo, hi]``, from which training episodes draw their starts uniformly.
 
     On Lublin-1 (10,000 jobs, 1,000-job episodes): training starts 0..4800, validation
@@ -268,11 +269,26 @@ def dbf_starts(trace, split: str, n: int | None = None, episode_jobs: int = 1000
     lo, hi = dbf_start_range(int(n_jobs), split, episode_jobs)
     if split == "train" and n is None:
         return [lo, hi]
-    n = {"validation": 10, "test": 100}.get(split, 1) if n is None else int(n)
-    if n > hi - lo + 1:
-        raise ValueError(f"DBF's {split} block holds {hi - lo + 1} starts, fewer than {n}")
-    rng = np.random.default_rng(DBF_SEEDS.get(split, 0))
-    return sorted(int(s) for s in lo + rng.choice(hi - lo + 1, size=n, replace=False))
+    default = {"validation": 10, "test": 100}.get(split, 1)
+    n = default if n is None else int(n)
+    size = hi - lo + 1
+    if n > size:
+        raise ValueError(f"DBF's {split} block holds {size} starts, fewer than {n}")
+    return sorted(int(s) for s in lo + _nested_draw(size, n, default, DBF_SEEDS.get(split, 0)))
+
+
+def _nested_draw(size: int, n: int, default: int, seed: int) -> np.ndarray:
+    """`n` of range(size), without replacement, nested: a smaller n's draw is part of a larger
+    one's (Fig. 3.7's 1,000 test episodes hold the 100 of the tables). The `default` draw is one
+    `choice` with `seed`; fewer take the first of it, in the order drawn; more add a draw from
+    the rest with seed + 1."""
+    rng = np.random.default_rng(seed)
+    first = rng.choice(size, size=min(default, size), replace=False)
+    if n <= first.size:
+        return first[:n]
+    rest = np.setdiff1d(np.arange(size), first)
+    extra = np.random.default_rng(seed + 1).choice(rest, size=n - first.size, replace=False)
+    return np.concatenate([first, extra])
 
 __all__ = ["DBF_SEEDS", "DBF_SPLIT", "PAPER_SEED", "StartFilter", "TRAIN_FRACTION", "WindowSampler",
            "covered", "dbf_start_range", "dbf_starts", "disjoint_windows", "evaluation_windows",
