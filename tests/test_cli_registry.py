@@ -22,7 +22,7 @@ from hpcsched.recipes import PRETRAINED, Command, Evaluation, Recipe
 ROOT = Path(__file__).resolve().parent.parent
 
 #: every train and experiment command before the registry generated them
-TRAIN = ["rlscheduler", "inspector", "dras", "deeprm", "dbf"]
+TRAIN = ["rlscheduler", "inspector", "dras", "deeprm", "dbf", "herasched"]
 EXPERIMENTS = ["rlscheduler-table5", "rlscheduler-table7", "rlscheduler-table8",
                "rlscheduler-seeds", "schedinspector-table4", "schedinspector-seeds", "dras",
                "dras-seeds", "dras-curriculum", "deeprm-load-sweep", "deeprm-seeds",
@@ -182,7 +182,8 @@ def test_a_recipe_cannot_take_a_command_name_already_taken(monkeypatch):
     with pytest.raises(ValueError, match="kind 'dras' are dras's already"):
         recipes.register(Recipe(name="x", prefix="x", env_id="e", load="m:f",
                                 evaluation=Evaluation("dras", "m:f")))
-    assert [r.prefix for r in recipes.recipes()] == ["rl", "inspect", "dras", "deeprm", "dbf"]
+    assert [r.prefix for r in recipes.recipes()] == ["rl", "inspect", "dras", "deeprm", "dbf",
+                                                     "herasched"]
 
 
 # -- what --help imports ----------------------------------------------------------------------------

@@ -17,24 +17,24 @@ from hpcsched.experiments.policyspec import (listing, model_profiles, pretrained
                                              resolve_policy)
 from hpcsched.recipes import PRETRAINED, Recipe, locate
 
-PREFIXES = ["rl", "inspect", "dras", "deeprm", "dbf"]
+PREFIXES = ["rl", "inspect", "dras", "deeprm", "dbf", "herasched"]
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- the registry ----------------------------------------------------------------------------------
-def test_the_registry_holds_the_five_learned_schedulers_with_their_envs():
+def test_the_registry_holds_the_six_learned_schedulers_with_their_envs():
     import gymnasium
 
     from hpcsched import envs
 
     assert [r.prefix for r in recipes.recipes()] == PREFIXES
     assert [r.name for r in recipes.recipes()] == ["rlscheduler", "schedinspector", "dras",
-                                                    "deeprm", "dbf"]
+                                                    "deeprm", "dbf", "herasched"]
     ids = {r.prefix: r.env_id for r in recipes.recipes()}
     assert ids == {"rl": envs.PICK_JOB, "inspect": envs.INSPECT, "dras": envs.DRAS,
-                   "deeprm": envs.DEEPRM, "dbf": envs.DBF}
+                   "deeprm": envs.DEEPRM, "dbf": envs.DBF, "herasched": envs.HERASCHED}
     assert all(i in gymnasium.registry for i in ids.values())
     assert recipes.get("inspect").name == "schedinspector"
     assert recipes.discrete_recipe() is recipes.get("deeprm")
@@ -314,5 +314,5 @@ def test_a_new_recipe_makes_its_prefix_resolvable(tmp_path, monkeypatch):
         "\n".join(listing())
     with pytest.raises(ValueError, match="shipped models \\(toy:\\): toy-small$"):
         resolve_policy("toy:pretrained/toy-big")
-    with pytest.raises(ValueError, match="known: rl:, inspect:, dras:, deeprm:, dbf:, toy:"):
+    with pytest.raises(ValueError, match="known: rl:, inspect:, dras:, deeprm:, dbf:, herasched:, toy:"):
         resolve_policy("toys:x")

@@ -324,6 +324,15 @@ class PPO:
                     if all(k in m for m in traj.metrics)})
         return {**out, **stats, "rollout_s": t1 - t0, "update_s": t2 - t1, "epoch_s": t2 - t0}
 
+    def update(self, batch: Batch) -> dict[str, float]:
+        """One update of both networks on `batch`, its advantages and returns set (`adv`, `ret`),
+        as an epoch's: for a learner that collects its own rollouts and hands each of its agents
+        their decisions (HeraSched's selector and allocator, `agents.herasched`). Counts as an
+        epoch."""
+        stats = self._update(batch)
+        self.epoch += 1
+        return stats
+
     def _parts(self, net, b: Batch) -> list[Batch]:
         """The batch as `net` reads it: whole through its packing, else in chunks of decisions
         whose gradients add up to the whole batch's."""

@@ -17,6 +17,7 @@ import gymnasium
 from hpcsched.envs.dbf import DBFEnv
 from hpcsched.envs.dbf_vec import DBFVectorEnv, VecDBF
 from hpcsched.envs.dras import DrasEnv
+from hpcsched.envs.herasched import HeraSchedEnv
 from hpcsched.envs.inspector import InspectEnv
 from hpcsched.envs.pick_job import PickJobEnv, observe
 from hpcsched.envs.vec import VecInspect, VecPickJob
@@ -27,6 +28,7 @@ DEEPRM = "hpcsched/DeepRM-v0"
 DRAS = "hpcsched/DRAS-v0"
 INSPECT = "hpcsched/Inspect-v0"
 DBF = "hpcsched/DBF-v0"
+HERASCHED = "hpcsched/HeraSched-v0"
 
 if PICK_JOB not in gymnasium.registry:
     gymnasium.register(id=PICK_JOB, entry_point="hpcsched.envs.pick_job:PickJobEnv",
@@ -44,6 +46,10 @@ if DBF not in gymnasium.registry:
     gymnasium.register(id=DBF, entry_point="hpcsched.envs.dbf:DBFEnv",
                        vector_entry_point="hpcsched.envs.dbf_vec:DBFVectorEnv")
 
-__all__ = ["DBF", "DBFEnv", "DBFVectorEnv", "DEEPRM", "DRAS", "DrasEnv", "INSPECT", "InspectEnv",
+if HERASCHED not in gymnasium.registry:
+    gymnasium.register(id=HERASCHED, entry_point="hpcsched.envs.herasched:HeraSchedEnv")
+
+__all__ = ["DBF", "DBFEnv", "DBFVectorEnv", "DEEPRM", "DRAS", "DrasEnv", "HERASCHED", "HeraSchedEnv",
+           "INSPECT", "InspectEnv",
            "InspectVectorEnv", "PICK_JOB", "PickJobEnv", "PickJobVectorEnv", "VecDBF", "VecInspect",
            "VecPickJob", "observe"]

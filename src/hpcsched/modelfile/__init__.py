@@ -72,7 +72,8 @@ SLIM_KEYS = ("format", "version", *ENTRIES)
 #: the entries of `training`
 TRAINING = ("optimizers", "rng", "learner", "run")
 #: the networks that decide, by learner: all a slim export keeps of `weights`
-DECIDING = {"ppo": ("policy",), "reinforce": ("policy",), "dqn": ("q",)}
+DECIDING = {"ppo": ("policy",), "reinforce": ("policy",), "dqn": ("q",),
+            "hierarchical-ppo": ("selector_policy", "allocator_policy")}
 
 
 def rng_states() -> dict[str, Any]:

@@ -442,7 +442,7 @@ def load_plugins() -> None:
 
 
 # the package's own, in the order `hpcsched policies` lists them; then the plugins'
-from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm, dbf  # noqa: E402,F401,I001
+from hpcsched.recipes import rlscheduler, schedinspector, dras, deeprm, dbf, herasched  # noqa: E402,F401,I001
 
 load_plugins()
 

@@ -164,6 +164,13 @@ class DecisionView:
         out.flags.writeable = False
         return out
 
+    @property
+    def node_jobs(self) -> tuple[tuple[int, ...], ...] | None:
+        """The rows running on each node of a heterogeneous cluster, in the order they were placed
+        there (copies); None on a pool, whose nodes are only counted."""
+        tasks = getattr(self._engine.res, "node_tasks", None)
+        return None if tasks is None else tuple(map(tuple, tasks))
+
     def fits(self, rows: np.ndarray) -> np.ndarray:
         """Whether each of `rows` fits on the free resources now."""
         rows = np.asarray(rows, dtype=np.int64)

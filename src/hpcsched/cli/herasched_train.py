@@ -1,0 +1,111 @@
+"""HeraSched's `train herasched`; registered by `hpcsched.recipes.herasched`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcsched.cli.common import positive_int
+
+EPILOG_TRAIN = """examples:
+  hpcsched trace generate spartan-deeplearn --seed 1 -o deeplearn-train.txt
+  hpcsched train herasched --cluster spartan-deeplearn --trace deeplearn-train.txt --out runs/hs-dl
+  hpcsched train herasched --out runs/hs-dl --epochs 400 --resume        # continue that run
+  hpcsched train herasched --cluster spartan-physical --trace week.txt --net thesis --out runs/hs-ph
+  hpcsched compare deeplearn-test.txt --cluster spartan-deeplearn \\
+      --policies herasched:runs/hs-dl,fcfs --backfill easy
+
+Two PPO agents (hpcsched.agents.herasched): the selector picks a job of the split window (W slots,
+T of them the newest jobs) or Forward, the allocator the job's nodes one per step. Every
+--update-every selector steps (2,048) both update on the same rollout: an epoch of the run folder.
+Settings of the thesis (Tables 4.2, 6.3): lr 3e-4, minibatches of 64, 10 passes, GAE lambda 0.95,
+clip 0.2, gamma 1, rewards every 512 selector actions (A_s) and 100 placed jobs (A_a), in hours.
+--net default: our shared per-job and per-node scorers (8.5k parameters per actor, on any
+cluster); --net thesis: Table 4.2's Tanh MLPs ([2048, 1024] on Deeplearn, [4096, 2048, 1024] on
+Physical: 145 M weights in the first layer of each of its four networks).
+
+An episode is the whole trace from an empty machine (the thesis's), or --episode-jobs jobs from a
+random start; --num-envs episodes run side by side, each network called once per step for all.
+Validation: the greedy model on the trace's last --validate-jobs jobs, every --validate-every
+updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS + best-fit + EASY
+(best.pt: the highest). The run folder gets model.pt (every update), best.pt, log.csv, curve.png,
+config.json; --resume continues exactly where the run stopped (its episodes replayed).
+"""
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG_TRAIN
+    p.add_argument("--out", required=True, help="the run's folder")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--epochs", type=positive_int, default=200,
+                   help="train until this many updates in all, each after --update-every "
+                        "selector steps (default 200)")
+    p.add_argument("--trace", help="the training trace (sacct, HPCsim's format or SWF; default: "
+                                   "the cluster's generated high-load day)")
+    p.add_argument("--cluster", default="spartan-deeplearn",
+                   help="a bundled cluster, a slurm.conf or HPCsim's platform files "
+                        "(default spartan-deeplearn)")
+    p.add_argument("--profile", default="hpcsim", choices=["hpcsim", "standard"],
+                   help="hpcsim (the thesis's simulator; default) or standard")
+    p.add_argument("--window", type=positive_int,
+                   help="W, the job slots (default: Table 4.2's, 100 on Deeplearn, 512 on "
+                        "Physical)")
+    p.add_argument("--tail", type=int, help="T of them show the newest jobs (10 and 64)")
+    p.add_argument("--episode-jobs", type=positive_int,
+                   help="episodes of this many jobs from random starts (default: the whole trace)")
+    p.add_argument("--net", choices=["default", "thesis"], default="default",
+                   help="default: shared per-job and per-node scorers; thesis: Table 4.2's MLPs")
+    p.add_argument("--num-envs", type=positive_int, default=4,
+                   help="episodes side by side (4)")
+    p.add_argument("--update-every", type=positive_int, default=2048,
+                   help="selector steps per update (2048)")
+    p.add_argument("--gamma", type=float, default=1.0, help="discount (Table 4.2: 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--drop-oversized", action="store_true",
+                   help="drop jobs that can never run on the cluster (counted) instead of stopping")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch threads (1)")
+    g = p.add_argument_group("validation")
+    g.add_argument("--validate-every", type=int, default=10,
+                   help="greedy validation every K updates, keeping best.pt (0: off)")
+    g.add_argument("--validate-jobs", type=positive_int, default=2000,
+                   help="the trace's last N jobs validate (2000)")
+
+
+RUN_OPTIONS = ("validate_every", "validate_jobs")
+
+
+def cmd_train(args) -> int:
+    from hpcsched.agents.herasched import HeraSchedConfig
+    from hpcsched.cli.common import option_values
+    from hpcsched.experiments.herasched_training import train
+
+    values = option_values(args, given_only=args.resume)
+    epochs = args.epochs
+    settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS}
+    config = settings if args.resume else HeraSchedConfig(**settings)
+    model = train(config, args.out, epochs, resume=args.resume,
+                  **{k: v for k, v in values.items() if k in RUN_OPTIONS})
+    steps = sum(h.get("selector_steps", 0) for h in model.history)
+    print(f"{model.epoch} updates, {steps} selector steps; model: {args.out}/model.pt")
+    return 0
+
+
+def evaluate(path, checkpoint: dict, args) -> int:
+    """`hpcsched evaluate` of a HeraSched model: beside FCFS, SJF and UNICEP with EASY (`--against`,
+    `--backfill`) on its training trace and cluster (`--trace`, `--cluster`), the whole trace
+    unless the window options say otherwise, greedy (`--sample`)."""
+    from hpcsched.cli.evaluate import chosen_windows, on_windows
+
+    config = checkpoint["config"]
+    if args.trace is None and config.get("trace") is None:
+        raise ValueError(f"{path} was trained on its cluster's generated high-load day: give the "
+                         f"trace to evaluate on with --trace FILE")
+    args.cluster = args.cluster or config["cluster"]
+    return on_windows(args, path, label=f"herasched:{args.model}",
+                      about=f"HeraSched, {config['net']} network, W={checkpoint['norm']['window']}"
+                            f" T={checkpoint['norm']['tail']}, trained on {config['cluster']}",
+                      trace=config.get("trace"), profile=config.get("profile", "hpcsim"),
+                      backfills=["easy"], windows=chosen_windows,
+                      against=("fcfs", "sjf", "unicep"))
+
+
+__all__ = ["add_train_arguments", "cmd_train", "evaluate"]

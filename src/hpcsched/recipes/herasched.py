@@ -1,0 +1,65 @@
+"""HeraSched (Wang's thesis Ch. 4): a PPO job selector and a PPO node allocator in a hierarchy, on
+`hpcsched/HeraSched-v0` (`envs/herasched.py`, `agents/herasched.py`,
+`experiments/herasched_training.py`).
+
+``herasched:PATH`` runs a model file (a run folder: its best.pt) on the engine
+(`agents.herasched_policy`): at each instant the selector picks jobs of its split window, the
+allocator places each on nodes it picks one by one, until the selector chooses Forward or nothing
+in the window fits. It needs a cluster of named nodes (``--cluster``; an SWF trace under the hpcsim
+profile gets identical shared nodes). There is no separate backfiller: ``--backfill easy`` leaves
+its schedule as it is (the engine's backfilling only runs behind a job that could not start, and
+HeraSched starts only jobs that fit); ``conservative`` is refused. Models run under the ``hpcsim``
+profile (the thesis's simulator) unless the command names another pass-loop profile."""
+
+from __future__ import annotations
+
+from hpcsched.envs import HERASCHED
+from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
+
+CLI = "hpcsched.cli.herasched_train"
+
+
+def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
+    """The HeraSched model at `path` as an engine Policy (it reads the cluster it is given)."""
+    from hpcsched.agents.herasched_policy import load_herasched
+    from hpcsched.envs.herasched import check_profile
+
+    if option:
+        raise ValueError(f"{name}: a HeraSched model takes no option")
+    if prepared is not None:
+        check_profile(prepared)
+    return load_herasched(path, sample=sample, seed=seed, name=name)
+
+
+def tiny() -> Tiny:
+    """Our network on Lublin-1 under the hpcsim profile (256 shared single-core nodes), a window
+    of 8 (tail 2), 64-job episodes two at a time, rewards every 16 selector actions and 8 jobs,
+    three updates of 64 selector steps at a rate that changes its mind in so few."""
+    from hpcsched.agents.herasched import HeraSched, HeraSchedConfig
+    from hpcsched.agents.herasched_policy import as_policy
+
+    env = dict(trace="lublin-1", cluster=None, profile="hpcsim", window=8, tail=2,
+               episode_jobs=64, selector_every=16, allocator_every=8)
+
+    def make(_env, seed: int) -> HeraSched:
+        return HeraSched(HeraSchedConfig(**env, num_envs=2, update_every=64, minibatch=32,
+                                         update_epochs=2, pi_lr=3e-2, vf_lr=3e-2, seed=seed))
+
+    return Tiny(env=env, make=make, learn=lambda model, _env: model.learn(3),
+                policy=lambda model, prepared, name: as_policy(model, name=name),
+                trace="lublin-1", start=2000, jobs=128, profile="hpcsim")
+
+
+RECIPE = register(Recipe(
+    name="herasched", prefix="herasched", env_id=HERASCHED,
+    learners={"hierarchical-ppo": "hpcsched.agents.herasched:HeraSched"},
+    load="hpcsched.recipes.herasched:policy",
+    train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
+    profile="hpcsim",
+    title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
+    usage="herasched:PATH (a model file, or a run folder: its best.pt)",
+    train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
+                                       "PPO node allocator for heterogeneous clusters",
+                          f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    evaluation=Evaluation("herasched", f"{CLI}:evaluate"),
+    tiny="hpcsched.recipes.herasched:tiny"))

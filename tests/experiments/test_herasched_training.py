@@ -1,0 +1,64 @@
+"""`hpcsched train herasched` (`hpcsched.experiments.herasched_training`): the run folder, its
+validation against FCFS + best-fit + EASY, and a resume that writes what a run that never stopped
+writes."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+import torch
+
+from hpcsched.agents.herasched import HeraSched
+from hpcsched.cli import main
+from hpcsched.experiments.herasched_training import floored_score, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SETTINGS = dict(window=16, tail=4, episode_jobs=400, num_envs=2, update_every=128,
+                selector_every=32, allocator_every=10, update_epochs=2)
+TIMINGS = ("rollout_s", "update_s", "epoch_s", "selector_pi_s", "allocator_pi_s", "selector_v_s",
+           "allocator_v_s")
+
+
+def rows(path):
+    with open(path) as f:
+        return [{k: v for k, v in r.items() if k not in TIMINGS} for r in csv.DictReader(f)]
+
+
+def test_a_run_folder_validates_and_resumes_as_if_it_never_stopped(tmp_path):
+    options = dict(validate_every=1, validate_jobs=300, progress=False, log=lambda text: None)
+    straight = train(dict(SETTINGS), tmp_path / "a", 3, **options)
+    assert {p.name for p in (tmp_path / "a").iterdir()} >= {"model.pt", "best.pt", "log.csv",
+                                                            "config.json", "curve.png"}
+    assert all("val_score" in h and "val_wait" in h for h in straight.history if h["epoch"])
+    train(dict(SETTINGS), tmp_path / "b", 1, **options)
+    train(None, tmp_path / "b", 3, resume=True, **options)
+    a, b = HeraSched.load(tmp_path / "a" / "model.pt"), HeraSched.load(tmp_path / "b" / "model.pt")
+    for name in ("selector_policy", "allocator_policy", "allocator_value"):
+        x, y = getattr(a, name).state_dict(), getattr(b, name).state_dict()
+        assert all(torch.equal(x[k], y[k]) for k in x)
+    assert rows(tmp_path / "a" / "log.csv") == rows(tmp_path / "b" / "log.csv")
+    with pytest.raises(ValueError, match="trained with window=16, not 32"):
+        train({"window": 32}, tmp_path / "b", 4, resume=True, **options)
+
+
+def test_the_command_line_trains_and_the_model_schedules(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "herasched", "--out", str(out), "--epochs", "1", "--window", "16",
+                 "--tail", "4", "--episode-jobs", "300", "--update-every", "64",
+                 "--validate-every", "0"])
+    assert code == 0 and "1 updates" in capsys.readouterr().out
+    code = main(["simulate", "lublin-1", "--profile", "hpcsim", "--policy", f"herasched:{out}",
+                 "--jobs", "100", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and '"policy": "herasched:' in captured.out  # the default net carries over
+
+
+def test_the_floored_score_ranks_where_the_reference_never_waits():
+    ref = {"wait": 0.0, "max_wait": 0.0}
+    assert floored_score({"wait": 0.0, "max_wait": 0.0}, ref) == 2.0
+    assert floored_score({"wait": 10.0, "max_wait": 100.0}, ref) > \
+        floored_score({"wait": 20.0, "max_wait": 100.0}, ref)
+    assert floored_score({"wait": 50.0, "max_wait": 400.0},
+                         {"wait": 100.0, "max_wait": 200.0}) == pytest.approx(2.5)
