@@ -165,6 +165,20 @@ class AgentSettings:
         return {}
 
 
+def selector_choice(d, forward: int) -> dict[str, float]:
+    """How much choice the selector had and used in a rollout (its decisions `d`): the mean number
+    of valid actions, the share of decisions with two or more jobs that fit, the share of
+    Forwards, and of Forwards taken while a job fit (Forward is then a choice to hold)."""
+    if d.size == 0:
+        return {}
+    jobs = d.mask[:, :forward].sum(1)
+    fwd = d.actions == forward
+    return {"selector_valid": float(d.mask.sum(1).mean()),
+            "selector_choice_share": float((jobs >= 2).mean()),
+            "forward_share": float(fwd.mean()),
+            "forward_with_fit_share": float((fwd & (jobs >= 1)).mean())}
+
+
 class HeraSched:
     """HeraSched's two agents and their joint training. SB3's verbs: `learn`, `predict`, `save`,
     `load`. The four networks are attributes (`selector_policy`, `selector_value`,
@@ -284,6 +298,7 @@ class HeraSched:
                 if vals:
                     out[key] = float(np.mean(vals))
         out["decisions"] = seen["selector_steps"] + seen["allocator_steps"]
+        out.update(selector_choice(data[0], self.layout.window))
         # the log's usual columns: the selector's losses
         for k in ("loss_pi", "loss_v", "kl", "entropy", "clip_fraction", "pi_iters"):
             if f"selector_{k}" in stats:

@@ -68,9 +68,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="greedy validation every K updates, keeping best.pt (0: off)")
     g.add_argument("--validate-jobs", type=positive_int, default=2000,
                    help="the trace's last N jobs validate (2000)")
+    g.add_argument("--validate-trace",
+                   help="validate on this trace's last --validate-jobs jobs instead of the "
+                        "training trace's (the protocol's validation period)")
 
 
-RUN_OPTIONS = ("validate_every", "validate_jobs")
+RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace")
 
 
 def cmd_train(args) -> int:
