@@ -59,6 +59,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--update-every", type=positive_int, default=2048,
                    help="selector steps per update (2048)")
     p.add_argument("--gamma", type=float, default=1.0, help="discount (Table 4.2: 1)")
+    p.add_argument("--selector-every", type=positive_int, default=512,
+                   help="A_s: selector actions per selector reward (Table 4.2: 512; 1 pays Eq. "
+                        "4.1 at every action)")
+    p.add_argument("--allocator-every", type=positive_int, default=100,
+                   help="A_a: placed jobs per allocator reward (Table 4.2: 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
