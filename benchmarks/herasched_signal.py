@@ -99,6 +99,12 @@ for name, ppo, d in zip(("selector", "allocator"), model.agents, data):
                   f"{name}_corr": round(corr, 3), f"{name}_reached": round(touched, 3),
                   f"{name}_explained_var": round(ev, 3)})
 choice = selector_choice(data[0], model.layout.window)
+d = data[0]
+with torch.no_grad():  # what greedy decoding (validation, herasched:PATH) would pick there
+    logits = model.selector.policy(torch.from_numpy(d.obs), torch.from_numpy(d.mask))
+    probs = torch.softmax(logits, -1).numpy()
+choice["greedy_forward_share"] = float((probs.argmax(1) == model.layout.window).mean())
+choice["mean_p_forward"] = float(probs[:, model.layout.window].mean())
 print("\nselector: " + ", ".join(f"{k} {v:.3f}" for k, v in choice.items()))
 pairs.update({k: round(v, 3) for k, v in choice.items()})
 print(" ".join(f"{k}={v}" for k, v in pairs.items()))
