@@ -17,7 +17,10 @@ both agents update, one after the other, on the same rollout: Algorithm 2's join
 3e-4 for actors and critics alike, 2,048 selector steps per update, minibatches of 64, 10 passes
 over the rollout, GAE lambda 0.95, clip 0.2. **gamma = 1** (spec item 30): Table 4.2 is the
 chapter's own and says 1; Table 6.3's 0.99 belongs to a later chapter's networks; `gamma` is a
-setting. SB3's defaults (the thesis trains with SB3) where neither table speaks: no entropy bonus,
+setting. (On Deeplearn, with the thesis's A_s = 512 the selector gets two rewards per update and
+GAE credits the decisions by their distance to them; paying Eq. 4.1 and 4.2 at every action, A_s =
+A_a = 1, with gamma 0.99 learned: README, "Does HeraSched learn?", and
+`benchmarks/herasched_signal.py`.) SB3's defaults (the thesis trains with SB3) where neither table speaks: no entropy bonus,
 gradients clipped to 0.5, no KL stop, advantages normalised per update and agent.
 
 **Seeds.** The selector's PPO has the run's seed, the allocator's seed + 1 (their networks and

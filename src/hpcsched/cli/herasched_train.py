@@ -19,14 +19,18 @@ T of them the newest jobs) or Forward, the allocator the job's nodes one per ste
 --update-every selector steps (2,048) both update on the same rollout: an epoch of the run folder.
 Settings of the thesis (Tables 4.2, 6.3): lr 3e-4, minibatches of 64, 10 passes, GAE lambda 0.95,
 clip 0.2, gamma 1, rewards every 512 selector actions (A_s) and 100 placed jobs (A_a), in hours.
+On Deeplearn these did not learn in 51 updates; --selector-every 1 --allocator-every 1 --gamma 0.99
+(Eq. 4.1 and 4.2 paid at every action, the bounded discount of Table 6.3) did (README, "Does
+HeraSched learn?").
 --net default: our shared per-job and per-node scorers (8.5k parameters per actor, on any
 cluster); --net thesis: Table 4.2's Tanh MLPs ([2048, 1024] on Deeplearn, [4096, 2048, 1024] on
 Physical: 145 M weights in the first layer of each of its four networks).
 
 An episode is the whole trace from an empty machine (the thesis's), or --episode-jobs jobs from a
 random start; --num-envs episodes run side by side, each network called once per step for all.
-Validation: the greedy model on the trace's last --validate-jobs jobs, every --validate-every
-updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS + best-fit + EASY
+Validation: the greedy model on the last --validate-jobs jobs of the trace (or of
+--validate-trace: the protocol's validation period, hpcsched.workload.hera_periods), every
+--validate-every updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS + best-fit + EASY
 (best.pt: the highest). The run folder gets model.pt (every update), best.pt, log.csv, curve.png,
 config.json; --resume continues exactly where the run stopped (its episodes replayed).
 """
