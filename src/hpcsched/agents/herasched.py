@@ -20,8 +20,9 @@ chapter's own and says 1; Table 6.3's 0.99 belongs to a later chapter's networks
 setting. (On Deeplearn, with the thesis's A_s = 512 the selector gets two rewards per update and
 GAE credits the decisions by their distance to them; paying Eq. 4.1 and 4.2 at every action, A_s =
 A_a = 1, with gamma 0.99 learned: README, "Does HeraSched learn?", and
-`benchmarks/herasched_signal.py`.) SB3's defaults (the thesis trains with SB3) where neither table speaks: no entropy bonus,
-gradients clipped to 0.5, no KL stop, advantages normalised per update and agent.
+`benchmarks/herasched_signal.py`.) SB3's defaults (the thesis trains with SB3) where neither
+table speaks: no entropy bonus, gradients clipped to 0.5, no KL stop, advantages normalised per
+update and agent.
 
 **Seeds.** The selector's PPO has the run's seed, the allocator's seed + 1 (their networks and
 minibatch orders are then drawn apart). Environment i's e-th episode resets with a seed of

@@ -4,7 +4,8 @@ test it, defined once, as `dbf_starts` defines DBF's split.
     period = hera_period("spartan-deeplearn", "train")     # a Period: seed, first day, days
     jobs = period.generate()                               # `workload.spartan.generate(...)`
 
-    hpcsched trace generate spartan-deeplearn --seed 1701 --days 56 --start 2021-09-20 -o dl-train.txt
+    hpcsched trace generate spartan-deeplearn --seed 1701 --days 56 --start 2021-09-20 \\
+        -o dl-train.txt
 
 Each period is its own draw of the generator (`workload.spartan`), with its own seed, on its own
 calendar days, the periods following one another: train, then validation, then test, then the
