@@ -32,7 +32,8 @@ Validation: the greedy model on the last --validate-jobs jobs of the trace (or o
 --validate-trace: the protocol's validation period, hpcsched.workload.hera_periods), every
 --validate-every updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS +
 best-fit + EASY (best.pt: the highest). The run folder gets model.pt (every update), best.pt,
-log.csv, curve.png, config.json; --resume continues exactly where the run stopped (its episodes replayed).
+log.csv, curve.png, config.json; --resume continues exactly where the run stopped (its episodes
+replayed).
 """
 
 
