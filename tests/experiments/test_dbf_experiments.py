@@ -285,3 +285,25 @@ def test_bad_input_is_one_line(capsys, args, message):
     assert main(["experiment", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.startswith("hpcsched: error:") and "\n" not in err
+
+
+def test_compare_episodes_gives_the_mean_median_and_worst_episode(capsys):
+    """`compare --episodes N`: per policy and backfilling, the mean of each episode's metrics on
+    the first N test starts, and the spread of the episodes' AWTs."""
+    from hpcsched.experiments.dbf_episodes import run_episode
+    from hpcsched.policies.priority import get_policy
+
+    assert main(["compare", "lublin-1", "--policies", "sqf,lcfs", "--backfill", "none,easy",
+                 "--episodes", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["policy"], r["backfill"]) for r in rows] == [
+        ("sqf", "none"), ("sqf", "easy"), ("lcfs", "none"), ("lcfs", "easy")]
+    std = dbf._prepared("lublin-1", "standard")
+    starts = dbf.test_starts(len(std.jobs), 3)
+    waits = [run_episode(std, get_policy("lcfs"), s, backfill="easy")["wait"] for s in starts]
+    assert len(set(waits)) == 3  # three different episodes, so mean, median and worst differ
+    row = rows[3]
+    assert row["episodes"] == 3
+    assert row["wait"] == pytest.approx(np.mean(waits))
+    assert row["wait_median"] == pytest.approx(sorted(waits)[1])
+    assert row["wait_worst"] == pytest.approx(max(waits))

@@ -39,8 +39,10 @@ def run_episode(prepared, policy, start: int, *, episode_jobs: int = 1000,
 def compare_episodes(prepared, policies: Sequence[tuple[str, object]], backfills: Sequence[str],
                      starts: Sequence[int], *, episode_jobs: int = 1000,
                      progress: Callable[[int], None] | None = None) -> list[dict]:
-    """One flat row per (policy, backfilling): trace, policy, backfill, episodes, jobs and the
-    mean of each episode metric over the episodes from `starts` (`progress(1)` after each)."""
+    """One flat row per (policy, backfilling): trace, policy, backfill, episodes, jobs, the
+    mean of each episode metric over the episodes from `starts` (`progress(1)` after each), and
+    how the episodes' AWTs spread: `wait_median` and `wait_worst` (the largest), since a few
+    episodes of a long queue can carry the mean."""
     rows = []
     for label, policy in policies:
         for backfill in backfills:
@@ -53,6 +55,8 @@ def compare_episodes(prepared, policies: Sequence[tuple[str, object]], backfills
             row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label,
                    "backfill": backfill, "episodes": len(starts), "jobs": episode_jobs}
             row.update({k: float(np.mean([r[k] for r in runs])) for k in EPISODE_METRICS})
+            waits = [r["wait"] for r in runs]
+            row.update(wait_median=float(np.median(waits)), wait_worst=float(np.max(waits)))
             rows.append(row)
     return rows
 
