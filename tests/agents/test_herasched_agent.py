@@ -140,3 +140,19 @@ def test_the_thesis_networks_train_too():
     after = model.allocator_policy.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
     assert model.history[0]["selector_steps"] >= 128
+
+
+def test_selector_choice_counts_choices_and_forwards():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from hpcsched.agents.herasched import selector_choice
+
+    # W = 3 slots + Forward (column 3); rows: two jobs fit, one fits, one fits, two fit
+    mask = np.array([[1, 1, 0, 1], [1, 0, 0, 1], [0, 0, 1, 1], [0, 1, 1, 1]], dtype=bool)
+    d = SimpleNamespace(size=4, mask=mask, actions=np.array([3, 0, 3, 1]))
+    c = selector_choice(d, 3)
+    assert c == {"selector_valid": 2.5, "selector_choice_share": 0.5, "forward_share": 0.5,
+                 "forward_with_fit_share": 0.5}
+    assert selector_choice(SimpleNamespace(size=0), 3) == {}

@@ -62,3 +62,32 @@ def test_the_floored_score_ranks_where_the_reference_never_waits():
         floored_score({"wait": 20.0, "max_wait": 100.0}, ref)
     assert floored_score({"wait": 50.0, "max_wait": 400.0},
                          {"wait": 100.0, "max_wait": 200.0}) == pytest.approx(2.5)
+
+
+def test_validation_can_run_on_another_trace(tmp_path):
+    from hpcsched.agents.herasched import HeraSchedConfig
+    from hpcsched.experiments.herasched_training import HeraValidation
+    from hpcsched.workload.spartan import generate
+    from hpcsched.workload.spartan_format import write_trace
+
+    path = tmp_path / "later.txt"
+    later = generate("spartan-deeplearn", 2, seed=5)
+    write_trace(later, path)
+    config = HeraSchedConfig(**SETTINGS)  # trains on the generated high-load day
+    own, other = HeraValidation(config, 300), HeraValidation(config, 300, str(path))
+    assert len(own.prepared.jobs) == 1137 and len(other.prepared.jobs) != 1137
+    assert other.start == len(other.prepared.jobs) - 300
+    assert len(other.prepared.jobs) == len(later.jobs)
+
+
+def test_the_command_line_sets_the_reward_intervals(tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", "herasched", "--out", str(out), "--epochs", "1", "--window", "16",
+                 "--tail", "4", "--episode-jobs", "300", "--update-every", "64",
+                 "--selector-every", "1", "--allocator-every", "3", "--gamma", "0.99",
+                 "--validate-every", "0"]) == 0
+    c = HeraSched.load(out / "model.pt").config
+    assert (c.selector_every, c.allocator_every, c.gamma) == (1, 3, 0.99)
+    h = HeraSched.load(out / "model.pt").history[-1]
+    # every selector action is paid (bar those at a zero wait), and the choice is logged
+    assert h["selector_rewards"] > 0.5 * h["selector_steps"] and 0 <= h["forward_share"] <= 1

@@ -17,8 +17,12 @@ both agents update, one after the other, on the same rollout: Algorithm 2's join
 3e-4 for actors and critics alike, 2,048 selector steps per update, minibatches of 64, 10 passes
 over the rollout, GAE lambda 0.95, clip 0.2. **gamma = 1** (spec item 30): Table 4.2 is the
 chapter's own and says 1; Table 6.3's 0.99 belongs to a later chapter's networks; `gamma` is a
-setting. SB3's defaults (the thesis trains with SB3) where neither table speaks: no entropy bonus,
-gradients clipped to 0.5, no KL stop, advantages normalised per update and agent.
+setting. (On Deeplearn, with the thesis's A_s = 512 the selector gets two rewards per update and
+GAE credits the decisions by their distance to them; paying Eq. 4.1 and 4.2 at every action, A_s =
+A_a = 1, with gamma 0.99 learned: README, "Does HeraSched learn?", and
+`benchmarks/herasched_signal.py`.) SB3's defaults (the thesis trains with SB3) where neither
+table speaks: no entropy bonus, gradients clipped to 0.5, no KL stop, advantages normalised per
+update and agent.
 
 **Seeds.** The selector's PPO has the run's seed, the allocator's seed + 1 (their networks and
 minibatch orders are then drawn apart). Environment i's e-th episode resets with a seed of
@@ -165,6 +169,20 @@ class AgentSettings:
         return {}
 
 
+def selector_choice(d, forward: int) -> dict[str, float]:
+    """How much choice the selector had and used in a rollout (its decisions `d`): the mean number
+    of valid actions, the share of decisions with two or more jobs that fit, the share of
+    Forwards, and of Forwards taken while a job fit (Forward is then a choice to hold)."""
+    if d.size == 0:
+        return {}
+    jobs = d.mask[:, :forward].sum(1)
+    fwd = d.actions == forward
+    return {"selector_valid": float(d.mask.sum(1).mean()),
+            "selector_choice_share": float((jobs >= 2).mean()),
+            "forward_share": float(fwd.mean()),
+            "forward_with_fit_share": float((fwd & (jobs >= 1)).mean())}
+
+
 class HeraSched:
     """HeraSched's two agents and their joint training. SB3's verbs: `learn`, `predict`, `save`,
     `load`. The four networks are attributes (`selector_policy`, `selector_value`,
@@ -284,6 +302,7 @@ class HeraSched:
                 if vals:
                     out[key] = float(np.mean(vals))
         out["decisions"] = seen["selector_steps"] + seen["allocator_steps"]
+        out.update(selector_choice(data[0], self.layout.window))
         # the log's usual columns: the selector's losses
         for k in ("loss_pi", "loss_v", "kl", "entropy", "clip_fraction", "pi_iters"):
             if f"selector_{k}" in stats:

@@ -19,16 +19,21 @@ T of them the newest jobs) or Forward, the allocator the job's nodes one per ste
 --update-every selector steps (2,048) both update on the same rollout: an epoch of the run folder.
 Settings of the thesis (Tables 4.2, 6.3): lr 3e-4, minibatches of 64, 10 passes, GAE lambda 0.95,
 clip 0.2, gamma 1, rewards every 512 selector actions (A_s) and 100 placed jobs (A_a), in hours.
+On Deeplearn these did not learn in 51 updates; --selector-every 1 --allocator-every 1 --gamma 0.99
+(Eq. 4.1 and 4.2 paid at every action, the bounded discount of Table 6.3) did (README, "Does
+HeraSched learn?").
 --net default: our shared per-job and per-node scorers (8.5k parameters per actor, on any
 cluster); --net thesis: Table 4.2's Tanh MLPs ([2048, 1024] on Deeplearn, [4096, 2048, 1024] on
 Physical: 145 M weights in the first layer of each of its four networks).
 
 An episode is the whole trace from an empty machine (the thesis's), or --episode-jobs jobs from a
 random start; --num-envs episodes run side by side, each network called once per step for all.
-Validation: the greedy model on the trace's last --validate-jobs jobs, every --validate-every
-updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS + best-fit + EASY
-(best.pt: the highest). The run folder gets model.pt (every update), best.pt, log.csv, curve.png,
-config.json; --resume continues exactly where the run stopped (its episodes replayed).
+Validation: the greedy model on the last --validate-jobs jobs of the trace (or of
+--validate-trace: the protocol's validation period, hpcsched.workload.hera_periods), every
+--validate-every updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS +
+best-fit + EASY (best.pt: the highest). The run folder gets model.pt (every update), best.pt,
+log.csv, curve.png, config.json; --resume continues exactly where the run stopped (its episodes
+replayed).
 """
 
 
@@ -59,6 +64,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--update-every", type=positive_int, default=2048,
                    help="selector steps per update (2048)")
     p.add_argument("--gamma", type=float, default=1.0, help="discount (Table 4.2: 1)")
+    p.add_argument("--selector-every", type=positive_int, default=512,
+                   help="A_s: selector actions per selector reward (Table 4.2: 512; 1 pays Eq. "
+                        "4.1 at every action)")
+    p.add_argument("--allocator-every", type=positive_int, default=100,
+                   help="A_a: placed jobs per allocator reward (Table 4.2: 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
@@ -68,9 +78,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="greedy validation every K updates, keeping best.pt (0: off)")
     g.add_argument("--validate-jobs", type=positive_int, default=2000,
                    help="the trace's last N jobs validate (2000)")
+    g.add_argument("--validate-trace",
+                   help="validate on this trace's last --validate-jobs jobs instead of the "
+                        "training trace's (the protocol's validation period)")
 
 
-RUN_OPTIONS = ("validate_every", "validate_jobs")
+RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace")
 
 
 def cmd_train(args) -> int:

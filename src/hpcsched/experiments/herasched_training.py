@@ -3,8 +3,10 @@ folder (`experiments.runfolder`; an epoch is one joint update of both agents, af
 steps).
 
 Validation runs the greedy model on a fixed window of the training trace, its last
-`validate_jobs` jobs (all of it when it has fewer), scheduled whole through the engine
-(`agents.herasched_policy`, as ``herasched:PATH`` runs), and scores it with the thesis's combined
+`validate_jobs` jobs (all of it when it has fewer), or, with `validate_trace`, on that trace's
+last `validate_jobs` jobs (the protocol's validation period, `workload.hera_periods`),
+scheduled whole through the engine (`agents.herasched_policy`, as ``herasched:PATH`` runs), and
+scores it with the thesis's combined
 score against FCFS + best-fit with EASY on the same jobs (the thesis's Deeplearn reference, §6.12):
 S = AWT_ref / AWT + MWT_ref / MWT, the thesis's weighing of its two metrics (2: as good as the
 reference; higher is better), each wait taken as 1 s at least (`floored_score`). best.pt is the
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 #: `train`'s options that shape a run besides its config, with their defaults
-RUN_OPTIONS = {"validate_every": 10, "validate_jobs": 2000}
+RUN_OPTIONS = {"validate_every": 10, "validate_jobs": 2000, "validate_trace": None}
 LOG_METRICS = ["wait", "max_wait", "episodes_ended", "selector_steps", "allocator_steps",
-               "allocator_loss_pi", "allocator_loss_v"]
+               "allocator_loss_pi", "allocator_loss_v", "allocator_kl", "allocator_entropy",
+               "forward_share", "forward_with_fit_share", "selector_choice_share",
+               "selector_valid", "selector_rewards", "allocator_rewards"]
 #: the reference of the validation score: FCFS + best-fit with EASY backfilling
 REFERENCE = ("fcfs", "easy")
 
@@ -29,11 +33,15 @@ REFERENCE = ("fcfs", "easy")
 class HeraValidation:
     """The greedy model on a fixed window of the training trace, against the reference."""
 
-    def __init__(self, config, jobs: int = 2000):
+    def __init__(self, config, jobs: int = 2000, trace: str | None = None):
+        from hpcsched.envs.herasched import as_herasched_trace
         from hpcsched.policies.priority import get_policy
         from hpcsched.sim.run import simulate
 
-        self.prepared = config.prepared()
+        self.trace = trace
+        self.prepared = (config.prepared() if trace is None else
+                         as_herasched_trace(trace, config.cluster, config.profile,
+                                            drop_oversized=config.drop_oversized))
         n = len(self.prepared.jobs)
         self.jobs = min(int(jobs), n)
         self.start = n - self.jobs
@@ -90,11 +98,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                      info=lambda c: {"epochs": epochs,
                                      "selector_steps": epochs * c.update_every})
     config, opts = model.config, model.run_options
-    validation = (HeraValidation(config, opts["validate_jobs"])
+    validation = (HeraValidation(config, opts["validate_jobs"], opts.get("validate_trace"))
                   if opts["validate_every"] and opts["validate_jobs"] else None)
     if validation is not None and model.epoch == 0:
         ref = validation.reference
-        say(f"validation: the last {validation.jobs} jobs of the trace; FCFS + best-fit + EASY "
+        where = validation.trace or "the trace"
+        say(f"validation: the last {validation.jobs} jobs of {where}; FCFS + best-fit + EASY "
             f"there: AWT {ref['wait']:,.0f} s, MWT {ref['max_wait']:,.0f} s (S = 2)")
 
     def note(stats: dict[str, Any]) -> str:
