@@ -229,3 +229,57 @@ def test_dbf_names_resolve_through_the_registry(tmp_path):
     assert policy.window == 4 and policy.tail == 1
     with pytest.raises(ValueError, match="pass loop"):
         resolve_policy(f"dbf:{tmp_path}", prepare("lublin-1", "rlscheduler"))
+
+
+# -- what the command line sets, and the device ----------------------------------------------------
+def test_train_dbf_sets_the_open_choices_and_keeps_the_device_out_of_the_run(tmp_path, capsys):
+    import json
+
+    from hpcsched.cli import main
+
+    out = tmp_path / "run"
+    args = ["train", "dbf", "--out", str(out), "--window", "4", "--episode-jobs", "24",
+            "--num-envs", "2", "--episodes", "2", "--validate-every", "0"]
+    assert main(args + ["--lr", "1e-4", "--ent-coef", "0", "--target-kl", "0.02",
+                        "--minibatch", "64", "--device", "cpu"]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    # one rate for actor and critic, as the thesis names one; the device is no setting of the run
+    assert (saved["pi_lr"], saved["vf_lr"], saved["ent_coef"], saved["target_kl"],
+            saved["minibatch"]) == (1e-4, 1e-4, 0.0, 0.02, 64)
+    assert "device" not in saved and "lr" not in saved
+    # options not given keep the config's defaults (not None)
+    assert main(["train", "dbf", "--out", str(tmp_path / "plain"), "--window", "4",
+                 "--episode-jobs", "24", "--num-envs", "2", "--episodes", "2",
+                 "--validate-every", "0"]) == 0
+    plain = json.loads((tmp_path / "plain" / "config.json").read_text())
+    d = DBFConfig()
+    assert (plain["pi_lr"], plain["ent_coef"], plain["target_kl"], plain["minibatch"]) == (
+        d.pi_lr, d.ent_coef, d.target_kl, d.minibatch)
+    # a resumed run may name another device: it is not compared with the run's settings
+    assert main(["train", "dbf", "--out", str(out), "--episodes", "4", "--resume",
+                 "--device", "cpu"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where no GPU is")
+def test_a_device_torch_cannot_see_is_refused_by_name():
+    model = PPO(tiny_config())
+    with pytest.raises(ValueError, match="device cuda.*no CUDA device"):
+        model.to("cuda")
+    assert model.rollout_policy() is model.policy  # still on the CPU
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_updates_on_the_gpu_keep_the_rollout_copy_in_step_and_save_cpu_files(tmp_path):
+    model = PPO(tiny_config()).to("cuda")
+    model.learn(2)
+    twin = model.rollout_policy()
+    assert next(twin.parameters()).device.type == "cpu"
+    for x, y in zip(twin.parameters(), model.policy.parameters()):
+        torch.testing.assert_close(x, y.cpu(), rtol=0, atol=0)
+    model.save(tmp_path / "m.pt")
+    back = PPO.load(tmp_path / "m.pt")  # on the CPU, optimiser state included
+    for x, y in zip(back.policy.parameters(), model.policy.parameters()):
+        torch.testing.assert_close(x, y.cpu(), rtol=0, atol=0)
+    back.learn(1)
+    assert back.epoch == 3

@@ -32,6 +32,15 @@ class Batch:
         self.adv = torch.empty(0)
         self.ret = torch.empty(0)
 
+    def to(self, device: torch.device) -> "Batch":
+        """The batch with its tensors on `device` (itself on the CPU; the packing stays on the
+        CPU: the kernel networks that read it train there)."""
+        if device.type == "cpu":
+            return self
+        for name in ("obs", "mask", "actions", "logp_old", "adv", "ret"):
+            setattr(self, name, getattr(self, name).to(device))
+        return self
+
     def parts(self, chunk: int | None) -> list["Batch"]:
         """The batch in views of `chunk` decisions (the last shorter); the whole batch if None."""
         if chunk is None or chunk >= self.size:

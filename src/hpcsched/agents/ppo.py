@@ -213,6 +213,46 @@ class PPO:
         self.extra: dict[str, Any] = dict(config.extra_state())
         self._env = env
         self._norm = norm
+        self.device = torch.device("cpu")
+        self._rollout_twin: MaskedPolicy | None = None  # the actor's CPU copy (device not CPU)
+
+    def to(self, device: str | torch.device) -> "PPO":
+        """Run the updates on `device` (say "cuda"): both networks and their optimisers' state
+        move there; rollouts and greedy decisions stay on the CPU, on a copy of the actor
+        refreshed after every update (the environments step on the CPU, a batch of a few rows per
+        step). The model file is the same whatever the device. Not part of the configuration: a
+        run may resume on another device (the arithmetic, not the estimate, then differs in its
+        last bits)."""
+        device = torch.device(device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {device}: torch {torch.__version__} sees no CUDA device")
+        self.device = device
+        self.policy.to(device)
+        self.value.to(device)
+        for opt in (self.pi_optimizer, self.v_optimizer):
+            for state in opt.state.values():
+                for k, v in state.items():
+                    if isinstance(v, torch.Tensor) and k != "step":
+                        state[k] = v.to(device)
+        self._rollout_twin = None
+        return self
+
+    def rollout_policy(self) -> MaskedPolicy:
+        """The actor the rollouts and greedy decisions use: itself on the CPU, else its CPU copy
+        (made on first use and refreshed after each update)."""
+        if self.device.type == "cpu":
+            return self.policy
+        if self._rollout_twin is None:
+            import copy
+
+            self._rollout_twin = copy.deepcopy(self.policy).to("cpu")
+        return self._rollout_twin
+
+    def _sync_twin(self) -> None:
+        if self._rollout_twin is not None:
+            with torch.no_grad():
+                for mine, theirs in zip(self._rollout_twin.parameters(), self.policy.parameters()):
+                    mine.copy_(theirs)
 
     @property
     def params(self) -> PPOParams:
@@ -237,7 +277,7 @@ class PPO:
 
     # -- acting -------------------------------------------------------------------------------------
     def _act_fn(self, generator: torch.Generator, sampling: str = "cdf") -> rollout.ActFn:
-        policy = self.policy
+        policy = self.rollout_policy()
 
         def act(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             with torch.no_grad():
@@ -261,11 +301,12 @@ class PPO:
         single = mask.ndim == 1
         if single:
             obs, mask = obs[None], mask[None]
+        policy = self.rollout_policy()
         if deterministic:
-            a = greedy_batch(self.policy.scores64(obs, mask), mask)
+            a = greedy_batch(policy.scores64(obs, mask), mask)
         else:
             with torch.no_grad():
-                logits = self.policy(torch.from_numpy(obs), torch.from_numpy(mask))
+                logits = policy(torch.from_numpy(obs), torch.from_numpy(mask))
             a = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(1)
             a = a.numpy()
         return a[0] if single else a
@@ -293,17 +334,18 @@ class PPO:
                                    p.trajectories_per_epoch,
                                    seed=derived_seed(p.seed, self.epoch, 0))
         t1 = time.perf_counter()
-        b = Batch(traj.obs, traj.mask, traj.actions, traj.logp)
+        b = Batch(traj.obs, traj.mask, traj.actions, traj.logp).to(self.device)
         with torch.no_grad():
             values = torch.cat([self.value.values(part) for part in self._parts(self.value, b)])
-        values = values.numpy().astype(np.float64)
+        values = values.cpu().numpy().astype(np.float64)
         step_rewards = traj.step_rewards if p.step_rewards else None
         adv, ret = advantages_and_returns(values, traj.lengths, traj.rewards, p.gamma, p.lam,
                                           step_rewards)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        b.adv = torch.from_numpy(adv.astype(np.float32))
-        b.ret = torch.from_numpy(ret.astype(np.float32))
+        b.adv = torch.from_numpy(adv.astype(np.float32)).to(self.device)
+        b.ret = torch.from_numpy(ret.astype(np.float32)).to(self.device)
         stats = self._update(b)
+        self._sync_twin()
         t2 = time.perf_counter()
         self.epoch += 1
         out: dict[str, Any] = {
@@ -330,6 +372,7 @@ class PPO:
         their decisions (HeraSched's selector and allocator, `agents.herasched`). Counts as an
         epoch."""
         stats = self._update(batch)
+        self._sync_twin()
         self.epoch += 1
         return stats
 
@@ -442,7 +485,7 @@ class PPO:
         stats: dict[str, float] = {}
         passes = 0
         for k in range(p.update_epochs):
-            order = torch.randperm(b.size, generator=generator)
+            order = torch.randperm(b.size, generator=generator).to(b.obs.device)
             sums = {"loss_pi": 0.0, "loss_v": 0.0, "kl": 0.0, "clip_fraction": 0.0,
                     "entropy": 0.0}
             for s0 in range(0, b.size, p.minibatch):
@@ -501,13 +544,14 @@ class PPO:
             "config": asdict(self.config),
             "learner_config": {},
             "learner_state": {},
-            "weights": {"policy": self.policy.state_dict(), "value": self.value.state_dict()},
+            "weights": on_cpu({"policy": self.policy.state_dict(),
+                               "value": self.value.state_dict()}),
             "norm": dict(self.norm) if self.norm else {},
             "epoch": self.epoch,
             "history": self.history,
             "training": {
-                "optimizers": {"policy": self.pi_optimizer.state_dict(),
-                               "value": self.v_optimizer.state_dict()},
+                "optimizers": on_cpu({"policy": self.pi_optimizer.state_dict(),
+                                      "value": self.v_optimizer.state_dict()}),
                 "rng": rng_states(),
                 "run": {**self.extra, "run_options": dict(self.run_options)},
             },
@@ -551,6 +595,18 @@ class PPO:
         if restore_rng:
             restore_rng_states(training.get("rng"))
         return model
+
+
+def on_cpu(obj):
+    """`obj` (dicts, lists, tensors) with every tensor on the CPU: model files hold CPU tensors
+    whatever the device trained on (a CPU tensor is itself, not a copy)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        return {k: on_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(on_cpu(v) for v in obj)
+    return obj
 
 
 def recipe_of(config) -> str:

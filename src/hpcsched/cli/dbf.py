@@ -42,6 +42,16 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--update-epochs", type=positive_int, default=2,
                    help="passes over the episodes' decisions per update (2)")
     p.add_argument("--threads", type=positive_int, default=1, help="torch threads (1)")
+    p.add_argument("--device", default="cpu",
+                   help="where the updates run: cpu, or cuda on a machine with a GPU (rollouts "
+                        "stay on the CPU); not kept with the run, so a resumed run may change it")
+    g = p.add_argument_group("what the thesis leaves open (hpcsched.agents.dbf)")
+    g.add_argument("--lr", type=float, help="Adam's rate of actor and critic (the thesis: 3e-4)")
+    g.add_argument("--ent-coef", type=float, help="entropy bonus (0.01)")
+    g.add_argument("--target-kl", type=float,
+                   help="no further pass once a pass's approximate KL passes 1.5 x this "
+                        "(0: off, the default)")
+    g.add_argument("--minibatch", type=positive_int, help="decisions per minibatch (the thesis: 128)")
     g = p.add_argument_group("validation")
     g.add_argument("--validate-every", type=int, default=5,
                    help="greedy validation every K updates, keeping best.pt (0: off)")
@@ -49,6 +59,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 RUN_OPTIONS = ("validate_every", "validate_episodes")
+#: command-line options that are not the config's settings
+NOT_SETTINGS = RUN_OPTIONS + ("device",)
 
 
 def cmd_train(args) -> int:
@@ -58,7 +70,11 @@ def cmd_train(args) -> int:
 
     values = option_values(args, given_only=args.resume)
     episodes = values.pop("episodes", None) or args.option_defaults["episodes"]
-    settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS}
+    device = values.pop("device", None) or "cpu"
+    settings = {k: v for k, v in values.items() if k not in NOT_SETTINGS and v is not None}
+    lr = settings.pop("lr", None)
+    if lr is not None:  # the thesis names one rate
+        settings["pi_lr"] = settings["vf_lr"] = lr
     if "num_envs" in settings:  # one episode per env, then the update
         settings["trajectories_per_epoch"] = settings["num_envs"]
     if args.resume:
@@ -70,7 +86,7 @@ def cmd_train(args) -> int:
     else:
         config = DBFConfig(**settings)
         epochs = epochs_for(episodes, config)
-    model = train(config, args.out, epochs, resume=args.resume,
+    model = train(config, args.out, epochs, resume=args.resume, device=device,
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     c = model.config
     print(f"{model.epoch} updates, {model.epoch * c.trajectories_per_epoch} episodes, "

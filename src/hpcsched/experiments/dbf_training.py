@@ -67,19 +67,20 @@ class DbfValidation:
 
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
-          progress: bool | None = None, log=None, **options):
+          progress: bool | None = None, log=None, device: str = "cpu", **options):
     """Train (or, with `resume`, continue) the DBF run in folder `out` until `epochs` updates are
     done in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
-    validation and best.pt off)."""
+    validation and best.pt off). `device`: where the updates run (`PPO.to`)."""
     from hpcsched.agents.dbf import DBFConfig
     from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DBFConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
-                      plot_every=plot_every, progress=progress, log=log, options=options)
+                      plot_every=plot_every, progress=progress, log=log, options=options,
+                      device=device)
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
-           progress: bool | None, log, options: dict[str, Any]):
+           progress: bool | None, log, options: dict[str, Any], device: str = "cpu"):
     from hpcsched.agents.ppo import PPO
     from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
@@ -89,6 +90,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
                      say=say, options=options, run_options=RUN_OPTIONS,
                      info=lambda c: {"epochs": epochs, "episodes": epochs * c.trajectories_per_epoch})
+    model.to(device)
     config, opts = model.config, model.run_options
     validation = (DbfValidation(config, opts["validate_episodes"])
                   if opts["validate_every"] and opts["validate_episodes"] else None)

@@ -39,7 +39,7 @@ def tiny() -> Tiny:
                          pi_lr=1e-2, vf_lr=1e-2, seed=seed)
 
     def in_memory(model: PPO, prepared, name: str):  # as `policy` loads it from its file
-        return as_policy(model.policy, model.config, DbfScale.of(prepared), name=name)
+        return as_policy(model.rollout_policy(), model.config, DbfScale.of(prepared), name=name)
 
     return Tiny(env=dict(trace="lublin-1", window=4, tail=1, episode_jobs=64),
                 make=lambda env, seed: PPO(config(seed)),
