@@ -55,7 +55,7 @@ RECIPE = register(Recipe(
     learners={"hierarchical-ppo": "hpcsched.agents.herasched:HeraSched"},
     load="hpcsched.recipes.herasched:policy",
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
-    profile="hpcsim",
+    profile="hpcsim", places_jobs=True,
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
     usage="herasched:PATH (a model file, or a run folder: its best.pt)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
