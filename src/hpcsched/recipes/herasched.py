@@ -61,5 +61,10 @@ RECIPE = register(Recipe(
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(Command("herasched", "Wang's thesis Ch. 4: HeraSched's models against Appendix "
+                                      "B's 21 cells on held-out periods (Figs 4.5, 4.6, 4.8, "
+                                      "Table 4.3)",
+                         "hpcsched.cli.herasched_eval:add_arguments",
+                         "hpcsched.cli.herasched_eval:cmd_eval"),),
     evaluation=Evaluation("herasched", f"{CLI}:evaluate"),
     tiny="hpcsched.recipes.herasched:tiny"))
