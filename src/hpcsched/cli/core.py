@@ -29,7 +29,7 @@ EPILOG_COMPARE = """examples:
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
   hpcsched compare lublin-1 --policies fcfs,sqf,lcfs,dbf:pretrained/dbf-m32 --backfill none,easy \
       --episodes 100 --jobs 1000      # DBF's protocol: episodes, not windows (see --episodes)
-  hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \
+  hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \\
       --policies herasched:runs/hs-dl,fcfs+best-fit,unicep+topology   # SELECTOR+ALLOCATOR
 
 On a cluster of named nodes (--cluster) a policy may name its allocator, SELECTOR+ALLOCATOR

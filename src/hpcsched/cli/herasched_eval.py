@@ -49,8 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """`experiment herasched`'s options."""
     from hpcsched.workload.hera_periods import PERIODS, SPLITS
 
-    p.description = ("HeraSched (Wang's thesis Ch. 4) against Appendix B's 21 heuristic cells on "
-                     "the held-out periods of its protocol.")
+    p.description = ("HeraSched (Wang's thesis Ch. 4) against Appendix B's 21 heuristic cells\n"
+                     "on the held-out periods of its protocol.")
     p.epilog = EPILOG
     add_format_options(p)
     p.add_argument("--cluster", type=csv_list, default=["spartan-deeplearn"],
