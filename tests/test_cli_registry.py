@@ -26,7 +26,7 @@ TRAIN = ["rlscheduler", "inspector", "dras", "deeprm", "dbf", "herasched"]
 EXPERIMENTS = ["rlscheduler-table5", "rlscheduler-table7", "rlscheduler-table8",
                "rlscheduler-seeds", "schedinspector-table4", "schedinspector-seeds", "dras",
                "dras-seeds", "dras-curriculum", "deeprm-load-sweep", "deeprm-seeds",
-               "dbf-baselines", "dbf-window-sweep", "herasched-grid"]
+               "dbf-baselines", "dbf-window-sweep", "herasched", "herasched-grid"]
 
 
 def run(capsys, *argv):

@@ -34,7 +34,13 @@ from hpcsched.sim.decisions import Start, Wait
 
 
 class HeraSchedPolicy:
-    """The selector's and the allocator's actors (torch modules of either family) as a Policy."""
+    """The selector's and the allocator's actors (torch modules of either family) as a Policy.
+
+    `slots[i]` counts the selector's choices of window slot i since `reset` (`slots[window]`:
+    Forward), one per selector decision (Fig. 4.6's histogram)."""
+
+    #: it chooses every job's nodes itself (its allocator agent), whatever the engine's allocator
+    places_jobs = True
 
     def __init__(self, selector, allocator, *, net: str, window: int, tail: int,
                  sample: bool = False, seed: int = 0, name: str = "herasched") -> None:
@@ -49,6 +55,7 @@ class HeraSchedPolicy:
         self.observer: HeraObserver | None = None
         self.obs = np.zeros(0, dtype=np.float32)
         self.decisions = 0
+        self.slots = np.zeros(self.window + 1, dtype=np.int64)
 
     def reset(self, view) -> None:
         if view.profile_loop != "pass":
@@ -66,6 +73,7 @@ class HeraSchedPolicy:
         self.obs = np.zeros(layout.n_allocator, dtype=np.float32)
         self._scorers = (numpy_scores(self.selector, layout), numpy_scores(self.allocator, layout))
         self.decisions = 0
+        self.slots = np.zeros(layout.forward + 1, dtype=np.int64)
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -86,6 +94,7 @@ class HeraSchedPolicy:
         mask = observer.selector_mask()
         slot = self._choose(self._scores(0), mask)
         self.decisions += 1
+        self.slots[slot] += 1
         if slot == layout.forward:
             return Wait()
         row = int(snap.rows[slot])

@@ -29,6 +29,12 @@ EPILOG_COMPARE = """examples:
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
   hpcsched compare lublin-1 --policies fcfs,sqf,lcfs,dbf:pretrained/dbf-m32 --backfill none,easy \
       --episodes 100 --jobs 1000      # DBF's protocol: episodes, not windows (see --episodes)
+  hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \\
+      --policies herasched:runs/hs-dl,fcfs+best-fit,unicep+topology   # SELECTOR+ALLOCATOR
+
+On a cluster of named nodes (--cluster) a policy may name its allocator, SELECTOR+ALLOCATOR
+(first-available, best-fit, topology), instead of --allocator's; each row names its allocator
+(agent: a HeraSched model's, which places its jobs itself and takes no +ALLOCATOR).
 """
 
 EPILOG_TRACE = """examples:
@@ -56,7 +62,9 @@ def register(sub, fmt) -> None:
     p = sub.add_parser("simulate", parents=[fmt], help="schedule one window of a trace",
                        epilog=EPILOG_SIMULATE, formatter_class=RAW)
     p.add_argument("trace", help="a bundled trace name (see `hpcsched trace list`) or an SWF file")
-    p.add_argument("--policy", default="fcfs", help="heuristic (see `hpcsched policies`)")
+    p.add_argument("--policy", default="fcfs",
+                   help="heuristic (see `hpcsched policies`) or model; on --cluster also "
+                        "SELECTOR+ALLOCATOR, e.g. fcfs+topology")
     p.add_argument("--backfill", default="none", choices=BACKFILLS)
     add_profile_arg(p, from_models=True)
     p.add_argument("--start", type=nonnegative_int, help="first job of the window (0-based)")
@@ -69,7 +77,8 @@ def register(sub, fmt) -> None:
                        epilog=EPILOG_COMPARE, formatter_class=RAW)
     p.add_argument("trace", help="a bundled trace name or an SWF file")
     p.add_argument("--policies", type=csv_list, default=["fcfs", "sjf", "f1"],
-                   help="comma-separated policies (default: fcfs,sjf,f1)")
+                   help="comma-separated policies (default: fcfs,sjf,f1); on --cluster also "
+                        "SELECTOR+ALLOCATOR, e.g. fcfs+best-fit")
     p.add_argument("--backfill", type=csv_list, default=["none", "easy"],
                    help=f"comma-separated backfilling choices among {', '.join(BACKFILLS)}")
     p.add_argument("--reference", metavar="POLICY",
@@ -163,14 +172,24 @@ def cmd_upgrade_models(args) -> int:
 
 
 def cmd_simulate(args) -> int:
+    from hpcsched.cluster.nodes import Cluster
+    from hpcsched.experiments.policyspec import allocator_label, split_allocator
     from hpcsched.sim.run import simulate
 
-    profile_note = resolve_profile(args, [args.policy])
+    spec, allocator = split_allocator(args.policy)
+    profile_note = resolve_profile(args, [spec])
     prepared = prepare_from_args(args)
-    policy = resolve(args.policy, args.seed, prepared)
+    if allocator is not None:
+        if not isinstance(prepared.cluster, Cluster):
+            raise ValueError(f"{args.policy}: an allocator places jobs on named nodes; run on a "
+                             f"cluster of them (--cluster spartan-deeplearn, a slurm.conf, ...)")
+        prepared = replace(prepared, allocator=allocator)
+    policy = resolve(spec, args.seed, prepared)
     result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)
-    row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": args.policy,
-           "backfill": args.backfill}
+    row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": args.policy}
+    if isinstance(prepared.cluster, Cluster):
+        row["allocator"] = allocator_label(policy, prepared, allocator)
+    row["backfill"] = args.backfill
     row.update(result.metrics)
     row.update(result.counts)
     row["dropped_oversized"] = prepared.dropped_oversized
@@ -219,20 +238,26 @@ def _write_records(result, path: str) -> None:
 
 def cmd_compare(args) -> int:
     from hpcsched.experiments.compare import choose_windows, compare
+    from hpcsched.experiments.policyspec import split_allocator
 
-    profile_note = resolve_profile(args, args.policies)
+    named = {p: split_allocator(p) for p in args.policies}  # bad names fail before any work
+    profile_note = resolve_profile(args, [spec for spec, _ in named.values()])
     prepared = prepare_from_args(args)
     if args.episodes:
+        if any(a for _, a in named.values()):
+            raise ValueError("--episodes runs DBF's episodes on identical processors: name "
+                             "policies without +ALLOCATOR there")
         return compare_dbf_episodes(args, prepared, profile_note)
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    policies = [(p, resolve(p, args.seed or 0, prepared)) for p in args.policies]
+    policies = [(p, resolve(named[p][0], args.seed or 0, prepared)) for p in args.policies]
     check_backfills(args.backfill)
     total = len(policies) * len(args.backfill) * len(starts)
     with Progress(total, "simulating") as bar:
         rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update,
-                       reference=args.reference)
+                       reference=args.reference,
+                       allocators={p: a for p, (_, a) in named.items()})
     if args.fmt is None:
         if profile_note:
             print(profile_note)

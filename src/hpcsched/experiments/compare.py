@@ -5,7 +5,8 @@ Every policy and backfilling choice sees exactly the same windows; a row holds t
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -115,23 +116,40 @@ def compare(
     length: int,
     progress: Callable[[int], None] | None = None,
     reference: str | None = None,
+    allocators: Mapping[str, str | None] | None = None,
 ) -> list[dict]:
     """One flat row per (policy, backfilling): trace, policy, backfill, windows, jobs, and the mean
     of each metric over the windows. `progress(k)` is called after each simulated window.
 
     `reference`: the label of one of `policies`; every row then gets `score`, Wang's combined
     score S = AWT_ref / AWT + MWT_ref / MWT against that policy with the same backfilling, per
-    window, averaged over the windows (the reference scores 2; higher is better)."""
+    window, averaged over the windows (the reference scores 2; higher is better).
+
+    `allocators`: {label: allocator} for policies that place jobs with an allocator of their own
+    (a SELECTOR+ALLOCATOR name) instead of `prepared`'s. On a cluster of named nodes every row
+    names its `allocator` (`policyspec.allocator_label`: ``agent`` for a HeraSched model)."""
+    from hpcsched.cluster.nodes import Cluster
+    from hpcsched.experiments.policyspec import allocator_label
+
+    allocators = dict(allocators or {})
+    if any(allocators.values()) and not isinstance(prepared.cluster, Cluster):
+        named = ", ".join(label for label, a in allocators.items() if a)
+        raise ValueError(f"{named}: an allocator places jobs on named nodes; run on a cluster "
+                         f"of them (--cluster spartan-deeplearn, a slurm.conf, ...)")
     if reference is not None and reference not in [label for label, _ in policies]:
         raise ValueError(f"the reference {reference!r} must be one of the policies compared "
                          f"({', '.join(label for label, _ in policies)})")
     rows, runs = [], {}
     for label, policy in policies:
+        own = allocators.get(label)
+        placed = replace(prepared, allocator=own) if own else prepared
         for backfill in backfills:
-            results = simulate_windows(prepared, policy, backfill, starts, length, progress)
+            results = simulate_windows(placed, policy, backfill, starts, length, progress)
             runs[label, backfill] = results
-            row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label,
-                   "backfill": backfill, "windows": len(starts), "jobs": length}
+            row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label}
+            if isinstance(prepared.cluster, Cluster):
+                row["allocator"] = allocator_label(policy, placed, own)
+            row.update(backfill=backfill, windows=len(starts), jobs=length)
             row.update(summarize(results))
             rows.append(row)
     if reference is not None:

@@ -92,7 +92,12 @@ def workload_jobs(workload: Workload, seed: int | None = None) -> JobTable:
     seed = workload.seed if seed is None else seed
     trace = generate(workload.cluster, seed=seed, high_load_day=workload.high_load)
     name = workload.name if seed == workload.seed else f"{workload.name}-s{seed}"
-    jobs = trace.jobs
+    return from_first_submission(trace.jobs, name)
+
+
+def from_first_submission(jobs: JobTable, name: str) -> JobTable:
+    """`jobs` (generated) with times counted from their first submission, as the trace readers
+    count a file's, named `name`: the same jobs as written out and read back."""
     first = float(jobs.submit.min())
     start = jobs.header.unix_start_time
     return jobs.with_columns(submit=jobs.submit - first).with_header(
@@ -148,9 +153,10 @@ class Grid:
 
     def relative(self, cell, reference) -> tuple[float, float]:
         """Fig. 4.5's relative differences (value - reference) / reference of AWT and MWT:
-        positive is worse than the reference."""
-        return (_relative(self.awt(cell), self.awt(reference)),
-                _relative(self.mwt(cell), self.mwt(reference)))
+        positive is worse than the reference (a cell, or a run's metrics: HeraSched's)."""
+        ref = reference if isinstance(reference, dict) else self.metrics[reference]
+        return (_relative(self.awt(cell), float(ref["wait"])),
+                _relative(self.mwt(cell), float(ref["max_wait"])))
 
     def rows(self, reference=None) -> list[dict]:
         """One flat row per cell: the set, `policy` (the selector), `allocator`, `backfill`, every
@@ -358,8 +364,8 @@ def findings(grids: Sequence[Grid]) -> list[Finding]:
 
 def heatmap(grid: Grid, reference, path, title: str = ""):
     """Fig. 4.5: relative difference (value - reference) / reference of AWT and of MWT per cell,
-    two panels of selectors x allocators, annotated; red is worse than the reference. Returns the
-    path written."""
+    two panels of selectors x allocators, annotated; red is worse than the reference (a cell, or
+    a run's metrics dict: then give `title`). Returns the path written."""
     from matplotlib.colors import Normalize
 
     from hpcsched.report.plots import _pyplot, save_figure
@@ -394,5 +400,5 @@ def heatmap(grid: Grid, reference, path, title: str = ""):
 
 
 __all__ = ["ALLOCATORS", "SELECTORS", "WORKLOADS", "Finding", "Grid", "Workload",
-           "appendix_b_rows", "findings", "heatmap", "run_grid", "score_rows", "workload_for",
-           "workload_jobs"]
+           "appendix_b_rows", "findings", "from_first_submission", "heatmap", "run_grid",
+           "score_rows", "workload_for", "workload_jobs"]

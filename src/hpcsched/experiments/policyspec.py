@@ -8,6 +8,10 @@ none) or ``pretrained/NAME``, a model shipped with the package (see `hpcsched.da
 rule in the inspector's place, for reference: reject the proposed job exactly when it does not fit
 in the free nodes now.
 
+On a cluster of named nodes, ``SELECTOR+ALLOCATOR`` (``fcfs+best-fit``, ``unicep+topology``) runs
+a policy with an allocator of its own instead of the command's (`split_allocator`); a HeraSched
+model places its jobs itself and takes none.
+
 `dras:PATH` (e.g. `dras:pretrained/dras-pg-ricc`) is a trained DRAS-PG, DRAS-DQL or Decima-PG
 agent; it runs under the dras profile, with `--backfill easy` (Decima-PG: `none`). Under a
 discrete-time profile (deeprm) the names are DeepRM's: its heuristics and `deeprm:PATH`."""
@@ -69,6 +73,48 @@ def resolve_policy(spec: str, prepared: Prepared | None = None, *, seed: int = 0
     return get_policy(spec, seed=seed, profile=prepared.profile if prepared is not None else None)
 
 
+def placing_allocators() -> tuple[str, ...]:
+    """The allocators a SELECTOR+ALLOCATOR name may give (`cluster.allocate`'s, less HPCsim's
+    own, which the hpcsim profile picks by the same names)."""
+    from hpcsched.cluster.allocate import ALLOCATORS
+
+    return tuple(a for a in ALLOCATORS if not a.startswith("hpcsim-"))
+
+
+def split_allocator(spec: str) -> tuple[str, str | None]:
+    """(policy, allocator) of a name ``SELECTOR+ALLOCATOR`` (``fcfs+best-fit``,
+    ``rl:runs/x+topology``); (spec, None) for a name without one. An unknown allocator is a
+    one-line error naming the allowed ones; so is an allocator given to a model that places its
+    jobs itself (``herasched:PATH``: its allocator agent). A model path that itself holds a ``+``
+    is kept whole."""
+    if "+" not in spec:
+        return spec, None
+    recipe, arg = _recipe_of(spec)
+    if recipe is not None and Path(arg).exists():
+        return spec, None
+    policy, _, allocator = spec.rpartition("+")
+    allocator = allocator.strip().lower()
+    allowed = placing_allocators()
+    if allocator not in allowed:
+        raise ValueError(f"{spec!r}: unknown allocator {allocator!r} after '+'; the allocators: "
+                         f"{', '.join(allowed)}")
+    if recipe is not None and recipe.places_jobs:
+        raise ValueError(f"{spec!r}: a {recipe.name} model places its jobs with its own allocator "
+                         f"agent; name it without '+{allocator}'")
+    if not policy.strip():
+        raise ValueError(f"{spec!r}: no policy before '+{allocator}'")
+    return policy.strip(), allocator
+
+
+def allocator_label(policy, prepared: Prepared, allocator: str | None = None) -> str:
+    """The allocator a run of `policy` on `prepared` places jobs with, as its row names it:
+    `allocator`, else the trace's (--allocator), else the profile's; ``agent`` for a policy that
+    places its jobs itself (a HeraSched model's allocator agent)."""
+    if getattr(policy, "places_jobs", False):
+        return "agent"
+    return allocator or prepared.allocator or prepared.profile.allocator
+
+
 def _model(recipe: Recipe, arg: str, prepared: Prepared | None, name: str, *, seed: int,
            sample: bool):
     model, option = recipe.split(arg)
@@ -118,5 +164,5 @@ def listing() -> list[str]:
     return lines
 
 
-__all__ = ["PRETRAINED", "listing", "model_path", "model_profiles", "pretrained_models",
-           "resolve_policy"]
+__all__ = ["PRETRAINED", "allocator_label", "listing", "model_path", "model_profiles",
+           "placing_allocators", "pretrained_models", "resolve_policy", "split_allocator"]

@@ -112,6 +112,9 @@ class Recipe:
     profile_of: str | None = None
     #: what separates the model from an option in its names: "@" in inspect:PATH@BASE
     separator: str = ""
+    #: its models choose the nodes of every job themselves (an allocator agent): a name with an
+    #: allocator of the engine (SELECTOR+ALLOCATOR) is refused for them
+    places_jobs: bool = False
     rules: tuple[Rule, ...] = ()
     #: under a discrete-time profile every name is this recipe's: its models, or these heuristics
     #: (``f(name, seed=) -> Policy``); None: it runs under the event-driven profiles

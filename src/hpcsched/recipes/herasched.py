@@ -55,11 +55,16 @@ RECIPE = register(Recipe(
     learners={"hierarchical-ppo": "hpcsched.agents.herasched:HeraSched"},
     load="hpcsched.recipes.herasched:policy",
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
-    profile="hpcsim",
+    profile="hpcsim", places_jobs=True,
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
     usage="herasched:PATH (a model file, or a run folder: its best.pt)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
+    experiments=(Command("herasched", "Wang's thesis Ch. 4: HeraSched's models against Appendix "
+                                      "B's 21 cells on held-out periods (Figs 4.5, 4.6, 4.8, "
+                                      "Table 4.3)",
+                         "hpcsched.cli.herasched_eval:add_arguments",
+                         "hpcsched.cli.herasched_eval:cmd_eval"),),
     evaluation=Evaluation("herasched", f"{CLI}:evaluate"),
     tiny="hpcsched.recipes.herasched:tiny"))

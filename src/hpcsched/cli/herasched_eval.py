@@ -1,0 +1,220 @@
+"""`hpcsched experiment herasched`: HeraSched's models against the 21 heuristic cells on the held-out
+periods of its protocol (`hpcsched.experiments.herasched_eval`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from hpcsched.cli.common import add_format_options, csv_list, positive_int
+from hpcsched.report.progress import Progress
+from hpcsched.report.table import format_rows
+
+EPILOG = """examples:
+  hpcsched experiment herasched --cluster spartan-deeplearn --models runs/dl-dense,runs/dl-dense-s1
+  hpcsched experiment herasched --cluster spartan-deeplearn,spartan-physical \\
+      --models spartan-deeplearn=runs/dl-a,runs/dl-b --models spartan-physical=runs/ph-a
+  hpcsched experiment herasched --cluster spartan-deeplearn --models runs/dl-a --plot figs --json
+
+On each period (default: the partition's held-out test period and its test high-load day, the
+generated ones of hera_periods, fixed seeds) it runs the 21 cells of Appendix B (7 selectors x 3
+allocators, EASY backfilling, the hpcsim profile) and each model given, greedy. --models takes one
+model per training seed (a model file, a run folder: its best.pt, or pretrained/NAME); HeraSched's
+numbers are then the models' mean, with their spread, and every model's own. Printed per period:
+
+  Appendix B's table (AWT / MWT in seconds; the grid's lowest of each: *) and HeraSched's rows;
+  S = AWT_cell/AWT_H + MWT_cell/MWT_H of HeraSched against every cell (Fig. 4.8; above 2:
+    HeraSched is the better of the two; the thesis's bars show the cell's S against HeraSched);
+  the issue's criteria as facts: HeraSched's MWT below every cell's (yes/no, with numbers), and
+    against how many cells S > 2, for the mean and for each model;
+  Table 4.3: per node kind, the mean per-node request (cores, memory in GB = MB/1024, GPUs) of the
+    jobs HeraSched placed on a node of that kind (a job once per kind), beside all jobs' mean;
+  Fig. 4.6: how often the selector chose slot 0, the middle slots, the tail slots and Forward.
+
+--plot DIR writes, per period, CLUSTER-PERIOD-heatmap.png (Fig. 4.5: (cell - HeraSched) /
+HeraSched of AWT and MWT), -scores.png (Fig. 4.8) and -slots.png (Fig. 4.6). --json prints flat
+rows: a row per cell (policy = the selector, allocator, wait = AWT, max_wait = MWT, score = mean
+S against it, score_sd, awt_rel, mwt_rel, seeds = []), a row per model (policy herasched:MODEL,
+allocator agent, its metrics, seeds = [MODEL], selector_decisions, selector_slots, slots_*, and
+Table 4.3 as jobs_/cores_/memory_gb_/gpus_KIND) and HeraSched's mean (policy herasched, wait_sd,
+max_wait_sd, seeds = every model); each with cluster and period.
+
+No HeraSched model is shipped yet: without --models the command stops and says so (it will take
+pretrained/herasched-PARTITION* once such models ship).
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`experiment herasched`'s options."""
+    from hpcsched.workload.hera_periods import PERIODS, SPLITS
+
+    p.description = ("HeraSched (Wang's thesis Ch. 4) against Appendix B's 21 heuristic cells\n"
+                     "on the held-out periods of its protocol.")
+    p.epilog = EPILOG
+    add_format_options(p)
+    p.add_argument("--cluster", type=csv_list, default=["spartan-deeplearn"],
+                   help=f"partitions, comma-separated: {', '.join(PERIODS)} (default: "
+                        f"spartan-deeplearn)")
+    p.add_argument("--models", action="append", metavar="[CLUSTER=]MODEL[,MODEL...]",
+                   help="HeraSched models, one per training seed: files, run folders or "
+                        "pretrained/NAME; with several --cluster, give --models once per "
+                        "partition, CLUSTER= in front")
+    p.add_argument("--periods", type=csv_list, default=["test", "test-high-load"],
+                   help=f"comma-separated, of {', '.join(SPLITS)} (default: test,test-high-load)")
+    p.add_argument("--jobs", type=positive_int, help="only the first N jobs of each period "
+                                                     "(a quick look)")
+    p.add_argument("--plot", metavar="DIR", help="write the figures (PNG) to this folder")
+
+
+def _default_models(cluster: str) -> list[str]:
+    """The shipped models of `cluster`'s partition (pretrained/herasched-PARTITION*), if any."""
+    from hpcsched import recipes
+
+    short = cluster.removeprefix("spartan-")
+    names = [n for n in recipes.shipped_models(recipes.get("herasched"))
+             if n.startswith(f"herasched-{short}")]
+    return [f"pretrained/{n}" for n in names]
+
+
+def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str, list[str]]:
+    """{cluster: [model, ...]} from the --models options, each model checked to exist; a cluster
+    without any takes its shipped models, and there are none yet: an error saying so."""
+    from hpcsched import recipes
+
+    out: dict[str, list[str]] = {c: [] for c in clusters}
+    for text in given or []:
+        head, eq, rest = text.partition("=")
+        if eq and not Path(text).exists():
+            cluster, models = head.strip(), rest
+            if cluster not in out:
+                raise ValueError(f"--models {text!r}: {cluster!r} is not one of --cluster "
+                                 f"({', '.join(clusters)})")
+        elif len(clusters) == 1:
+            cluster, models = clusters[0], text
+        else:
+            raise ValueError(f"--models {text!r}: with several --cluster, name the partition in "
+                             f"front: --models {clusters[0]}=MODEL[,MODEL...]")
+        out[cluster] += csv_list(models)
+    recipe = recipes.get("herasched")
+    for cluster, models in out.items():
+        if not models:
+            models += _default_models(cluster)
+        if not models:
+            short = cluster.removeprefix("spartan-")
+            raise ValueError(f"no HeraSched model given for {cluster}: give --models "
+                             f"FILE_OR_RUN[,...] (no model is shipped yet: "
+                             f"pretrained/herasched-{short}* does not exist)")
+        if len(set(models)) != len(models):
+            raise ValueError(f"--models for {cluster}: a model is named twice "
+                             f"({', '.join(models)})")
+        for m in models:
+            recipes.locate(m, recipe)  # a missing file or folder fails before any work
+    return out
+
+
+def cmd_eval(args) -> int:
+    from hpcsched.experiments import herasched_eval as he
+    from hpcsched.experiments import herasched_grid as hg
+    from hpcsched.workload.hera_periods import PERIODS, SPLITS
+
+    clusters = list(dict.fromkeys(args.cluster))
+    for c in clusters:
+        if c not in PERIODS:
+            raise ValueError(f"--cluster {c!r}: HeraSched's protocol has periods for "
+                             f"{', '.join(PERIODS)}")
+    for split in args.periods:
+        if split not in SPLITS:
+            raise ValueError(f"--periods {split!r}: choose among {', '.join(SPLITS)}")
+    models = models_by_cluster(args.models, clusters)
+    work = [(c, s) for c in clusters for s in dict.fromkeys(args.periods)]
+    total = sum(len(hg.SELECTORS) * len(hg.ALLOCATORS) + len(models[c]) for c, _ in work)
+    evaluations, plots = [], []
+    with Progress(total, "herasched", lines=True) as bar:
+        for cluster, split in work:
+            bar.note(f"{cluster} {split}: generating")
+            prepared = he.period_prepared(cluster, split, args.jobs)
+
+            def step(label, where=f"{cluster} {split}"):
+                bar.note(f"{where}: {label}")
+                bar.update(1)
+
+            ev = he.evaluate(prepared, models[cluster], cluster=cluster, period=split,
+                             progress=step)
+            evaluations.append(ev)
+            if args.plot:
+                stem = Path(args.plot) / f"{cluster}-{split}"
+                plots += [he.heatmap(ev, f"{stem}-heatmap.png"),
+                          he.score_plot(ev, f"{stem}-scores.png"),
+                          he.slot_plot(ev, f"{stem}-slots.png")]
+    if args.fmt in ("json", "csv"):
+        print(format_rows([r for ev in evaluations for r in ev.rows()], args.fmt))
+        return 0
+    for ev in evaluations:
+        _print(ev, args)
+    if plots:
+        print("\nfigures: " + ", ".join(str(p) for p in plots))
+    return 0
+
+
+def _fmt(value: float, sd: float | None, digits: int) -> str:
+    if math.isnan(value):
+        return "-"
+    text = f"{value:,.{digits}f}"
+    return text if sd is None else f"{text} ± {sd:,.{digits}f}"
+
+
+def _print(ev, args) -> None:
+    from hpcsched.experiments import herasched_grid as hg
+    from hpcsched.experiments import herasched_eval as he
+    from hpcsched.workload.hera_periods import hera_period
+
+    markdown = args.fmt == "markdown"
+    fmt = "markdown" if markdown else "table"
+    g = ev.grid
+    p = hera_period(ev.cluster, ev.period)
+    span = "one high-load day" if p.high_load_day else f"{p.days:g} days"
+    cut = f" (its first {g.jobs:,} jobs)" if args.jobs else ""
+    print(f"\n== {g.workload}: {ev.cluster}'s {ev.period} period, {span} from {p.start}, seed "
+          f"{p.seed}, {g.jobs:,} jobs{cut}; {g.profile}, {g.backfill} backfilling ==\n")
+    cols = ["selector", *g.allocators]
+    print("Appendix B: AWT / MWT (s); the grid's lowest of each marked " +
+          ("bold" if markdown else "*") + "\n")
+    print(format_rows(hg.appendix_b_rows(g, markdown), fmt, columns=cols))
+    many = len(ev.runs) > 1
+    rows = [{"HeraSched": f"herasched:{r.model}", "AWT (s)": _fmt(r.awt, None, 1),
+             "MWT (s)": _fmt(r.mwt, None, 0), "CPU s": f"{ev.seconds[r.model]:.1f}"}
+            for r in ev.runs]
+    if many:
+        m = ev.herasched()
+        rows.append({"HeraSched": f"mean ± sd of {len(ev.runs)} models",
+                     "AWT (s)": _fmt(m["wait"], m["wait_sd"], 1),
+                     "MWT (s)": _fmt(m["max_wait"], m["max_wait_sd"], 0), "CPU s": ""})
+    print()
+    print(format_rows(rows, fmt, columns=list(rows[0])))
+    scores = ev.mean_scores()
+    print(f"\nFig. 4.8: S = AWT_cell/AWT_H + MWT_cell/MWT_H, HeraSched against each cell "
+          f"(above 2: HeraSched\nbetter{'; mean ± sd over the models' if many else ''})\n")
+    srows = [{"selector": s, **{a: _fmt(*scores[s, a], 2) if many else f"{scores[s, a][0]:.2f}"
+                               for a in g.allocators}} for s in g.selectors]
+    print(format_rows(srows, fmt, columns=cols))
+    print("\nthe issue's criteria:")
+    for line in ev.criteria():
+        print(line if line.startswith("  ") else f"- {line}")
+    kinds = ev.kinds()
+    print("\nTable 4.3: mean per-node request of the jobs HeraSched placed on each node kind"
+          + (" (mean over the models)" if many else "") + "\n")
+    placed = "jobs placed (all models)" if many else "jobs placed"
+    krows = [{"node kind": k.kind, "nodes": k.nodes or "", placed: k.jobs,
+              "cores": _fmt(k.cores, None, 2), "memory (GB)": _fmt(k.memory, None, 1),
+              "GPUs": _fmt(k.gpus, None, 2)} for k in kinds]
+    print(format_rows(krows, fmt, columns=list(krows[0])))
+    run = ev.runs[0]
+    slots = ev.slots()
+    total = int(slots.sum())
+    bins = he.slot_bins(slots, run.window, run.tail)
+    print(f"\nFig. 4.6: the selector's {total:,} decisions"
+          f"{' (all models)' if many else ''} by window slot (W = {run.window}, T = {run.tail})\n")
+    brows = [{"slots": label, "decisions": count, "share": f"{count / max(total, 1):.1%}"}
+             for label, count in bins]
+    print(format_rows(brows, fmt, columns=["slots", "decisions", "share"]))

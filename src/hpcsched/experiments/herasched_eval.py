@@ -1,0 +1,373 @@
+"""HeraSched against the heuristic grid on held-out periods (issue 17 part 5, thesis Ch. 4 §4.4):
+`experiment herasched`.
+
+    prepared = period_prepared("spartan-deeplearn", "test")        # the held-out test period
+    ev = evaluate(prepared, ["runs/a", "runs/b"], cluster="spartan-deeplearn", period="test")
+    ev.rows()                    # flat rows: the 21 cells, each model, HeraSched's mean
+    ev.criteria()                # the issue's criteria, as plain facts
+
+On one period: the 21 cells of Appendix B (7 selectors x 3 allocators, EASY, `herasched_grid`),
+each model given (one per training seed) scheduling the same jobs, and from those runs
+
+- Appendix B's table with HeraSched's rows: each model's AWT / MWT, and their mean and spread;
+- Fig. 4.5: the relative differences (cell - HeraSched) / HeraSched of AWT and MWT, against the
+  models' mean;
+- Fig. 4.8: the combined score S = AWT_cell / AWT_H + MWT_cell / MWT_H of HeraSched against
+  every cell (above 2: HeraSched is the better of the two), per model, then averaged over them.
+  The thesis's bars are the same comparison seen from the cell (its S against HeraSched, below 2
+  where HeraSched is better);
+- Table 4.3: per node kind, the mean per-node request (cores, memory, GPUs) of the jobs HeraSched
+  placed on a node of that kind, a job counting once in each kind it has a node of, beside the
+  mean request of all jobs (a kind that attracts no particular jobs shows that mean);
+- Fig. 4.6: how often the selector chose each window slot, and Forward, over all its decisions.
+
+Periods are `workload.hera_periods`'s (generated, fixed seeds), their times counted from the
+first submission as a file of them would be read (`herasched_grid.from_first_submission`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from hpcsched.experiments import herasched_grid as hg
+from hpcsched.sim.metrics import combined_score
+from hpcsched.sim.run import Prepared, prepare, simulate
+
+#: the protocol's periods HeraSched is reported on (train and validation choose the model)
+REPORTED = ("test", "test-high-load")
+PROFILE = "hpcsim"
+BACKFILL = "easy"
+#: memory in the tables: MB / 1024, the unit of the node kinds' names (28c/229G/4gpu)
+MB_PER_GB = 1024.0
+
+
+def period_prepared(cluster: str, split: str, jobs: int | None = None) -> Prepared:
+    """The period `split` of `cluster`'s protocol (`hera_period`), generated and prepared under
+    the hpcsim profile on the bundled cluster; `jobs`: only its first N jobs."""
+    from hpcsched.workload.hera_periods import hera_period
+
+    period = hera_period(cluster, split)
+    short = cluster.removeprefix("spartan-")
+    table = hg.from_first_submission(period.generate().jobs, f"{short}-{split}")
+    prepared = prepare(table, PROFILE, cluster=cluster)
+    if jobs is not None:
+        prepared = replace(prepared, jobs=prepared.jobs.window(0, min(jobs, len(prepared.jobs))))
+    return prepared
+
+
+# ---- Table 4.3 ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KindRequests:
+    """Table 4.3's column for one node kind: the mean per-node request of the jobs placed there."""
+
+    kind: str  # the kind's name (28c/229G/4gpu), or "all jobs"
+    nodes: int  # nodes of the kind (0 for "all jobs")
+    jobs: int  # jobs with at least one node of the kind
+    cores: float  # mean requested cores per node (NaN when no job)
+    memory: float  # GB (MB / 1024)
+    gpus: float
+
+
+def kind_requests(jobs, allocations: Sequence, cluster) -> list[KindRequests]:
+    """Table 4.3 of one run: per node kind of `cluster` (in its order), the mean per-node request
+    of the jobs that have a node of that kind in `allocations` (node indices per job, None for a
+    job that never started), each job once per kind; then the mean over every started job
+    ("all jobs")."""
+    from hpcsched.cluster.request import job_requests
+
+    _, per_node = job_requests(jobs, cluster)
+    col = {r: cluster.resources.index(r) for r in ("cores", "memory", "gpus")
+           if r in cluster.resources}
+    sums = np.zeros((len(cluster.kinds), 3))
+    counts = np.zeros(len(cluster.kinds), dtype=np.int64)
+    total, started = np.zeros(3), 0
+    for row, nodes in enumerate(allocations):
+        if nodes is None or len(nodes) == 0:
+            continue
+        request = np.array([per_node[row, col[r]] if r in col else 0.0
+                            for r in ("cores", "memory", "gpus")], dtype=float)
+        request[1] /= MB_PER_GB
+        for k in np.unique(cluster.kind[np.asarray(nodes, dtype=np.int64)]):
+            sums[k] += request
+            counts[k] += 1
+        total += request
+        started += 1
+
+    def mean(values, n):
+        return values / n if n else np.full(3, math.nan)
+
+    out = []
+    for k, name in enumerate(cluster.kinds):
+        c, m, g = mean(sums[k], counts[k])
+        out.append(KindRequests(name, int(np.sum(cluster.kind == k)), int(counts[k]), c, m, g))
+    c, m, g = mean(total, started)
+    out.append(KindRequests("all jobs", 0, started, c, m, g))
+    return out
+
+
+# ---- Fig. 4.6 -----------------------------------------------------------------------------------
+
+def slot_bins(slots: np.ndarray, window: int, tail: int, middle_bins: int = 8
+              ) -> list[tuple[str, int]]:
+    """Fig. 4.6's histogram of selector choices: (label, count) for slot 0 (the head), the middle
+    slots 1 .. W-T-1 in up to `middle_bins` equal ranges, the tail slots W-T .. W-1 as one bin,
+    and Forward (`slots[window]`). The counts add up to `slots.sum()`, every selector decision."""
+    slots = np.asarray(slots, dtype=np.int64)
+    if slots.shape != (window + 1,):
+        raise ValueError(f"expected {window + 1} slot counts (W = {window} and Forward), got "
+                         f"{slots.shape[0]}")
+    out = [("0", int(slots[0]))]
+    first, last = 1, window - tail  # the middle: [first, last)
+    if last > first:
+        edges = np.unique(np.linspace(first, last, min(middle_bins, last - first) + 1).astype(int))
+        for a, b in zip(edges[:-1], edges[1:]):
+            out.append((f"{a}" if b - a == 1 else f"{a}-{b - 1}", int(slots[a:b].sum())))
+    if tail:
+        out.append((f"{window - tail}-{window - 1} (tail)", int(slots[window - tail:window].sum())))
+    out.append(("Forward", int(slots[window])))
+    return out
+
+
+# ---- one period ---------------------------------------------------------------------------------
+
+@dataclass
+class ModelRun:
+    """One model (one training seed) on the period."""
+
+    model: str  # as given: a file, a run folder or pretrained/NAME
+    metrics: dict
+    slots: np.ndarray  # (W + 1,) selector choices per slot, Forward last
+    window: int
+    tail: int
+    kinds: list[KindRequests]
+
+    @property
+    def awt(self) -> float:
+        return float(self.metrics["wait"])
+
+    @property
+    def mwt(self) -> float:
+        return float(self.metrics["max_wait"])
+
+
+def run_model(prepared: Prepared, model: str) -> ModelRun:
+    """The HeraSched model `model` (file, run folder, pretrained/NAME) on the whole prepared
+    period, greedy, under EASY (which never acts behind it: it starts only jobs that fit)."""
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    policy = resolve_policy(f"herasched:{model}", prepared)
+    result = simulate(prepared, policy, backfill=BACKFILL)
+    if "unstarted" in result.metrics:
+        raise RuntimeError(f"herasched:{model}: {result.metrics['unstarted']} job(s) never "
+                           f"started")
+    return ModelRun(model, dict(result.metrics), policy.slots.copy(), policy.window, policy.tail,
+                    kind_requests(result.jobs, result.allocations, prepared.cluster))
+
+
+def _stats(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, sample standard deviation; 0 for one value)."""
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+@dataclass
+class Evaluation:
+    """HeraSched's models and the grid on one period."""
+
+    cluster: str
+    period: str  # the split: test, test-high-load, ...
+    grid: hg.Grid
+    runs: list[ModelRun]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def seeds(self) -> list[str]:
+        return [r.model for r in self.runs]
+
+    def herasched(self) -> dict:
+        """The models' mean AWT (`wait`) and MWT (`max_wait`), and their standard deviations."""
+        awt, awt_sd = _stats([r.awt for r in self.runs])
+        mwt, mwt_sd = _stats([r.mwt for r in self.runs])
+        return {"wait": awt, "wait_sd": awt_sd, "max_wait": mwt, "max_wait_sd": mwt_sd}
+
+    def scores(self, run: ModelRun) -> dict:
+        """{cell: S} of `run` against every cell: AWT_cell / AWT_H + MWT_cell / MWT_H."""
+        return {c: combined_score(run.metrics, self.grid.metrics[c]) for c in self.grid.cells()}
+
+    def mean_scores(self) -> dict:
+        """{cell: (mean S over the models, its standard deviation)}."""
+        per = [self.scores(r) for r in self.runs]
+        return {c: _stats([p[c] for p in per]) for c in self.grid.cells()}
+
+    def slots(self) -> np.ndarray:
+        """The selector's choices per slot, summed over the models."""
+        return np.sum([r.slots for r in self.runs], axis=0)
+
+    def kinds(self) -> list[KindRequests]:
+        """Table 4.3 averaged over the models (each model's per-kind means, averaged; jobs summed)."""
+        out = []
+        for i, first in enumerate(self.runs[0].kinds):
+            ks = [r.kinds[i] for r in self.runs]
+            with np.errstate(all="ignore"):
+                def avg(name):
+                    vals = [getattr(k, name) for k in ks if not math.isnan(getattr(k, name))]
+                    return float(np.mean(vals)) if vals else math.nan
+                out.append(KindRequests(first.kind, first.nodes, sum(k.jobs for k in ks),
+                                        avg("cores"), avg("memory"), avg("gpus")))
+        return out
+
+    # -- the issue's criteria --------------------------------------------------------------------
+
+    def criteria(self) -> list[str]:
+        """The issue's two criteria as facts, for the models' mean and for each model: HeraSched's
+        MWT below every cell's, and against how many cells S > 2."""
+        grid, cells = self.grid, self.grid.cells()
+        n = len(cells)
+        low = grid.best_mwt()
+        mean = self.herasched()
+        below = sum(grid.mwt(c) > mean["max_wait"] for c in cells)
+        many = len(self.runs) > 1
+        what = f"mean of {len(self.runs)} models" if many else self.runs[0].model
+        lines = [f"HeraSched's MWT below every cell's: {'yes' if below == n else 'no'} "
+                 f"({mean['max_wait']:,.0f} s, {what}; the lowest cell's {grid.mwt(low):,.0f} s, "
+                 f"{hg.cell_name(low)}; below {below} of {n} cells)"]
+        scores = self.mean_scores()
+        above = sum(s > 2 for s, _ in scores.values())
+        worst = min(cells, key=lambda c: scores[c][0])
+        best = max(cells, key=lambda c: scores[c][0])
+        lines.append(f"S > 2 against {above} of {n} cells ({'mean S over the models' if many else what}"
+                     f"; lowest S {scores[worst][0]:.2f} against {hg.cell_name(worst)}, highest "
+                     f"{scores[best][0]:.2f} against {hg.cell_name(best)})")
+        if many:
+            for r in self.runs:
+                s = self.scores(r)
+                b = sum(grid.mwt(c) > r.mwt for c in cells)
+                lines.append(f"  {r.model}: AWT {r.awt:,.1f} s, MWT {r.mwt:,.0f} s; MWT below "
+                             f"every cell's: {'yes' if b == n else 'no'} (below {b} of {n}); "
+                             f"S > 2 against {sum(v > 2 for v in s.values())} of {n}")
+        return lines
+
+    # -- rows ------------------------------------------------------------------------------------
+
+    def rows(self) -> list[dict]:
+        """Flat rows: one per cell (`score`: S of HeraSched against it, mean over the models, and
+        `score_sd`; `awt_rel`, `mwt_rel`: Fig. 4.5's against the models' mean), one per model
+        (its metrics, Fig. 4.6's counts, Table 4.3's means per kind), and HeraSched's mean. Each
+        carries cluster, period, trace, policy, allocator, backfill, wait, max_wait and seeds
+        (the models behind it; [] for a cell)."""
+        base = {"cluster": self.cluster, "period": self.period, "trace": self.grid.workload,
+                "profile": self.grid.profile}
+        mean = self.herasched()
+        scores = self.mean_scores()
+        out = []
+        for cell in self.grid.cells():
+            row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL}
+            row.update({k: v for k, v in self.grid.metrics[cell].items()
+                        if isinstance(v, (int, float))})
+            awt_rel, mwt_rel = self.grid.relative(cell, mean)
+            row.update(seeds=[], score=scores[cell][0], score_sd=scores[cell][1],
+                       awt_rel=awt_rel, mwt_rel=mwt_rel)
+            out.append(row)
+        for run in self.runs:
+            row = {**base, "policy": f"herasched:{run.model}", "allocator": "agent",
+                   "backfill": BACKFILL}
+            row.update({k: v for k, v in run.metrics.items() if isinstance(v, (int, float))})
+            s = self.scores(run)
+            row.update(seeds=[run.model], cells_s_above_2=sum(v > 2 for v in s.values()),
+                       cells_mwt_above=sum(self.grid.mwt(c) > run.mwt for c in s),
+                       selector_decisions=int(run.slots.sum()),
+                       selector_slots=[int(x) for x in run.slots])
+            for label, count in slot_bins(run.slots, run.window, run.tail):
+                row[f"slots_{label.split(' ')[0]}"] = count
+            for k in run.kinds:
+                key = k.kind.replace(" ", "_")
+                row.update({f"jobs_{key}": k.jobs, f"cores_{key}": k.cores,
+                            f"memory_gb_{key}": k.memory, f"gpus_{key}": k.gpus})
+            out.append(row)
+        cells = self.grid.cells()
+        row = {**base, "policy": "herasched", "allocator": "agent", "backfill": BACKFILL, **mean,
+               "models": len(self.runs), "seeds": self.seeds,
+               "cells_s_above_2": sum(scores[c][0] > 2 for c in cells),
+               "cells_mwt_above": sum(self.grid.mwt(c) > mean["max_wait"] for c in cells)}
+        out.append(row)
+        return out
+
+
+def evaluate(prepared: Prepared, models: Sequence[str], *, cluster: str, period: str,
+             progress: Callable[[str], None] | None = None) -> Evaluation:
+    """The 21 cells and every model in `models` (one per training seed) on the prepared period;
+    `progress(label)` after each run."""
+    import time
+
+    if not models:
+        raise ValueError("no HeraSched model given")
+    grid = hg.run_grid(prepared, workload=prepared.name, backfill=BACKFILL, progress=progress)
+    runs, seconds = [], {}
+    for model in models:
+        t0 = time.process_time()
+        runs.append(run_model(prepared, model))
+        seconds[model] = time.process_time() - t0
+        if progress:
+            progress(f"herasched:{model}")
+    return Evaluation(cluster, period, grid, runs, seconds)
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def heatmap(ev: Evaluation, path):
+    """Fig. 4.5: the cells' relative AWT and MWT against HeraSched (the models' mean)."""
+    n = len(ev.runs)
+    title = (f"{ev.grid.workload}: (cell - HeraSched) / HeraSched, HeraSched = "
+             f"{'mean of ' + str(n) + ' models' if n > 1 else ev.runs[0].model}")
+    return hg.heatmap(ev.grid, ev.herasched(), path, title=title)
+
+
+def score_plot(ev: Evaluation, path):
+    """Fig. 4.8: S of HeraSched against each cell (bars: the mean over the models; ticks: each
+    model's S), the line at 2 where HeraSched and the cell are even."""
+    from hpcsched.report.plots import _pyplot, save_figure
+
+    plt = _pyplot()
+    cells = ev.grid.cells()
+    scores = ev.mean_scores()
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(cells)), 3.6), dpi=110)
+    x = np.arange(len(cells))
+    means = [scores[c][0] for c in cells]
+    colours = {a: f"C{i}" for i, a in enumerate(ev.grid.allocators)}
+    ax.bar(x, means, color=[colours[c[1]] for c in cells])
+    for run in ev.runs:
+        s = ev.scores(run)
+        ax.plot(x, [s[c] for c in cells], "k_", markersize=8)
+    ax.axhline(2.0, color="black", linestyle="--", linewidth=1)
+    ax.set_xticks(x, [f"{s.upper()}+{a}" for s, a in cells], rotation=90, fontsize=7)
+    ax.set_ylabel("S = AWT_cell/AWT_H + MWT_cell/MWT_H", fontsize=8)
+    ax.set_title(f"{ev.grid.workload}: HeraSched against each cell (above 2: HeraSched better)",
+                 fontsize=9)
+    return save_figure(fig, path)
+
+
+def slot_plot(ev: Evaluation, path):
+    """Fig. 4.6: the selector's choices (summed over the models) in `slot_bins`'s bins."""
+    from hpcsched.report.plots import _pyplot, save_figure
+
+    plt = _pyplot()
+    run = ev.runs[0]
+    bins = slot_bins(ev.slots(), run.window, run.tail)
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=110)
+    ax.bar(range(len(bins)), [c for _, c in bins], color="C0")
+    ax.set_xticks(range(len(bins)), [label for label, _ in bins], rotation=45, ha="right",
+                  fontsize=7)
+    ax.set_ylabel("selector decisions", fontsize=8)
+    ax.set_title(f"{ev.grid.workload}: window slots the selector chose "
+                 f"(W = {run.window}, T = {run.tail})", fontsize=9)
+    return save_figure(fig, path)
+
+
+__all__ = ["Evaluation", "KindRequests", "ModelRun", "REPORTED", "evaluate", "heatmap",
+           "kind_requests", "period_prepared", "run_model", "score_plot", "slot_bins",
+           "slot_plot"]
