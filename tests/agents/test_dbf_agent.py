@@ -283,3 +283,29 @@ def test_updates_on_the_gpu_keep_the_rollout_copy_in_step_and_save_cpu_files(tmp
         torch.testing.assert_close(x, y.cpu(), rtol=0, atol=0)
     back.learn(1)
     assert back.epoch == 3
+
+
+def test_compare_sample_draws_the_models_actions_reproducibly(tmp_path, capsys):
+    import json
+
+    from hpcsched.cli import main
+
+    model = PPO(tiny_config())
+    model.save(tmp_path / "m.pt")
+    args = ["compare", "lublin-1", "--policies", f"dbf:{tmp_path}/m.pt,lcfs", "--backfill", "none",
+            "--episodes", "3", "--jobs", "40", "--json"]
+
+    def rows(*extra):
+        assert main(args + list(extra)) == 0
+        return {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
+
+    greedy_rows, sampled, again, other = rows(), rows("--sample"), rows("--sample"), rows(
+        "--sample", "--seed", "1")
+    dbf = f"dbf:{tmp_path}/m.pt"
+    assert sampled[dbf]["actions"] == "sampled" and "actions" not in greedy_rows[dbf]
+    assert "actions" not in sampled["lcfs"]  # a heuristic has no distribution
+    assert sampled["lcfs"]["wait"] == greedy_rows["lcfs"]["wait"]
+    # the draws change the schedule, and are the same for the same seed
+    assert sampled[dbf]["wait"] != greedy_rows[dbf]["wait"]
+    assert again[dbf] == sampled[dbf]
+    assert other[dbf]["wait"] != sampled[dbf]["wait"]

@@ -89,6 +89,9 @@ def register(sub, fmt) -> None:
                         "episodes (workload.windows.dbf_starts), each from an empty machine, jobs "
                         "arriving throughout, ending when --jobs (default 1000) have started; "
                         "Ch. 3's metrics over each episode")
+    p.add_argument("--sample", action="store_true",
+                   help="learned policies draw their actions from their distribution (seeded by "
+                        "--seed; each row says actions=sampled) instead of the greedy choice")
     add_profile_arg(p, from_models=True)
     add_window_args(p)
     add_cluster_args(p)
@@ -251,13 +254,15 @@ def cmd_compare(args) -> int:
     starts, length = choose_windows(prepared, start=args.start, starts=args.starts,
                                     windows=args.windows, jobs=args.jobs, first=args.first,
                                     seed=args.seed, paper=args.paper_windows)
-    policies = [(p, resolve(named[p][0], args.seed or 0, prepared)) for p in args.policies]
+    policies = [(p, resolve(named[p][0], args.seed or 0, prepared, sample=args.sample))
+                for p in args.policies]
     check_backfills(args.backfill)
     total = len(policies) * len(args.backfill) * len(starts)
     with Progress(total, "simulating") as bar:
         rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update,
                        reference=args.reference,
                        allocators={p: a for p, (_, a) in named.items()})
+    mark_sampled(rows, args.policies, args.sample)
     if args.fmt is None:
         if profile_note:
             print(profile_note)
@@ -278,11 +283,13 @@ def compare_dbf_episodes(args, prepared, profile_note: str | None) -> int:
 
     jobs = args.jobs or 1000
     starts = dbf_starts(prepared, "test", args.episodes, episode_jobs=jobs)
-    policies = [(p, resolve(p, args.seed or 0, prepared)) for p in args.policies]
+    policies = [(p, resolve(p, args.seed or 0, prepared, sample=args.sample))
+                for p in args.policies]
     check_backfills(args.backfill)
     with Progress(len(policies) * len(args.backfill) * len(starts), "simulating") as bar:
         rows = compare_episodes(prepared, policies, args.backfill, starts, episode_jobs=jobs,
                                 progress=bar.update)
+    mark_sampled(rows, args.policies, args.sample)
     if args.fmt is None:
         if profile_note:
             print(profile_note)
@@ -290,6 +297,17 @@ def compare_dbf_episodes(args, prepared, profile_note: str | None) -> int:
               f"(dbf_starts 'test': {starts[0]}..{starts[-1]}); mean over episodes\n")
     print(format_rows(rows, args.fmt or "table"))
     return 0
+
+
+def mark_sampled(rows: list[dict], names: list[str], sample: bool) -> None:
+    """With --sample, the rows of learned policies (``PREFIX:MODEL`` names) get
+    ``actions=sampled``; the heuristics' rows are as they are (they have no distribution)."""
+    if not sample:
+        return
+    learned = {n for n in names if ":" in n}
+    for row in rows:
+        if row["policy"] in learned:
+            row["actions"] = "sampled"
 
 
 def cmd_policies(args) -> int:
