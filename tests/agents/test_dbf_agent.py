@@ -309,3 +309,30 @@ def test_compare_sample_draws_the_models_actions_reproducibly(tmp_path, capsys):
     assert sampled[dbf]["wait"] != greedy_rows[dbf]["wait"]
     assert again[dbf] == sampled[dbf]
     assert other[dbf]["wait"] != sampled[dbf]["wait"]
+
+
+def test_the_masked_reading_of_an_unmasked_model_is_the_masked_envs_schedule(tmp_path):
+    """`dbf:PATH@masked`: a model trained without the mask decides through it, exactly as the
+    environment with ``mask=True`` has the same actor decide; and an actor that prefers a job
+    that does not fit no longer waits behind it."""
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    rows = [(0, 100, 2, 200), (0, 50, 3, 60), (10, 20, 1, 40), (10, 30, 4, 80), (15, 5, 1, 10),
+            (40, 70, 2, 90), (41, 10, 1, 10), (60, 200, 4, 200), (61, 30, 2, 30), (62, 1, 1, 5)]
+    prepared = prepare(table(rows, 4), "standard")
+    env = DBFEnv(prepared, window=3, tail=1, episode_jobs=7, mask=True)
+    differs = 0
+    for seed in range(4):
+        model = PPO(DBFConfig(window=3, tail=1, hidden=(32,), mask=False, seed=seed))
+        actor = biased_actor(4 + 9, 3, seed, pick=0.5)
+        model.policy = actor  # the hand-built cluster's 4 cores (the config's trace has 256)
+        model.save(tmp_path / f"m{seed}.pt")
+        metrics, env_start = env_episode(env, actor, 0)
+        masked = resolve_policy(f"dbf:{tmp_path}/m{seed}.pt@masked", prepared)
+        assert masked.mask and run_episode(prepared, masked, 0, episode_jobs=7) == metrics
+        plain = resolve_policy(f"dbf:{tmp_path}/m{seed}.pt", prepared)
+        assert not plain.mask
+        differs += run_episode(prepared, plain, 0, episode_jobs=7) != metrics
+    assert differs > 0  # the reading matters for some of these actors
+    with pytest.raises(ValueError, match="unknown reading 'greedy'.*@masked"):
+        resolve_policy(f"dbf:{tmp_path}/m0.pt@greedy", prepared)

@@ -296,9 +296,11 @@ def load_dbf_checkpoint(path) -> dict[str, Any]:
 
 
 def load_dbf(path, *, prepared=None, sample: bool = False, seed: int = 0,
-             name: str | None = None) -> DbfPolicy:
+             name: str | None = None, mask: bool | None = None) -> DbfPolicy:
     """The DBF actor in model file `path` as an engine Policy (`DbfPolicy`), observing with the
-    constants of `prepared` (the trace it schedules; default: its training trace's)."""
+    constants of `prepared` (the trace it schedules; default: its training trace's). `mask`:
+    decide through the mask of ``--mask`` (True) or without it (False) whatever the training
+    (None: as trained)."""
     from hpcsched.modelfile import config_of, restore_state
     from hpcsched.envs.dbf import DbfScale
 
@@ -308,6 +310,10 @@ def load_dbf(path, *, prepared=None, sample: bool = False, seed: int = 0,
     n_in = scale.cores + 3 * cfg.window
     actor = config_of(path, lambda: DbfActor(n_in, cfg.window + 1, cfg.hidden, cfg.activation))
     restore_state(path, actor, ck["weights"], "policy")
+    if mask is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, mask=bool(mask))
     return as_policy(actor, cfg, scale, sample=sample, seed=seed, name=name or f"dbf:{path}")
 
 

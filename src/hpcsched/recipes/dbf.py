@@ -5,6 +5,8 @@ window and schedule cycling, on `hpcsched/DBF-v0` (`agents/dbf.py`, `experiments
 does: at each decision instant it picks slots whose job fits, starting each, until it chooses Fwd
 or an invalid slot, which ends the cycle until the next event; under ``--backfill easy`` EASY
 backfilling runs after that Fwd (the oldest waiting job that does not fit holds the reservation).
+``dbf:PATH@masked`` reads a model trained without the mask through it: the greedy choice among
+the picks that start a job and Fwd, as a model trained with ``--mask`` decides.
 Models run under the ``standard`` profile (DBF's cycles need a decision at every event)."""
 
 from __future__ import annotations
@@ -16,14 +18,24 @@ CLI = "hpcsched.cli.dbf"
 XCLI = "hpcsched.cli.dbf_experiments"
 
 
+#: how ``dbf:PATH@READING`` reads a model (none: as it was trained)
+READINGS = {"masked": "its choice among the picks that start a job and Fwd (the mask of "
+                      "`--mask` applied at decision time, whatever the training)"}
+
+
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
-    """The DBF model at `path` as an engine Policy, observing with `prepared`'s constants."""
+    """The DBF model at `path` as an engine Policy, observing with `prepared`'s constants;
+    ``@masked`` (`option`) reads a model trained without the mask through it."""
     from hpcsched.agents.dbf import load_dbf
     from hpcsched.envs.dbf import check_profile
 
+    if option and option not in READINGS:
+        raise ValueError(f"{name}: unknown reading {option!r} after '@'; "
+                         + "; ".join(f"@{k}: {v}" for k, v in READINGS.items()))
     if prepared is not None:
         check_profile(prepared)
-    return load_dbf(path, prepared=prepared, sample=sample, seed=seed, name=name)
+    return load_dbf(path, prepared=prepared, sample=sample, seed=seed, name=name,
+                    mask=True if option == "masked" else None)
 
 
 def tiny() -> Tiny:
@@ -52,7 +64,9 @@ RECIPE = register(Recipe(
     load="hpcsched.recipes.dbf:policy",
     train="hpcsched.experiments.dbf_training:train", shipped=("dbf-",), profile="standard",
     title="DBF models (Wang's thesis Ch. 3; standard profile)",
-    usage="dbf:PATH (a model file, or a run folder: its best.pt)",
+    usage="dbf:PATH (a model file, or a run folder: its best.pt); dbf:PATH@masked: read "
+          "through the mask (only picks that start a job, or Fwd)",
+    separator="@",
     train_command=Command("dbf", "DBF (Wang's thesis Ch. 3): PPO selects and backfills, with a "
                                  "split window and schedule cycling",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
