@@ -91,3 +91,30 @@ def test_the_command_line_sets_the_reward_intervals(tmp_path):
     h = HeraSched.load(out / "model.pt").history[-1]
     # every selector action is paid (bar those at a zero wait), and the choice is logged
     assert h["selector_rewards"] > 0.5 * h["selector_steps"] and 0 <= h["forward_share"] <= 1
+
+
+def test_the_command_line_sets_both_agents_ppo_and_a_resume_keeps_them(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "run"
+    base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
+            "--episode-jobs", "300", "--update-every", "64", "--validate-every", "0"]
+    assert main(base + ["--epochs", "1", "--pi-lr", "1e-4", "--vf-lr", "2e-4", "--target-kl",
+                        "0.015", "--update-epochs", "3", "--minibatch", "32", "--clip-ratio",
+                        "0.1", "--ent-coef", "0.01"]) == 0
+    want = dict(pi_lr=1e-4, vf_lr=2e-4, target_kl=0.015, update_epochs=3, minibatch=32,
+                clip_ratio=0.1, ent_coef=0.01)
+    model = HeraSched.load(out / "model.pt")
+    for agent in model.agents:  # the selector's PPO and the allocator's
+        assert {k: getattr(agent.params, k) for k in want} == want
+        assert agent.pi_optimizer.param_groups[0]["lr"] == 1e-4
+        assert agent.v_optimizer.param_groups[0]["lr"] == 2e-4
+    saved = json.loads((out / "config.json").read_text())
+    assert {k: saved[k] for k in want} == want
+    assert model.history[-1]["pi_iters"] <= 3
+    # a resume takes them from the run, and refuses a different one
+    assert main(base + ["--epochs", "2", "--resume"]) == 0
+    assert HeraSched.load(out / "model.pt").config.pi_lr == 1e-4
+    assert main(base + ["--epochs", "3", "--resume", "--pi-lr", "3e-4"]) != 0
+    assert "trained with pi_lr=0.0001, not 0.0003" in capsys.readouterr().err
+    assert HeraSched.load(out / "model.pt").epoch == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import positive_int
+from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
 
 EPILOG_TRAIN = """examples:
   hpcsched trace generate spartan-deeplearn --seed 1 -o deeplearn-train.txt
@@ -18,7 +18,8 @@ Two PPO agents (hpcsched.agents.herasched): the selector picks a job of the spli
 T of them the newest jobs) or Forward, the allocator the job's nodes one per step. Every
 --update-every selector steps (2,048) both update on the same rollout: an epoch of the run folder.
 Settings of the thesis (Tables 4.2, 6.3): lr 3e-4, minibatches of 64, 10 passes, GAE lambda 0.95,
-clip 0.2, gamma 1, rewards every 512 selector actions (A_s) and 100 placed jobs (A_a), in hours.
+clip 0.2, gamma 1, rewards every 512 selector actions (A_s) and 100 placed jobs (A_a), in hours;
+no KL stop and no entropy bonus (SB3's defaults). The PPO options set both agents alike.
 On Deeplearn these did not learn in 51 updates; --selector-every 1 --allocator-every 1 --gamma 0.99
 (Eq. 4.1 and 4.2 paid at every action, the bounded discount of Table 6.3) did (README, "Does
 HeraSched learn?").
@@ -69,6 +70,22 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "4.1 at every action)")
     p.add_argument("--allocator-every", type=positive_int, default=100,
                    help="A_a: placed jobs per allocator reward (Table 4.2: 100)")
+    g = p.add_argument_group("PPO, both agents (defaults: Table 4.2, SB3 where it is silent)")
+    g.add_argument("--pi-lr", type=positive_float, default=3e-4,
+                   help="the actors' Adam learning rate (3e-4)")
+    g.add_argument("--vf-lr", type=positive_float, default=3e-4,
+                   help="the critics' Adam learning rate (3e-4)")
+    g.add_argument("--update-epochs", type=positive_int, default=10,
+                   help="passes over the rollout per update (10)")
+    g.add_argument("--minibatch", type=positive_int, default=64,
+                   help="decisions per minibatch, one Adam step each (64)")
+    g.add_argument("--target-kl", type=nonnegative_float, default=0.0,
+                   help="no further pass once a pass's approximate KL to the rollout policy "
+                        "exceeds 1.5 x this (0: off, SB3's default)")
+    g.add_argument("--clip-ratio", type=positive_float, default=0.2,
+                   help="PPO's clip range (0.2)")
+    g.add_argument("--ent-coef", type=nonnegative_float, default=0.0,
+                   help="entropy bonus of the policy loss (0)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
