@@ -176,16 +176,15 @@ def cmd_upgrade_models(args) -> int:
 
 def cmd_simulate(args) -> int:
     from hpcsched.cluster.nodes import Cluster
-    from hpcsched.experiments.policyspec import allocator_label, split_allocator
+    from hpcsched.experiments.policyspec import (allocator_label, require_named_nodes,
+                                                 split_allocator)
     from hpcsched.sim.run import simulate
 
     spec, allocator = split_allocator(args.policy)
     profile_note = resolve_profile(args, [spec])
     prepared = prepare_from_args(args)
     if allocator is not None:
-        if not isinstance(prepared.cluster, Cluster):
-            raise ValueError(f"{args.policy}: an allocator places jobs on named nodes; run on a "
-                             f"cluster of them (--cluster spartan-deeplearn, a slurm.conf, ...)")
+        require_named_nodes(prepared, [args.policy])
         prepared = replace(prepared, allocator=allocator)
     policy = resolve(spec, args.seed, prepared)
     result = simulate(prepared, policy, backfill=args.backfill, start=args.start, jobs=args.jobs)

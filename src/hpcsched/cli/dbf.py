@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import positive_int
+from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
 
 EPILOG_TRAIN = """examples:
   hpcsched train dbf --trace lublin-1 --window 32 --tail 4 --out runs/dbf32
@@ -46,12 +46,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the updates run: cpu, or cuda on a machine with a GPU (rollouts "
                         "stay on the CPU); not kept with the run, so a resumed run may change it")
     g = p.add_argument_group("what the thesis leaves open (hpcsched.agents.dbf)")
-    g.add_argument("--lr", type=float, help="Adam's rate of actor and critic (the thesis: 3e-4)")
-    g.add_argument("--ent-coef", type=float, help="entropy bonus (0.01)")
-    g.add_argument("--target-kl", type=float,
+    g.add_argument("--lr", type=positive_float,
+                   help="Adam's rate of actor and critic (the thesis: 3e-4)")
+    g.add_argument("--ent-coef", type=nonnegative_float, help="entropy bonus (0.01)")
+    g.add_argument("--target-kl", type=nonnegative_float,
                    help="no further pass once a pass's approximate KL passes 1.5 x this "
                         "(0: off, the default)")
-    g.add_argument("--minibatch", type=positive_int, help="decisions per minibatch (the thesis: 128)")
+    g.add_argument("--minibatch", type=positive_int,
+                   help="decisions per minibatch (the thesis: 128)")
     g = p.add_argument_group("validation")
     g.add_argument("--validate-every", type=int, default=5,
                    help="greedy validation every K updates, keeping best.pt (0: off)")
@@ -59,8 +61,6 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 RUN_OPTIONS = ("validate_every", "validate_episodes")
-#: command-line options that are not the config's settings
-NOT_SETTINGS = RUN_OPTIONS + ("device",)
 
 
 def cmd_train(args) -> int:
@@ -71,7 +71,7 @@ def cmd_train(args) -> int:
     values = option_values(args, given_only=args.resume)
     episodes = values.pop("episodes", None) or args.option_defaults["episodes"]
     device = values.pop("device", None) or "cpu"
-    settings = {k: v for k, v in values.items() if k not in NOT_SETTINGS and v is not None}
+    settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS and v is not None}
     lr = settings.pop("lr", None)
     if lr is not None:  # the thesis names one rate
         settings["pi_lr"] = settings["vf_lr"] = lr

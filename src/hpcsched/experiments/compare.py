@@ -129,13 +129,10 @@ def compare(
     (a SELECTOR+ALLOCATOR name) instead of `prepared`'s. On a cluster of named nodes every row
     names its `allocator` (`policyspec.allocator_label`: ``agent`` for a HeraSched model)."""
     from hpcsched.cluster.nodes import Cluster
-    from hpcsched.experiments.policyspec import allocator_label
+    from hpcsched.experiments.policyspec import allocator_label, require_named_nodes
 
     allocators = dict(allocators or {})
-    if any(allocators.values()) and not isinstance(prepared.cluster, Cluster):
-        named = ", ".join(label for label, a in allocators.items() if a)
-        raise ValueError(f"{named}: an allocator places jobs on named nodes; run on a cluster "
-                         f"of them (--cluster spartan-deeplearn, a slurm.conf, ...)")
+    require_named_nodes(prepared, [label for label, a in allocators.items() if a])
     if reference is not None and reference not in [label for label, _ in policies]:
         raise ValueError(f"the reference {reference!r} must be one of the policies compared "
                          f"({', '.join(label for label, _ in policies)})")

@@ -441,8 +441,9 @@ def resolve_windows(methods: Sequence[Method], trace: str) -> list[Method]:
                 window, tail = model_window(policy)
         label = m.label
         if m.kind == "model" and label in m.policies() and window is not None:
-            reading = m.policies()[0].rpartition("@")[2] if "@" in m.policies()[0] else ""
-            label = f"M{window}" + (f"-{tail}" if tail else "") + (f"@{reading}" if reading else "")
+            reading = m.policies()[0].partition("@")[2]  # dbf:PATH@masked
+            label = (f"M{window}" + (f"-{tail}" if tail else "")
+                     + (f"@{reading}" if reading else ""))
         out.append(replace(m, window=window, tail=tail, label=label))
     return out
 

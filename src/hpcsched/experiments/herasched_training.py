@@ -6,11 +6,12 @@ Validation runs the greedy model on a fixed window of the training trace, its la
 `validate_jobs` jobs (all of it when it has fewer), or, with `validate_trace`, on that trace's
 last `validate_jobs` jobs (the protocol's validation period, `workload.hera_periods`),
 scheduled whole through the engine (`agents.herasched_policy`, as ``herasched:PATH`` runs), and
-scores it with the thesis's combined
-score against FCFS + best-fit with EASY on the same jobs (the thesis's Deeplearn reference, §6.12):
-S = AWT_ref / AWT + MWT_ref / MWT, the thesis's weighing of its two metrics (2: as good as the
-reference; higher is better), each wait taken as 1 s at least (`floored_score`). best.pt is the
-update with the highest S; val_wait and val_max_wait (AWT and MWT, seconds) are logged beside it. The reference's own AWT and MWT are said at the start.
+scores it with the thesis's combined score against FCFS + best-fit with EASY on the same jobs
+(the thesis's Deeplearn reference, §6.12): S = AWT_ref / AWT + MWT_ref / MWT, the thesis's
+weighing of its two metrics (2: as good as the reference; higher is better), each wait taken as
+1 s at least (`floored_score`). best.pt is the update with the highest S; val_wait and
+val_max_wait (AWT and MWT, seconds) are logged beside it. The reference's own AWT and MWT are
+said at the start.
 Which window validates, and which tests, is part of the evaluation protocol (issue 17 part 4).
 """
 

@@ -19,6 +19,7 @@ discrete-time profile (deeprm) the names are DeepRM's: its heuristics and `deepr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from hpcsched import recipes
 from hpcsched.recipes import PRETRAINED, Recipe
@@ -106,6 +107,16 @@ def split_allocator(spec: str) -> tuple[str, str | None]:
     return policy.strip(), allocator
 
 
+def require_named_nodes(prepared: Prepared, names: Sequence[str]) -> None:
+    """Refuse, in one line, SELECTOR+ALLOCATOR `names` on a pool of identical nodes: an
+    allocator places jobs on named nodes (nothing to refuse when `names` is empty)."""
+    from hpcsched.cluster.nodes import Cluster
+
+    if names and not isinstance(prepared.cluster, Cluster):
+        raise ValueError(f"{', '.join(names)}: an allocator places jobs on named nodes; run on a "
+                         f"cluster of them (--cluster spartan-deeplearn, a slurm.conf, ...)")
+
+
 def allocator_label(policy, prepared: Prepared, allocator: str | None = None) -> str:
     """The allocator a run of `policy` on `prepared` places jobs with, as its row names it:
     `allocator`, else the trace's (--allocator), else the profile's; ``agent`` for a policy that
@@ -165,4 +176,5 @@ def listing() -> list[str]:
 
 
 __all__ = ["PRETRAINED", "allocator_label", "listing", "model_path", "model_profiles",
-           "placing_allocators", "pretrained_models", "resolve_policy", "split_allocator"]
+           "placing_allocators", "pretrained_models", "require_named_nodes", "resolve_policy",
+           "split_allocator"]

@@ -13,8 +13,8 @@ _DIGITS = {"FCFS": 2, "WFP3": 2, "UNICEP": 2, "SJF": 2, "F1": 2, "bsld": 2, "max
            "utilization": 3, "makespan": 0, "max_user_bsld": 2, "jain_user_bsld": 3,
            "dropped": 0}
 
-DEFAULT_COLUMNS = ("trace", "policy", "allocator", "backfill", "bsld", "max_bsld", "wait", "max_wait",
-                   "turnaround", "slowdown", "dropped", "utilization", "makespan",
+DEFAULT_COLUMNS = ("trace", "policy", "allocator", "backfill", "bsld", "max_bsld", "wait",
+                   "max_wait", "turnaround", "slowdown", "dropped", "utilization", "makespan",
                    "utilization_memory",
                    "utilization_gpus", "score")
 
