@@ -336,3 +336,41 @@ def test_the_masked_reading_of_an_unmasked_model_is_the_masked_envs_schedule(tmp
     assert differs > 0  # the reading matters for some of these actors
     with pytest.raises(ValueError, match="unknown reading 'greedy'.*@masked"):
         resolve_policy(f"dbf:{tmp_path}/m0.pt@greedy", prepared)
+
+
+def test_validating_through_the_mask_scores_the_masked_reading(tmp_path, capsys):
+    """`train dbf --validate-masked`: best.pt is chosen on the reading `dbf:PATH@masked` uses; the
+    validation's score is exactly that reading's mean AWT on the validation episodes, and for an
+    actor that prefers slots whether or not their job fits it differs from the unmasked score."""
+    import json
+
+    from hpcsched.cli import main
+    from hpcsched.experiments.dbf_training import DbfValidation
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    config = DBFConfig(window=4, tail=1, episode_jobs=40, hidden=(32,))
+    model = PPO(config)
+    model.policy = biased_actor(256 + 3 * 4, 4, seed=1, pick=3.0)  # Lublin-1's 256 cores
+    model.save(tmp_path / "m.pt")
+    masked, plain = DbfValidation(config, 3, masked=True), DbfValidation(config, 3)
+    assert masked.mask and not plain.mask and masked.starts == plain.starts
+    prepared = masked.prepared
+    for validation, suffix in ((masked, "@masked"), (plain, "")):
+        policy = resolve_policy(f"dbf:{tmp_path}/m.pt{suffix}", prepared)
+        engine = np.mean([run_episode(prepared, policy, s, episode_jobs=40)["wait"]
+                          for s in validation.starts])
+        assert validation.score(model) == pytest.approx(engine, rel=1e-12)
+    assert masked.score(model) != plain.score(model)
+    # a masked run is validated through its mask whatever the option says
+    assert DbfValidation(tiny_config(mask=True), 3).mask
+
+    out = tmp_path / "run"
+    assert main(["train", "dbf", "--out", str(out), "--window", "4", "--tail", "1",
+                 "--episode-jobs", "40", "--num-envs", "2", "--episodes", "2",
+                 "--validate-every", "1", "--validate-episodes", "2", "--validate-masked"]) == 0
+    assert json.loads((out / "config.json").read_text())["run_options"]["validate_masked"] is True
+    assert "through the mask" in capsys.readouterr().err
+    # resuming keeps it, and refuses to change it
+    assert main(["train", "dbf", "--out", str(out), "--episodes", "4", "--resume"]) == 0
+    assert "through the mask" not in capsys.readouterr().err  # said once, at the start
+    assert json.loads((out / "config.json").read_text())["run_options"]["validate_masked"] is True

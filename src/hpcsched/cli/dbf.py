@@ -18,7 +18,8 @@ PPO with the thesis's settings (lr 3e-4, clip 0.2, gamma 0.99, actor and critic 
 is chosen). --num-envs episodes of --episode-jobs placed jobs run side by side from random starts
 in the training block of the trace, then one update: an epoch of the run folder. Validation: the
 greedy actor's mean AWT on 10 fixed validation episodes (best.pt: the lowest), every
---validate-every updates. The run folder gets model.pt (every update), best.pt, log.csv,
+--validate-every updates (--validate-masked: read through the mask, as dbf:PATH@masked
+is). The run folder gets model.pt (every update), best.pt, log.csv,
 curve.png, config.json. --resume continues with the run's own settings.
 """
 
@@ -58,9 +59,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate-every", type=int, default=5,
                    help="greedy validation every K updates, keeping best.pt (0: off)")
     g.add_argument("--validate-episodes", type=positive_int, default=10)
+    g.add_argument("--validate-masked", action="store_true",
+                   help="validate (and choose best.pt) reading the actor through the mask, as "
+                        "dbf:PATH@masked does, though it trains without one")
 
 
-RUN_OPTIONS = ("validate_every", "validate_episodes")
+RUN_OPTIONS = ("validate_every", "validate_episodes", "validate_masked")
 
 
 def cmd_train(args) -> int:

@@ -6,6 +6,10 @@ Validation runs the greedy actor on DBF's fixed validation episodes
 neither training nor the test starts touch), all at once on `VecDBF`, and scores their mean
 average waiting time (AWT, the thesis's first metric; lower is better): best.pt is the update with
 the lowest. The heuristics' AWT on the same episodes is said once at the start, for reference.
+With the run option `validate_masked` an actor trained without the mask is validated through it
+(as `dbf:PATH@masked` reads it): without a mask the greedy actor of a short run can keep picking a
+job that does not fit, which waits like FCFS, so the unmasked score then says little about the
+model that would be used.
 """
 
 from __future__ import annotations
@@ -17,20 +21,22 @@ from typing import Any
 import numpy as np
 
 #: `train`'s options that shape a run besides its config, with their defaults
-RUN_OPTIONS = {"validate_every": 5, "validate_episodes": 10}
+RUN_OPTIONS = {"validate_every": 5, "validate_episodes": 10, "validate_masked": False}
 LOG_METRICS = ["wait", "bsld", "utilization", "queue_length", "job_load"]
 #: the heuristics whose validation AWT is said at the start (the thesis's baselines)
 REFERENCE = ("fcfs", "sqf", "lcfs")
 
 
 class DbfValidation:
-    """The greedy actor on fixed validation episodes, all stepped together."""
+    """The greedy actor on fixed validation episodes, all stepped together; `masked`: through the
+    mask of ``mask=True`` whatever the training (a masked run is validated through it anyway)."""
 
-    def __init__(self, config, episodes: int = 10):
+    def __init__(self, config, episodes: int = 10, masked: bool = False):
         from hpcsched.envs.dbf import as_dbf_trace
         from hpcsched.workload.windows import dbf_starts
 
         self.config = config
+        self.mask = bool(config.mask or masked)
         self.prepared = as_dbf_trace(config.trace)
         self.starts = dbf_starts(self.prepared, "validation", episodes,
                                  episode_jobs=config.episode_jobs)
@@ -42,7 +48,7 @@ class DbfValidation:
         c = self.config
         n = len(self.starts)
         vec = VecDBF(n, self.prepared, window=c.window, tail=c.tail,
-                     episode_jobs=c.episode_jobs, lookahead=c.lookahead, mask=c.mask, copy=False)
+                     episode_jobs=c.episode_jobs, lookahead=c.lookahead, mask=self.mask, copy=False)
         obs, mask = vec.reset(seed=0, options={"starts": self.starts})
         found: list[dict[str, Any] | None] = [None] * n
         while any(f is None for f in found):
@@ -92,13 +98,17 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                      info=lambda c: {"epochs": epochs, "episodes": epochs * c.trajectories_per_epoch})
     model.to(device)
     config, opts = model.config, model.run_options
-    validation = (DbfValidation(config, opts["validate_episodes"])
+    validation = (DbfValidation(config, opts["validate_episodes"],
+                                masked=opts.get("validate_masked", False))
                   if opts["validate_every"] and opts["validate_episodes"] else None)
     if validation is not None and model.epoch == 0:
         ref = validation.reference()
         say("validation AWT of the heuristics (no backfilling) on "
             f"{len(validation.starts)} episodes: "
             + ", ".join(f"{k} {v:,.0f} s" for k, v in ref.items()))
+
+    if validation is not None and validation.mask and not config.mask and model.epoch == 0:
+        say("validating the actor through the mask (as dbf:PATH@masked reads it)")
 
     def note(stats: dict[str, Any]) -> str:
         val = stats.get("val_wait")
