@@ -139,12 +139,18 @@ def register(sub, fmt) -> None:
     t.add_argument("--partition", help="a Slurm-accounting trace: only this partition's jobs")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules first (default: the jobs as read)")
-    t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF")
+    t = tsub.add_parser("convert", help="rewrite a trace (or part of it) as SWF; a CERIT-SC "
+                                        "trace keeps its own lines and .machines file")
     t.add_argument("source")
     t.add_argument("dest", help="output SWF file (.gz to compress)")
     t.add_argument("--first", type=positive_int, help="keep only the first N jobs")
     t.add_argument("--start", type=nonnegative_int, default=0,
                    help="skip the jobs before this position")
+    t.add_argument("--from", dest="since", metavar="WHEN",
+                   help="keep the jobs submitted at or after WHEN: a date (YYYY-MM-DD, or "
+                        "YYYY-MM-DDTHH:MM) on the trace's wall clock (its header's "
+                        "TimeZoneString, else UTC), or seconds of its submit clock")
+    t.add_argument("--until", metavar="WHEN", help="keep the jobs submitted before WHEN")
     t.add_argument("--clean", choices=list(PROFILES),
                    help="apply a profile's cleaning rules before writing")
     from hpcsched.cli.generate import add_parser as add_generate_parser
@@ -397,27 +403,68 @@ def cmd_trace(args) -> int:
     if args.trace_command == "jobs":
         return _jobs(args)
     if args.trace_command == "convert":
-        from hpcsched.workload.swf import write_swf
-
-        jobs = traces.load_trace(args.source)
-        if args.clean:
-            from hpcsched.workload.cleaning import clean
-
-            jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
-            print(report.summary(), file=sys.stderr)
-        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
-        if args.start < 0 or args.start >= len(jobs):
-            raise ValueError(f"--start {args.start} is outside the trace of {len(jobs)} jobs")
-        part = jobs.take(slice(args.start, end))
-        write_swf(part, args.dest)
-        print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
-        return 0
+        return _convert(args)
     if args.trace_command == "generate":
         from hpcsched.cli.generate import cmd_generate
 
         return cmd_generate(args)
     args.trace_parser.print_help()
     return 2
+
+
+def _convert(args) -> int:
+    """`trace convert`: the jobs chosen by position (--start, --first) or by submission time
+    (--from, --until) written as SWF; a CERIT-SC source as its own lines, with its .machines file
+    beside (`workload.cerit.write_cerit_lines`), since SWF's 18 fields cannot hold its node
+    specifications."""
+    import numpy as np
+
+    from hpcsched.workload import traces
+    from hpcsched.workload.cerit import write_cerit_lines
+    from hpcsched.workload.swf import write_swf
+    from hpcsched.workload.timecut import submit_clock, submitted_between, trace_zone
+
+    cerit = traces.cerit_file(args.source)
+    if cerit is not None and args.clean:
+        raise ValueError(f"{args.source}: a CERIT-SC trace is written as its own lines, which "
+                         f"--clean cannot change; leave --clean out (simulate and train clean "
+                         f"it as they read it)")
+    by_time = args.since is not None or args.until is not None
+    if by_time and (args.start or args.first is not None):
+        raise ValueError("choose the jobs by position (--start, --first) or by submission time "
+                         "(--from, --until), not both")
+    jobs = traces.load_trace(args.source)
+    if args.clean:
+        from hpcsched.workload.cleaning import clean
+
+        jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
+        print(report.summary(), file=sys.stderr)
+    if by_time:
+        lo = None if args.since is None else submit_clock(args.since, jobs.header, what="--from")
+        hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
+        rows = submitted_between(jobs, lo, hi)
+        if rows.size == 0:
+            span = f"from {args.since or 'its start'} until {args.until or 'its end'}"
+            raise ValueError(f"{args.source}: no job was submitted {span}")
+        chosen = (f"submitted from {args.since or 'the start'} until {args.until or 'the end'}"
+                  f" ({getattr(trace_zone(jobs.header), 'key', 'UTC')})")
+    else:
+        if args.start < 0 or args.start >= len(jobs):
+            raise ValueError(f"--start {args.start} is outside the trace of {len(jobs)} jobs")
+        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
+        rows = np.arange(args.start, end)
+        chosen = f"at positions {args.start} to {end - 1}"
+    part = jobs.take(rows)
+    if cerit is not None:
+        note = (f"Note: {len(part)} jobs of {cerit.name} {chosen}, their lines as they are "
+                f"(hpcsched trace convert)")
+        machines = write_cerit_lines(cerit, part.line, args.dest, note=note)
+        also = f" and its machines to {machines}" if machines else " (the source has no .machines)"
+        print(f"wrote {len(part)} jobs to {args.dest}{also}", file=sys.stderr)
+        return 0
+    write_swf(part, args.dest)
+    print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
+    return 0
 
 
 def _jobs(args) -> int:

@@ -31,6 +31,7 @@ from hpcsched.sim.factory import make_engine
 from hpcsched.sim.metrics import combined_score
 from hpcsched.sim.run import Prepared
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.timecut import from_first_submission
 
 #: The thesis's seven selectors (Ch. 4 §4.4.3, Appendix B), in its row order.
 SELECTORS = ("fcfs", "lcfs", "sjf", "wfp3", "unicep", "f1", "f2")
@@ -93,15 +94,6 @@ def workload_jobs(workload: Workload, seed: int | None = None) -> JobTable:
     trace = generate(workload.cluster, seed=seed, high_load_day=workload.high_load)
     name = workload.name if seed == workload.seed else f"{workload.name}-s{seed}"
     return from_first_submission(trace.jobs, name)
-
-
-def from_first_submission(jobs: JobTable, name: str) -> JobTable:
-    """`jobs` (generated) with times counted from their first submission, as the trace readers
-    count a file's, named `name`: the same jobs as written out and read back."""
-    first = float(jobs.submit.min())
-    start = jobs.header.unix_start_time
-    return jobs.with_columns(submit=jobs.submit - first).with_header(
-        name=name, path="", unix_start_time=None if start is None else int(start + first))
 
 
 # ---- the grid -----------------------------------------------------------------------------------

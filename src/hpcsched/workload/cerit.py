@@ -5,6 +5,7 @@ processors on each and how much memory, and sometimes that they want their nodes
     jobs = read_cerit("wagap-2013.swf.gz")                # the .machines file beside it is read too
     jobs, report = read_cerit_with_report("wagap-2013.swf.gz")
     print(report.summary())
+    write_cerit_lines("wagap-2013.swf.gz", jobs.line[rows], "part.swf")  # those jobs, as they are
 
 A line is the 18 SWF fields, then a list of node ids in braces (one entry per processor the job got:
 `{1241,1241}` is two processors of node 1241), a queue name and a PBS node specification, e.g.
@@ -54,6 +55,11 @@ hold even on an empty machine. Whether such a job is dropped or stops the run is
 choice (`--drop-oversized`), as for any trace; the bundled `cerit-2013` lists its one such job
 (8687) as known (`hpcsched.workload.traces.TraceInfo.known_oversized`), so that a simulation drops
 it, named and counted with the reason, by default.
+
+A part of such a trace is written back as its own lines (`write_cerit_lines`, what `hpcsched
+trace convert` does with a CERIT-SC source), with the `.machines` file beside: the table cannot be
+written as SWF without losing what the node specification says (nodes, cores on each, memory per
+node, exclusive nodes), and reading the lines again gives the same requests.
 
 Every error is a `TraceError` naming the file, the line and the field.
 """
@@ -463,6 +469,40 @@ def read_cerit_with_report(path: str | os.PathLike, *, machines: str | os.PathLi
     return JobTable(cols, header), report
 
 
+# -- writing a part of a trace ------------------------------------------------------------------
+
+def write_cerit_lines(source: str | os.PathLike, lines, dest: str | os.PathLike, *,
+                      note: str | None = None) -> Path | None:
+    """Write the job lines `lines` of the CERIT-SC / Alea file `source` (1-based line numbers, as
+    the `LINE` column of `read_cerit`'s table holds them, in the order given) to `dest` as they
+    are, after the source's comment lines and `note` (written as one more comment line), so that
+    reading `dest` gives those jobs with every request the reader takes from their lines. The
+    source's `.machines` file (`machines_beside`) is copied beside `dest` as DEST.machines, where
+    the reader looks for it; returns that file, or None where the source has none. `dest` is
+    gzipped when its name ends in .gz; both files are written atomically."""
+    from hpcsched.workload.slurm_write import write_lines
+
+    where = os.fspath(source)
+    text = _read_bytes(where).decode("utf-8", errors="replace").split("\n")
+    header = [raw.rstrip("\r") for raw in text if raw.split() and raw.split()[0].startswith(";")]
+    if note:
+        header.append("; " + note.removeprefix(";").strip())
+    body = []
+    for number in np.asarray(lines, dtype=np.int64):
+        raw = text[number - 1].rstrip("\r") if 1 <= number <= len(text) else ""
+        tokens = raw.split()
+        if not tokens or tokens[0].startswith(";"):
+            raise TraceError(f"{where}, line {number}: not a job line")
+        body.append(raw)
+    write_lines(dest, [header, body])
+    machines = machines_beside(where)
+    if machines is None:
+        return None
+    target = Path(os.fspath(dest) + ".machines")
+    write_lines(target, [machines.read_text(encoding="utf-8-sig").splitlines()])
+    return target
+
+
 class _Log:
     """Counts by form and by note, with the first few job ids of each."""
 
@@ -507,4 +547,4 @@ def _fits(classes: tuple[NodeClass, ...], nodes: np.ndarray, cores: np.ndarray,
 
 __all__ = ["CeritReport", "NodeClass", "NodeSpec", "NodeSpecError", "looks_like_cerit",
            "machines_beside", "parse_node_spec", "read_cerit", "read_cerit_with_report",
-           "read_machines"]
+           "read_machines", "write_cerit_lines"]

@@ -163,6 +163,18 @@ def load_trace(name_or_path: str | os.PathLike, *, partition: str | None = None,
     raise TraceError(_unknown_message(text))
 
 
+def cerit_file(name_or_path: str | os.PathLike) -> Path | None:
+    """The CERIT-SC / Alea file (`hpcsched.workload.cerit`) that a trace name or path stands for
+    (the file `load_trace` reads it from), or None when it names a trace of another format."""
+    path = os.path.expanduser(os.fspath(name_or_path))
+    if os.path.exists(path):
+        return Path(path) if os.path.isfile(path) and looks_like_cerit(path) else None
+    info = _lookup(os.fspath(name_or_path))
+    if info is not None and info.reader == "cerit" and info.bundled:
+        return trace_path(info.name)
+    return None
+
+
 def is_slurm_file(name_or_path: str | os.PathLike) -> bool:
     """Whether a path names a Slurm-accounting file (sacct -P output or an HPCsim trace)."""
     path = os.path.expanduser(os.fspath(name_or_path))
@@ -197,6 +209,5 @@ def _not_bundled_message(info: TraceInfo) -> str:
     )
 
 
-__all__ = ["TRACES", "TraceInfo", "describe_traces", "is_slurm_file", "known_oversized", "load_trace",
-           "trace_names",
-           "trace_path"]
+__all__ = ["TRACES", "TraceInfo", "cerit_file", "describe_traces", "is_slurm_file",
+           "known_oversized", "load_trace", "trace_names", "trace_path"]
