@@ -216,14 +216,81 @@ def test_the_printed_report_states_the_criteria(models, capsys):
 
 
 @pytest.mark.parametrize("argv, needles", [
-    ([], ["no HeraSched model given for spartan-deeplearn", "no model is shipped yet"]),
     (["--models", "nowhere.pt"], ["no model file at nowhere.pt"]),
     (["--cluster", "spartan-physical,spartan-deeplearn", "--models", "a.pt"],
      ["with several --cluster, name the partition"]),
     (["--models", "spartan-sapphire=a.pt"], ["'spartan-sapphire' is not one of --cluster"]),
-    (["--cluster", "cerit-zewura", "--models", "a.pt"], ["has periods for spartan-deeplearn"]),
+    (["--cluster", "spartan-sapphire", "--models", "a.pt"],
+     ["has periods for spartan-deeplearn", "cerit-zewura"]),
     (["--periods", "later", "--models", "a.pt"], ["--periods 'later'", "test-high-load"]),
+    (["--cluster", "spartan-deeplearn,cerit-zewura", "--periods", "test,test-high-load"],
+     ["--periods test-high-load: cerit-zewura has no such period", "train, validation, test"]),
 ])
 def test_bad_input_is_one_line(capsys, argv, needles):
     code, _, err = run_cli(capsys, "experiment", "herasched", *argv)
     assert_one_line_error(code, err, *needles)
+
+
+# ---- CERIT-SC: the real log's periods on its own cluster ----------------------------------------
+
+CERIT_JOBS = 600
+
+
+def test_the_cerit_test_period_runs_the_grid_alone_on_its_cluster(tmp_path, capsys):
+    import shlex
+
+    from hpcsched.cli import main
+    from hpcsched.sim.run import prepare
+    from hpcsched.workload.hera_periods import hera_period
+
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--cluster", "cerit-zewura",
+                             "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 21 and all(r["allocator"] != "agent" for r in rows)  # no model: no row
+    assert {(r["cluster"], r["period"], r["trace"]) for r in rows} == {
+        ("cerit-zewura", "test", "cerit-2013-test")}
+    assert not any("score" in r for r in rows) and all(r["jobs"] == 5145 for r in rows)
+    # the same cells from the period written by its command and read back as a user would
+    path = tmp_path / "cerit-test.swf"
+    assert main(shlex.split(hera_period("cerit-zewura", "test").command(str(path)))[1:]) == 0
+    capsys.readouterr()
+    prepared = prepare(str(path), "hpcsim", cluster="cerit-zewura", drop_oversized=True)
+    cells = (("unicep", "topology"), ("fcfs", "best-fit"))
+    grid = hg.run_grid(prepared, selectors=("unicep", "fcfs"), allocators=("topology", "best-fit"))
+    for cell in cells:
+        row = next(r for r in rows if (r["policy"], r["allocator"]) == cell)
+        assert row["wait"] > 0  # the period waits: the comparison means something
+        assert (row["wait"], row["max_wait"]) == (grid.awt(cell), grid.mwt(cell))
+
+
+def test_the_printed_grid_names_its_lowest_cells_and_what_was_dropped(capsys):
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--cluster", "cerit-zewura",
+                             "--periods", "validation", "--jobs", str(CERIT_JOBS))
+    assert code == 0, err
+    assert "cerit-zewura's validation period, 14 days (2 weeks) from 2013-02-26" in out
+    # the log's one job larger than its machine lies in these weeks: dropped, named, counted
+    assert "1 job(s) larger than the cluster dropped" in out and "job 8687" in out
+    assert "no HeraSched model given for cerit-zewura (--models): the grid alone" in out
+    code, js, _ = run_cli(capsys, "experiment", "herasched", "--cluster", "cerit-zewura",
+                          "--periods", "validation", "--jobs", str(CERIT_JOBS), "--json")
+    rows = json.loads(js)
+    low = min(rows, key=lambda r: r["wait"])
+    assert f"lowest AWT {low['wait']:,.1f} s ({hg.cell_name((low['policy'], low['allocator']))})" \
+        in out
+
+
+def test_a_model_schedules_the_cerit_period_and_a_thesis_model_of_another_shape_is_refused(
+        models, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--cluster", "cerit-zewura",
+                             "--models", models[0], "--jobs", "200", "--json")
+    assert code == 0, err
+    own = [r for r in json.loads(out) if r["policy"] == f"herasched:{models[0]}"]
+    assert len(own) == 1 and own[0]["cluster"] == "cerit-zewura" and own[0]["jobs"] == 200
+    thesis = HeraSched(HeraSchedConfig(window=16, tail=4, episode_jobs=100, num_envs=1,
+                                       net="thesis", hidden=(8,)))  # Deeplearn's 30 nodes
+    thesis.save(tmp_path / "thesis.pt")
+    code, _, err = run_cli(capsys, "experiment", "herasched", "--cluster", "cerit-zewura",
+                           "--models", str(tmp_path / "thesis.pt"), "--jobs", "200")
+    assert_one_line_error(code, err, f"herasched:{tmp_path / 'thesis.pt'} cannot schedule "
+                                     f"cerit-zewura", "30 nodes", "68 nodes")

@@ -16,12 +16,15 @@ EPILOG = """examples:
   hpcsched experiment herasched --cluster spartan-deeplearn,spartan-physical \\
       --models spartan-deeplearn=runs/dl-a,runs/dl-b --models spartan-physical=runs/ph-a
   hpcsched experiment herasched --cluster spartan-deeplearn --models runs/dl-a --plot figs --json
+  hpcsched experiment herasched --cluster cerit-zewura          # the grid alone: no model given
 
-On each period (default: the partition's held-out test period and its test high-load day, the
-generated ones of hera_periods, fixed seeds) it runs the 21 cells of Appendix B (7 selectors x 3
-allocators, EASY backfilling, the hpcsim profile) and each model given, greedy. --models takes one
-model per training seed (a model file, a run folder: its best.pt, or pretrained/NAME); HeraSched's
-numbers are then the models' mean, with their spread, and every model's own. Printed per period:
+On each period (default: the partition's held-out test period and, on the Spartan-like ones, its
+test high-load day; hera_periods: generated with fixed seeds, or, on cerit-zewura, cut from the
+real CERIT-SC log cerit-2013) it runs the 21 cells of Appendix B (7 selectors x 3 allocators, EASY
+backfilling, the hpcsim profile) and each model given, greedy. --models takes one model per
+training seed (a model file, a run folder: its best.pt, or pretrained/NAME); HeraSched's numbers
+are then the models' mean, with their spread, and every model's own. Without a model (none given,
+none shipped) it prints the grid alone. Printed per period:
 
   Appendix B's table (AWT / MWT in seconds; the grid's lowest of each: *) and HeraSched's rows;
   S = AWT_cell/AWT_H + MWT_cell/MWT_H of HeraSched against every cell (Fig. 4.8; above 2:
@@ -32,16 +35,20 @@ numbers are then the models' mean, with their spread, and every model's own. Pri
     jobs HeraSched placed on a node of that kind (a job once per kind), beside all jobs' mean;
   Fig. 4.6: how often the selector chose slot 0, the middle slots, the tail slots and Forward.
 
---plot DIR writes, per period, CLUSTER-PERIOD-heatmap.png (Fig. 4.5: (cell - HeraSched) /
-HeraSched of AWT and MWT), -scores.png (Fig. 4.8) and -slots.png (Fig. 4.6). --json prints flat
-rows: a row per cell (policy = the selector, allocator, wait = AWT, max_wait = MWT, score = mean
-S against it, score_sd, awt_rel, mwt_rel, seeds = []), a row per model (policy herasched:MODEL,
-allocator agent, its metrics, seeds = [MODEL], selector_decisions, selector_slots, slots_*, and
-Table 4.3 as jobs_/cores_/memory_gb_/gpus_KIND) and HeraSched's mean (policy herasched, wait_sd,
-max_wait_sd, seeds = every model); each with cluster and period.
+Before the tables, what preparing the period dropped, counted (a real log's jobs with an unknown
+run time, and those larger than the cluster: on cerit-2013 one, job 8687, named).
 
-No HeraSched model is shipped yet: without --models the command stops and says so (it will take
-pretrained/herasched-PARTITION* once such models ship).
+--plot DIR writes, per period, CLUSTER-PERIOD-heatmap.png (Fig. 4.5: (cell - HeraSched) /
+HeraSched of AWT and MWT; without a model, against the grid's best cell), -scores.png (Fig. 4.8)
+and -slots.png (Fig. 4.6). --json prints flat rows: a row per cell (policy = the selector,
+allocator, wait = AWT, max_wait = MWT, score = mean S against it, score_sd, awt_rel, mwt_rel,
+seeds = []), a row per model (policy herasched:MODEL, allocator agent, its metrics, seeds =
+[MODEL], selector_decisions, selector_slots, slots_*, and Table 4.3 as jobs_/cores_/memory_gb_/
+gpus_KIND) and HeraSched's mean (policy herasched, wait_sd, max_wait_sd, seeds = every model);
+each with cluster and period. Without a model: the cells' rows alone, without score.
+
+No HeraSched model is shipped yet (once some are, a partition without --models takes its
+pretrained/herasched-PARTITION*).
 """
 
 
@@ -54,14 +61,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     add_format_options(p)
     p.add_argument("--cluster", type=csv_list, default=["spartan-deeplearn"],
-                   help=f"partitions, comma-separated: {', '.join(PERIODS)} (default: "
-                        f"spartan-deeplearn)")
+                   help=f"partitions of the protocol, comma-separated: {', '.join(PERIODS)} "
+                        f"(default: spartan-deeplearn)")
     p.add_argument("--models", action="append", metavar="[CLUSTER=]MODEL[,MODEL...]",
                    help="HeraSched models, one per training seed: files, run folders or "
                         "pretrained/NAME; with several --cluster, give --models once per "
                         "partition, CLUSTER= in front")
-    p.add_argument("--periods", type=csv_list, default=["test", "test-high-load"],
-                   help=f"comma-separated, of {', '.join(SPLITS)} (default: test,test-high-load)")
+    p.add_argument("--periods", type=csv_list,
+                   help=f"comma-separated, of {', '.join(SPLITS)} (default: test,test-high-load, "
+                        f"those of them a partition has: test on cerit-zewura)")
     p.add_argument("--jobs", type=positive_int, help="only the first N jobs of each period "
                                                      "(a quick look)")
     p.add_argument("--plot", metavar="DIR", help="write the figures (PNG) to this folder")
@@ -79,7 +87,7 @@ def _default_models(cluster: str) -> list[str]:
 
 def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str, list[str]]:
     """{cluster: [model, ...]} from the --models options, each model checked to exist; a cluster
-    without any takes its shipped models, and there are none yet: an error saying so."""
+    without any takes its shipped models, and there are none yet: [] (the grid alone)."""
     from hpcsched import recipes
 
     out: dict[str, list[str]] = {c: [] for c in clusters}
@@ -100,11 +108,6 @@ def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str,
     for cluster, models in out.items():
         if not models:
             models += _default_models(cluster)
-        if not models:
-            short = cluster.removeprefix("spartan-")
-            raise ValueError(f"no HeraSched model given for {cluster}: give --models "
-                             f"FILE_OR_RUN[,...] (no model is shipped yet: "
-                             f"pretrained/herasched-{short}* does not exist)")
         if len(set(models)) != len(models):
             raise ValueError(f"--models for {cluster}: a model is named twice "
                              f"({', '.join(models)})")
@@ -123,16 +126,31 @@ def cmd_eval(args) -> int:
         if c not in PERIODS:
             raise ValueError(f"--cluster {c!r}: HeraSched's protocol has periods for "
                              f"{', '.join(PERIODS)}")
-    for split in args.periods:
+    for split in args.periods or []:
         if split not in SPLITS:
             raise ValueError(f"--periods {split!r}: choose among {', '.join(SPLITS)}")
+    work = []
+    for c in clusters:
+        splits = list(dict.fromkeys(args.periods)) if args.periods else [
+            s for s in he.REPORTED if s in PERIODS[c]]
+        missing = [s for s in splits if s not in PERIODS[c]]
+        if missing:
+            raise ValueError(f"--periods {','.join(missing)}: {c} has no such period (its "
+                             f"periods: {', '.join(PERIODS[c])})")
+        work += [(c, s) for s in splits]
     models = models_by_cluster(args.models, clusters)
-    work = [(c, s) for c in clusters for s in dict.fromkeys(args.periods)]
+    for c in clusters:  # every model against its cluster before any work
+        if models[c]:
+            from hpcsched.cluster.load import load_cluster
+
+            cluster = load_cluster(next(iter(PERIODS[c].values())).cluster)
+            for m in models[c]:
+                he.check_model(m, cluster, c)
     total = sum(len(hg.SELECTORS) * len(hg.ALLOCATORS) + len(models[c]) for c, _ in work)
     evaluations, plots = [], []
     with Progress(total, "herasched", lines=True) as bar:
         for cluster, split in work:
-            bar.note(f"{cluster} {split}: generating")
+            bar.note(f"{cluster} {split}: preparing")
             prepared = he.period_prepared(cluster, split, args.jobs)
 
             def step(label, where=f"{cluster} {split}"):
@@ -141,17 +159,18 @@ def cmd_eval(args) -> int:
 
             ev = he.evaluate(prepared, models[cluster], cluster=cluster, period=split,
                              progress=step)
-            evaluations.append(ev)
+            evaluations.append((ev, prepared.summary()))
             if args.plot:
                 stem = Path(args.plot) / f"{cluster}-{split}"
-                plots += [he.heatmap(ev, f"{stem}-heatmap.png"),
-                          he.score_plot(ev, f"{stem}-scores.png"),
-                          he.slot_plot(ev, f"{stem}-slots.png")]
+                plots.append(he.heatmap(ev, f"{stem}-heatmap.png"))
+                if ev.runs:
+                    plots += [he.score_plot(ev, f"{stem}-scores.png"),
+                              he.slot_plot(ev, f"{stem}-slots.png")]
     if args.fmt in ("json", "csv"):
-        print(format_rows([r for ev in evaluations for r in ev.rows()], args.fmt))
+        print(format_rows([r for ev, _ in evaluations for r in ev.rows()], args.fmt))
         return 0
-    for ev in evaluations:
-        _print(ev, args)
+    for ev, summary in evaluations:
+        _print(ev, summary, args)
     if plots:
         print("\nfigures: " + ", ".join(str(p) for p in plots))
     return 0
@@ -164,7 +183,7 @@ def _fmt(value: float, sd: float | None, digits: int) -> str:
     return text if sd is None else f"{text} ± {sd:,.{digits}f}"
 
 
-def _print(ev, args) -> None:
+def _print(ev, summary: str, args) -> None:
     from hpcsched.experiments import herasched_grid as hg
     from hpcsched.experiments import herasched_eval as he
     from hpcsched.workload.hera_periods import hera_period
@@ -173,14 +192,20 @@ def _print(ev, args) -> None:
     fmt = "markdown" if markdown else "table"
     g = ev.grid
     p = hera_period(ev.cluster, ev.period)
-    span = "one high-load day" if p.high_load_day else f"{p.days:g} days"
     cut = f" (its first {g.jobs:,} jobs)" if args.jobs else ""
-    print(f"\n== {g.workload}: {ev.cluster}'s {ev.period} period, {span} from {p.start}, seed "
-          f"{p.seed}, {g.jobs:,} jobs{cut}; {g.profile}, {g.backfill} backfilling ==\n")
+    print(f"\n== {g.workload}: {ev.cluster}'s {ev.period} period, {p.describe()}, {g.jobs:,} "
+          f"jobs{cut}; {g.profile}, {g.backfill} backfilling ==\n")
+    print(f"{summary}\n")
     cols = ["selector", *g.allocators]
     print("Appendix B: AWT / MWT (s); the grid's lowest of each marked " +
           ("bold" if markdown else "*") + "\n")
     print(format_rows(hg.appendix_b_rows(g, markdown), fmt, columns=cols))
+    low_awt, low_mwt = g.best_awt(), g.best_mwt()
+    print(f"\nlowest AWT {g.awt(low_awt):,.1f} s ({hg.cell_name(low_awt)}), lowest MWT "
+          f"{g.mwt(low_mwt):,.0f} s ({hg.cell_name(low_mwt)})")
+    if not ev.runs:
+        print(f"\nno HeraSched model given for {ev.cluster} (--models): the grid alone")
+        return
     many = len(ev.runs) > 1
     rows = [{"HeraSched": f"herasched:{r.model}", "AWT (s)": _fmt(r.awt, None, 1),
              "MWT (s)": _fmt(r.mwt, None, 0), "CPU s": f"{ev.seconds[r.model]:.1f}"}

@@ -21,8 +21,12 @@ each model given (one per training seed) scheduling the same jobs, and from thos
   mean request of all jobs (a kind that attracts no particular jobs shows that mean);
 - Fig. 4.6: how often the selector chose each window slot, and Forward, over all its decisions.
 
-Periods are `workload.hera_periods`'s (generated, fixed seeds), their times counted from the
-first submission as a file of them would be read (`herasched_grid.from_first_submission`).
+Periods are `workload.hera_periods`'s (generated with fixed seeds, or cut from the real CERIT-SC
+log), their times counted from the first submission as a file of them would be read
+(`workload.timecut.from_first_submission`).
+
+Without a model the evaluation is the grid alone (`evaluate(prepared, [])`): the cells' rows, no
+HeraSched row, no S and no criteria, which need a model to compare with.
 """
 
 from __future__ import annotations
@@ -46,14 +50,15 @@ MB_PER_GB = 1024.0
 
 
 def period_prepared(cluster: str, split: str, jobs: int | None = None) -> Prepared:
-    """The period `split` of `cluster`'s protocol (`hera_period`), generated and prepared under
-    the hpcsim profile on the bundled cluster; `jobs`: only its first N jobs."""
+    """The period `split` of `cluster`'s protocol (`hera_period`: generated, or cut from a real
+    log) prepared under the hpcsim profile on the bundled cluster, jobs larger than the cluster
+    dropped (counted in `Prepared.summary`) where the period says so (a real log's); `jobs`: only
+    its first N jobs."""
     from hpcsched.workload.hera_periods import hera_period
 
     period = hera_period(cluster, split)
-    short = cluster.removeprefix("spartan-")
-    table = hg.from_first_submission(period.generate().jobs, f"{short}-{split}")
-    prepared = prepare(table, PROFILE, cluster=cluster)
+    prepared = prepare(period.jobs(), PROFILE, cluster=period.cluster,
+                       drop_oversized=period.drop_oversized)
     if jobs is not None:
         prepared = replace(prepared, jobs=prepared.jobs.window(0, min(jobs, len(prepared.jobs))))
     return prepared
@@ -155,6 +160,24 @@ class ModelRun:
         return float(self.metrics["max_wait"])
 
 
+def check_model(model: str, cluster, name: str = "") -> None:
+    """Refuse, before any run, a HeraSched model (file, run folder, pretrained/NAME) that cannot
+    schedule `cluster` (a `Cluster`, named `name` in the message): the thesis's MLPs read only a
+    cluster of the shape they were trained on (our network reads any)."""
+    from hpcsched import recipes
+    from hpcsched.agents.herasched_nets import fits_layout
+    from hpcsched.agents.herasched_policy import load_herasched
+    from hpcsched.envs.hera_observation import HeraLayout
+
+    policy = load_herasched(recipes.locate(model, recipes.get("herasched")))
+    try:
+        layout = HeraLayout.of(cluster, policy.window, policy.tail)
+        fits_layout(policy.net, {"selector_policy": policy.selector,
+                                 "allocator_policy": policy.allocator}, layout)
+    except ValueError as e:
+        raise ValueError(f"herasched:{model} cannot schedule {name or cluster.name}: {e}") from None
+
+
 def run_model(prepared: Prepared, model: str) -> ModelRun:
     """The HeraSched model `model` (file, run folder, pretrained/NAME) on the whole prepared
     period, greedy, under EASY (which never acts behind it: it starts only jobs that fit)."""
@@ -190,7 +213,10 @@ class Evaluation:
         return [r.model for r in self.runs]
 
     def herasched(self) -> dict:
-        """The models' mean AWT (`wait`) and MWT (`max_wait`), and their standard deviations."""
+        """The models' mean AWT (`wait`) and MWT (`max_wait`), and their standard deviations (an
+        evaluation without a model has none)."""
+        if not self.runs:
+            raise ValueError("no HeraSched model was evaluated: the grid alone")
         awt, awt_sd = _stats([r.awt for r in self.runs])
         mwt, mwt_sd = _stats([r.mwt for r in self.runs])
         return {"wait": awt, "wait_sd": awt_sd, "max_wait": mwt, "max_wait_sd": mwt_sd}
@@ -209,8 +235,11 @@ class Evaluation:
         return np.sum([r.slots for r in self.runs], axis=0)
 
     def kinds(self) -> list[KindRequests]:
-        """Table 4.3 averaged over the models (each model's per-kind means, averaged; jobs summed)."""
+        """Table 4.3 averaged over the models (each model's per-kind means, averaged; jobs summed);
+        none without a model."""
         out = []
+        if not self.runs:
+            return out
         for i, first in enumerate(self.runs[0].kinds):
             ks = [r.kinds[i] for r in self.runs]
             with np.errstate(all="ignore"):
@@ -225,7 +254,9 @@ class Evaluation:
 
     def criteria(self) -> list[str]:
         """The issue's two criteria as facts, for the models' mean and for each model: HeraSched's
-        MWT below every cell's, and against how many cells S > 2."""
+        MWT below every cell's, and against how many cells S > 2 (none without a model)."""
+        if not self.runs:
+            return []
         grid, cells = self.grid, self.grid.cells()
         n = len(cells)
         low = grid.best_mwt()
@@ -259,20 +290,24 @@ class Evaluation:
         `score_sd`; `awt_rel`, `mwt_rel`: Fig. 4.5's against the models' mean), one per model
         (its metrics, Fig. 4.6's counts, Table 4.3's means per kind), and HeraSched's mean. Each
         carries cluster, period, trace, policy, allocator, backfill, wait, max_wait and seeds
-        (the models behind it; [] for a cell)."""
+        (the models behind it; [] for a cell). Without a model: the cells' rows alone, no S."""
         base = {"cluster": self.cluster, "period": self.period, "trace": self.grid.workload,
                 "profile": self.grid.profile}
-        mean = self.herasched()
-        scores = self.mean_scores()
         out = []
         for cell in self.grid.cells():
             row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL}
             row.update({k: v for k, v in self.grid.metrics[cell].items()
                         if isinstance(v, (int, float))})
-            awt_rel, mwt_rel = self.grid.relative(cell, mean)
-            row.update(seeds=[], score=scores[cell][0], score_sd=scores[cell][1],
-                       awt_rel=awt_rel, mwt_rel=mwt_rel)
+            row["seeds"] = []
             out.append(row)
+        if not self.runs:
+            return out
+        mean = self.herasched()
+        scores = self.mean_scores()
+        for row, cell in zip(out, self.grid.cells()):
+            awt_rel, mwt_rel = self.grid.relative(cell, mean)
+            row.update(score=scores[cell][0], score_sd=scores[cell][1], awt_rel=awt_rel,
+                       mwt_rel=mwt_rel)
         for run in self.runs:
             row = {**base, "policy": f"herasched:{run.model}", "allocator": "agent",
                    "backfill": BACKFILL}
@@ -300,12 +335,12 @@ class Evaluation:
 
 def evaluate(prepared: Prepared, models: Sequence[str], *, cluster: str, period: str,
              progress: Callable[[str], None] | None = None) -> Evaluation:
-    """The 21 cells and every model in `models` (one per training seed) on the prepared period;
-    `progress(label)` after each run."""
+    """The 21 cells and every model in `models` (one per training seed; none: the grid alone)
+    on the prepared period; `progress(label)` after each run."""
     import time
 
-    if not models:
-        raise ValueError("no HeraSched model given")
+    for model in models:  # a model that cannot read the cluster fails before the grid runs
+        check_model(model, prepared.cluster, cluster)
     grid = hg.run_grid(prepared, workload=prepared.name, backfill=BACKFILL, progress=progress)
     runs, seconds = [], {}
     for model in models:
@@ -320,8 +355,14 @@ def evaluate(prepared: Prepared, models: Sequence[str], *, cluster: str, period:
 # ---- figures ------------------------------------------------------------------------------------
 
 def heatmap(ev: Evaluation, path):
-    """Fig. 4.5: the cells' relative AWT and MWT against HeraSched (the models' mean)."""
+    """Fig. 4.5: the cells' relative AWT and MWT against HeraSched (the models' mean); without a
+    model, against the grid's best cell (`Grid.reference`), as `experiment herasched-grid` draws
+    it."""
     n = len(ev.runs)
+    if not n:
+        ref = ev.grid.reference()
+        return hg.heatmap(ev.grid, ref, path, title=f"{ev.grid.workload}: (cell - best cell) / "
+                                                    f"best cell, best = {hg.cell_name(ref)}")
     title = (f"{ev.grid.workload}: (cell - HeraSched) / HeraSched, HeraSched = "
              f"{'mean of ' + str(n) + ' models' if n > 1 else ev.runs[0].model}")
     return hg.heatmap(ev.grid, ev.herasched(), path, title=title)
@@ -368,6 +409,6 @@ def slot_plot(ev: Evaluation, path):
     return save_figure(fig, path)
 
 
-__all__ = ["Evaluation", "KindRequests", "ModelRun", "REPORTED", "evaluate", "heatmap",
-           "kind_requests", "period_prepared", "run_model", "score_plot", "slot_bins",
+__all__ = ["Evaluation", "KindRequests", "ModelRun", "REPORTED", "check_model", "evaluate",
+           "heatmap", "kind_requests", "period_prepared", "run_model", "score_plot", "slot_bins",
            "slot_plot"]
