@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 
+import numpy as np
 import pytest
 import torch
 
@@ -118,3 +119,139 @@ def test_the_command_line_sets_both_agents_ppo_and_a_resume_keeps_them(tmp_path,
     assert main(base + ["--epochs", "3", "--resume", "--pi-lr", "3e-4"]) != 0
     assert "trained with pi_lr=0.0001, not 0.0003" in capsys.readouterr().err
     assert HeraSched.load(out / "model.pt").epoch == 2
+
+
+# ---- validation in interleaved subsets (validate_subsets) ---------------------------------------
+
+SPAN = 400  # the last jobs of the generated Deeplearn high-load day: the reference waits there
+
+
+def own_score(metrics, reference):
+    """S as the validation scored it before subsets existed, written out again here."""
+    return (max(reference["wait"], 1.0) / max(metrics["wait"], 1.0)
+            + max(reference["max_wait"], 1.0) / max(metrics["max_wait"], 1.0))
+
+
+@pytest.fixture(scope="module")
+def spans():
+    """An untrained model, and its run and the reference's of the last SPAN jobs, each run here
+    through the engine directly."""
+    from hpcsched.agents.herasched import HeraSchedConfig
+    from hpcsched.agents.herasched_policy import as_policy
+    from hpcsched.policies.priority import get_policy
+    from hpcsched.sim.run import simulate
+
+    torch.set_num_threads(1)
+    config = HeraSchedConfig(**SETTINGS)
+    model = HeraSched(config)
+    prepared = config.prepared()
+    start = len(prepared.jobs) - SPAN
+    ref = simulate(prepared, get_policy("fcfs", profile=prepared.profile), backfill="easy",
+                   start=start, jobs=SPAN)
+    own = simulate(prepared, as_policy(model), start=start, jobs=SPAN)
+    return config, model, ref, own
+
+
+def test_one_subset_is_the_score_of_runs_from_before_the_option_exactly(spans):
+    from hpcsched.experiments.herasched_training import HeraValidation
+
+    config, model, ref, own = spans
+    v = HeraValidation(config, SPAN)  # the class's default: one subset
+    assert v.subsets == 1 and v.score(model) == own_score(own.metrics, ref.metrics)
+    assert HeraValidation(config, SPAN, subsets=1).score(model) == v.score(model)
+
+
+def test_k_subsets_score_is_the_median_of_a_recomputation_from_the_runs(spans):
+    from hpcsched.experiments.herasched_training import HeraValidation
+
+    config, model, ref, own = spans
+    v = HeraValidation(config, SPAN, subsets=4)
+    scores, metrics = v.scores(model)
+    assert metrics["wait"] == own.metrics["wait"]  # the same one run of the span
+
+    def waits(result):
+        return result.start - result.jobs.submit
+
+    expected = []
+    for k in range(4):
+        rows = np.arange(k, SPAN, 4)  # jobs k, k + 4, ...: dealt, not cut
+        mine, theirs = waits(own)[rows], waits(ref)[rows]
+        expected.append(own_score({"wait": mine.mean(), "max_wait": mine.max()},
+                                  {"wait": theirs.mean(), "max_wait": theirs.max()}))
+    assert scores == pytest.approx(expected, rel=1e-12)
+    assert v.score(model) == pytest.approx(float(np.median(expected)), rel=1e-12)
+    # the subsets are a partition of the span: their waits add up to the run's own metrics
+    subsets = v.split(own)
+    assert sum(s["jobs"] for s in subsets) == SPAN
+    assert sum(s["wait"] * s["jobs"] for s in subsets) / SPAN == pytest.approx(own.metrics["wait"])
+    assert max(s["max_wait"] for s in subsets) == own.metrics["max_wait"]
+    assert all(r["max_wait"] > 0 for r in v.reference_subsets)  # every subset has waits to compare
+
+
+def test_subsets_are_dealt_job_by_job_and_the_median_ignores_one_starved_job():
+    from hpcsched.experiments.herasched_training import (floored_score, subset_scores,
+                                                         subset_waits, validation_score)
+
+    submit = np.zeros(8)
+    start = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, np.nan])
+    got = subset_waits(submit, start, 2)
+    # subset 0: jobs 0, 2, 4, 6 (10, 30, 50, 70 s); subset 1: jobs 1, 3, 5 (20, 40, 60 s) and one
+    # that never started
+    assert got == [{"wait": 40.0, "max_wait": 70.0, "jobs": 4},
+                   {"wait": 40.0, "max_wait": 60.0, "jobs": 3}]
+    # a model as good as the reference everywhere, then one of its jobs held a day longer
+    reference = np.tile([100.0, 200.0, 3000.0, 50.0], 25)  # 100 jobs, every subset alike
+    late = reference.copy()
+    late[42] += 86_400
+    whole = floored_score({"wait": late.mean(), "max_wait": late.max()},
+                          {"wait": reference.mean(), "max_wait": reference.max()})
+    ref4 = subset_waits(np.zeros(100), reference, 4)
+    s4 = subset_scores(subset_waits(np.zeros(100), late, 4), ref4)
+    assert whole < 1.2 and sorted(s4)[1:] == [2.0, 2.0, 2.0]  # one subset pays, three are even
+    assert validation_score(s4) == 2.0  # the median: one starved job changes nothing
+    assert np.mean(s4) < 1.8  # where the mean of the subsets would still follow it
+    # starving jobs in three of the four subsets is seen
+    later = late.copy()
+    later[[43, 44]] += 86_400
+    assert validation_score(subset_scores(subset_waits(np.zeros(100), later, 4), ref4)) < 1.2
+
+
+def test_validate_subsets_is_kept_logged_and_refused_if_changed_on_resume(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "run"
+    base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
+            "--episode-jobs", "300", "--update-every", "64", "--validate-every", "1",
+            "--validate-jobs", str(SPAN)]
+    assert main(base + ["--epochs", "1", "--validate-subsets", "3"]) == 0
+    assert json.loads((out / "config.json").read_text())["run_options"]["validate_subsets"] == 3
+    row = rows(out / "log.csv")[-1]
+    parts = [float(row[f"val_score_s{k}"]) for k in (1, 2, 3)]
+    assert float(row["val_score"]) == pytest.approx(float(np.median(parts)))
+    assert main(base + ["--epochs", "2", "--resume"]) == 0  # kept: 3 subsets again
+    assert rows(out / "log.csv")[-1]["val_score_s3"] != ""
+    capsys.readouterr()
+    assert main(base + ["--epochs", "3", "--resume", "--validate-subsets", "4"]) != 0
+    assert "trained with validate_subsets=3, not 4" in capsys.readouterr().err
+    assert HeraSched.load(out / "model.pt").epoch == 2
+
+
+def test_a_run_from_before_the_option_resumes_scoring_the_span_whole(tmp_path, capsys):
+    options = dict(validate_every=1, validate_jobs=SPAN, progress=False, log=lambda text: None)
+    train(dict(SETTINGS), tmp_path / "old", 1, validate_subsets=1, **options)
+    old = HeraSched.load(tmp_path / "old" / "model.pt")
+    del old.run_options["validate_subsets"]  # as a run written before the option stored it
+    old.save(tmp_path / "old" / "model.pt")
+    resumed = train(None, tmp_path / "old", 2, resume=True, **options)
+    assert resumed.run_options["validate_subsets"] == 1  # not today's default of 4
+    assert not any(k.startswith("val_score_s") for k in resumed.history[-1])
+    with pytest.raises(ValueError, match="trained with validate_subsets=1, not 4"):
+        train(None, tmp_path / "old", 3, resume=True, validate_subsets=4, **options)
+
+
+def test_more_subsets_than_jobs_is_refused():
+    from hpcsched.agents.herasched import HeraSchedConfig
+    from hpcsched.experiments.herasched_training import HeraValidation
+
+    with pytest.raises(ValueError, match="validate_subsets 11: the 10 validated jobs"):
+        HeraValidation(HeraSchedConfig(**SETTINGS), 10, subsets=11)

@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 
 from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
+from hpcsched.experiments.herasched_training import RUN_OPTIONS as _DEFAULTS
+
+VALIDATE_SUBSETS = _DEFAULTS["validate_subsets"]
 
 EPILOG_TRAIN = """examples:
   hpcsched trace generate spartan-deeplearn --seed 1 -o deeplearn-train.txt
   hpcsched train herasched --cluster spartan-deeplearn --trace deeplearn-train.txt --out runs/hs-dl
   hpcsched train herasched --out runs/hs-dl --epochs 400 --resume        # continue that run
   hpcsched train herasched --cluster spartan-physical --trace week.txt --net thesis --out runs/hs-ph
+  hpcsched trace convert cerit-2013 cerit-train.swf --from 2013-01-01 --until 2013-02-26
+  hpcsched trace convert cerit-2013 cerit-validation.swf --from 2013-02-26 --until 2013-03-12
+  hpcsched train herasched --cluster cerit-zewura --trace cerit-train.swf --drop-oversized \\
+      --validate-trace cerit-validation.swf --validate-jobs 5000 --out runs/hs-cerit
   hpcsched compare deeplearn-test.txt --cluster spartan-deeplearn \\
       --policies herasched:runs/hs-dl,fcfs --backfill easy
 
@@ -32,9 +39,10 @@ random start; --num-envs episodes run side by side, each network called once per
 Validation: the greedy model on the last --validate-jobs jobs of the trace (or of
 --validate-trace: the protocol's validation period, hpcsched.workload.hera_periods), every
 --validate-every updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS +
-best-fit + EASY (best.pt: the highest). The run folder gets model.pt (every update), best.pt,
-log.csv, curve.png, config.json; --resume continues exactly where the run stopped (its episodes
-replayed).
+best-fit + EASY in each of --validate-subsets interleaved subsets of those jobs (from one run of
+them), the median of the subsets' S the score (best.pt: the highest). The run folder gets model.pt
+(every update), best.pt, log.csv, curve.png, config.json; --resume continues exactly where the run
+stopped (its episodes replayed).
 """
 
 
@@ -98,9 +106,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate-trace",
                    help="validate on this trace's last --validate-jobs jobs instead of the "
                         "training trace's (the protocol's validation period)")
+    g.add_argument("--validate-subsets", type=positive_int, default=VALIDATE_SUBSETS,
+                   help=f"deal the validated jobs into K interleaved subsets (job i into subset "
+                        f"i mod K), score each and take the median, so that one job's wait "
+                        f"hardly moves it (default {VALIDATE_SUBSETS}; 1: the span scored whole, "
+                        f"the score of runs from before this option, which resume with it)")
 
-
-RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace")
+RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets")
 
 
 def cmd_train(args) -> int:

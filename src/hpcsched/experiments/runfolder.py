@@ -125,21 +125,25 @@ def check_options(given: dict[str, Any], defaults: dict[str, Any]) -> None:
 
 
 def resumed_options(path: Path, stored: dict[str, Any] | None, given: dict[str, Any],
-                    defaults: dict[str, Any], say) -> dict[str, Any]:
+                    defaults: dict[str, Any], say,
+                    legacy: dict[str, Any] | None = None) -> dict[str, Any]:
     """A run's options (see `RUN_OPTIONS`): for a new run (`stored` None) the given ones over the
     defaults; for a resumed one the stored ones, a different given value refused in one line. A
     run written before its options were kept has none stored: the given ones and the defaults
-    then, said through `say`."""
+    then, said through `say`. `legacy`: for options added later, the value that a run written
+    before an option existed had in effect (where it differs from today's default), taken when
+    the run does not store the option, so that resuming it does not change what it computes."""
     check_options(given, defaults)
     given = {k: v for k, v in given.items() if v is not None}
     if stored is None:
         return {**defaults, **given}
+    before = {**defaults, **(legacy or {})}
     if not stored:
-        options = {**defaults, **given}
+        options = {**before, **given}
         say(f"{path} does not record its validation options (an older run): using "
             + ", ".join(f"{k}={v!r}" for k, v in options.items()))
         return options
-    options = {**defaults, **stored}
+    options = {**before, **stored}
     changed = {k: (options[k], v) for k, v in given.items() if v != options[k]}
     if changed:
         raise ValueError(refusal(path, changed))
@@ -148,14 +152,16 @@ def resumed_options(path: Path, stored: dict[str, Any] | None, given: dict[str, 
 
 def open_run(out: Path, config, *, resume: bool, load, create, say, info: Callable[[Any], dict],
              options: dict[str, Any] | None = None, run_options: dict[str, Any] | None = None,
-             effective: Callable[[Any], dict[str, Any]] | None = None, step: str = "epoch"):
+             effective: Callable[[Any], dict[str, Any]] | None = None, step: str = "epoch",
+             legacy_options: dict[str, Any] | None = None):
     """The model of the run folder `out` (held by `run_lock`): with `resume`, the one in its
     model.pt, its stored config checked against `config` (`resumed_config`: None, a config or a
     dict of the settings given), else `create()`, refusing to overwrite an existing run. With
     `run_options` (the trainer's, with their defaults), the run's options (`resumed_options`: the
-    stored ones on resume, given by `options`) are kept in `model.run_options`. config.json gets
-    `info(config)`, the config's settings and the run options. `load(path)` reads a checkpoint;
-    the model has `.config`, `.epoch` (`step`s done)."""
+    stored ones on resume, given by `options`; `legacy_options`: the values of options added
+    after a run was written, see `resumed_options`) are kept in `model.run_options`. config.json
+    gets `info(config)`, the config's settings and the run options. `load(path)` reads a
+    checkpoint; the model has `.config`, `.epoch` (`step`s done)."""
     model_path = out / "model.pt"
     if not resume:
         if model_path.exists():
@@ -168,7 +174,8 @@ def open_run(out: Path, config, *, resume: bool, load, create, say, info: Callab
     kept = {}
     if run_options is not None:
         model.run_options = kept["run_options"] = resumed_options(
-            model_path, model.run_options if resume else None, options or {}, run_options, say)
+            model_path, model.run_options if resume else None, options or {}, run_options, say,
+            legacy_options)
     if resume:
         say(f"resumed {model_path} at {step} {model.epoch}")
     (out / "config.json").write_text(json.dumps(

@@ -33,18 +33,21 @@ jobs at 12,019 a day); the high-load days have the thesis's counts (1,137 and 52
 the log's own wall clock (Europe/Prague): train 8 weeks (2013-01-01 to 02-26, 7,808 jobs in the
 log), validation 2 weeks (02-26 to 03-12, 2,685 jobs), test 2 weeks (03-12 to 03-26, 5,145 jobs).
 Here later periods are later jobs of one log, so the test period is after both others in the
-jobs themselves. Whole weeks keep the same mix of weekdays in every period; the split is the
-Deeplearn periods' in weeks, train four times validation, and test as long as validation
-because the log has only 12 whole weeks. Eight weeks of training also start with the quietest
-stretch of the log: scheduled from an empty machine under FCFS + best-fit with EASY, weeks 1-8
-alone wait 382 s on average, weeks 9-10 231 s and weeks 11-12 11,273 s, and the log grows from
-554 to 2,845 jobs a week, so the test period is the busiest and a real test. A 7 / 2 / 3 split
-was set aside because its validation weeks (8-9) never wait under that reference: every model
-that starts jobs at once would score the same. The last 5 days (03-26 to the log's end, 2,262
-jobs) are in no period: they are not a whole week. There is no high-load day: the thesis's are
-defined by job counts on Spartan, and a single day of this log scheduled from an empty machine
-does not wait at all (none of its weeks does on its own: the waits come from days-long jobs
-carried over), so a day cut from it would be a light test, not a heavy one.
+jobs themselves. Whole weeks keep the same mix of weekdays in every period; train is four times
+validation, as in the Deeplearn periods, and test is as long as validation because the log has
+only 12 whole weeks. The periods differ in load, as a real log does: scheduled from an empty
+machine under FCFS + best-fit with EASY (the hpcsim profile, on cerit-zewura), train waits 382 s
+on average, validation 231 s and test 11,273 s, and the log grows from 554 jobs in its first week
+to 2,845 in its 12th, so the test period is its busiest stretch. A 7 / 2 / 3 split was set aside
+because its validation weeks (02-19 to 03-05) never wait under that reference, so that every model
+that starts its jobs at once would score the same. The last 5 days (03-26 to the log's end, 2,262
+jobs) are in no period: they are not a whole week.
+
+There is no high-load day. The thesis's are defined by job counts, and the days of this log with
+the most jobs (1,236 on 03-26, 1,138 on 03-20) never wait when scheduled alone from an empty
+machine under the same reference: the waits come from days-long jobs carried over from before.
+Only 5 of its 89 days wait alone (03-19 and 03-21 to 03-24, all in the test weeks); picking one of
+them would choose the test by a heuristic's result, not by its load.
 
 A period cut from the log is prepared with `drop_oversized`: the log holds one job that its own
 published machine cannot hold (job 8687, in the validation weeks; `traces.TraceInfo.
