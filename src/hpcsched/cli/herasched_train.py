@@ -106,7 +106,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate-trace",
                    help="validate on this trace's last --validate-jobs jobs instead of the "
                         "training trace's (the protocol's validation period)")
-    g.add_argument("--validate-subsets", type=positive_int, default=VALIDATE_SUBSETS,
+    g.add_argument("--validate-subsets", type=positive_int, default=VALIDATE_SUBSETS, metavar="K",
                    help=f"deal the validated jobs into K interleaved subsets (job i into subset "
                         f"i mod K), score each and take the median, so that one job's wait "
                         f"hardly moves it (default {VALIDATE_SUBSETS}; 1: the span scored whole, "
