@@ -307,3 +307,19 @@ def test_compare_episodes_gives_the_mean_median_and_worst_episode(capsys):
     assert row["wait"] == pytest.approx(np.mean(waits))
     assert row["wait_median"] == pytest.approx(sorted(waits)[1])
     assert row["wait_worst"] == pytest.approx(max(waits))
+
+
+def test_fig34_takes_each_shipped_unmasked_model_in_both_readings():
+    """The shipped DBF models were trained without the mask: Fig. 3.4's default rows read each as
+    trained and through the mask (``@masked``), and a name not shipped is noted, not read."""
+    from hpcsched.modelfile import read_model
+    from hpcsched.recipes import PRETRAINED
+
+    names, notes = dbf.shipped_models(("dbf-m32", "dbf-m999"))
+    assert not read_model(PRETRAINED / "dbf-m32.pt")["config"]["mask"]
+    assert names == ["dbf:pretrained/dbf-m32", "dbf:pretrained/dbf-m32@masked"]
+    assert len(notes) == 1 and "dbf-m999" in notes[0]
+    methods, _ = dbf.baseline_methods(heuristics=[], inspectors=[],
+                                      models=[("", n) for n in names])
+    labels = [m.label for m in dbf.resolve_windows(methods, "lublin-1")]
+    assert labels == ["M32-4", "M32-4@masked"]

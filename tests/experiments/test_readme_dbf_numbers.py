@@ -47,9 +47,7 @@ def _check(methods: list[str]) -> None:
     header, body = _table()
     assert header[:4] == ["method", "policy", "backfill", "protocol"], header
     printed = {r[0]: dict(zip(header, r)) for r in body}
-    chosen, notes = dbf.baseline_methods(models=[("", f"dbf:pretrained/{n}")
-                                                 for n in dbf.DBF_MODELS
-                                                 if (dbf_pretrained() / f"{n}.pt").is_file()])
+    chosen, notes = dbf.baseline_methods(models=[("", n) for n in dbf.shipped_models()[0]])
     chosen = [m for m in dbf.resolve_windows(chosen, "lublin-1") if m.label in methods]
     assert {m.label for m in chosen} == set(methods), "a README row no command prints"
     rows = dbf.baselines("lublin-1", chosen, episodes=100, workers=dbf.default_workers())
@@ -58,12 +56,6 @@ def _check(methods: list[str]) -> None:
         assert want["policy"] == row["policy"] and want["backfill"] == row["backfill"]
         for k in COLUMNS:
             assert _same(want[k], row.get(k)), (row["method"], k, want[k], row.get(k))
-
-
-def dbf_pretrained():
-    from hpcsched.recipes import PRETRAINED
-
-    return PRETRAINED
 
 
 def test_the_readme_sjf_row():

@@ -207,13 +207,20 @@ def model_profile(name: str) -> str:
 
 
 def shipped_models(names: Sequence[str] = DBF_MODELS) -> tuple[list[str], list[str]]:
-    """(the policy names of the shipped DBF models among `names`, notes on those missing)."""
+    """(the policy names of the shipped DBF models among `names`, notes on those missing). A
+    model trained without the mask comes twice: as trained (the thesis's reading, greedy without
+    a mask) and through the mask (``@masked``), where, in a short run, it stops waiting behind
+    jobs that do not fit (README, "Training DBF")."""
+    from hpcsched.modelfile import read_model
     from hpcsched.recipes import PRETRAINED
 
     found, notes = [], []
     for n in names:
-        if (PRETRAINED / f"{n}.pt").is_file():
+        path = PRETRAINED / f"{n}.pt"
+        if path.is_file():
             found.append(f"dbf:pretrained/{n}")
+            if not read_model(path)["config"].get("mask", False):
+                found.append(f"dbf:pretrained/{n}@masked")
         else:
             notes.append(f"dbf:pretrained/{n} is not shipped: skipped (train one with `hpcsched "
                          f"train dbf`, or name models with --models)")
