@@ -31,7 +31,7 @@ CONVERTED_AT = "b3080096321c43914ce23155ec346a3be40d3fef"
 def test_every_shipped_file_is_in_the_one_format_and_loads_through_the_one_reader():
     from hpcsched import recipes
 
-    assert len(FILES) == 122
+    assert len(FILES) == 125  # 122, then the three HeraSched seeds
     by_prefix = {r.name: r for r in recipes.recipes()}
     for path in FILES:
         raw = torch.load(path, map_location="cpu", weights_only=True)
@@ -43,7 +43,7 @@ def test_every_shipped_file_is_in_the_one_format_and_loads_through_the_one_reade
         name = path.stem.rsplit("-s", 1)[0] if path.parent.name == "seeds" else path.stem
         assert name in recipes.shipped_models(by_prefix[ck["recipe"]]), path
         recipes.entry(by_prefix[ck["recipe"]].learners[ck["learner"]])  # it reads such a file
-        slim = path.parent.name == "seeds" or ck["recipe"] in ("dras", "dbf")
+        slim = path.parent.name == "seeds" or ck["recipe"] in ("dras", "dbf", "herasched")
         assert ("training" not in ck) == slim, path
         if slim:
             assert tuple(ck) == SLIM_KEYS and tuple(ck["weights"]) == DECIDING[ck["learner"]]

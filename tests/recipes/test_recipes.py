@@ -149,8 +149,21 @@ def _direct_dbf(path, name):
     return policy, simulate(p, policy, start=3000, jobs=96).start, theirs.start
 
 
+def _direct_herasched(path, name):
+    """On the generated high-load day of the Deeplearn partition (the stand-in of `None`), the
+    first 200 jobs."""
+    from hpcsched.agents.herasched_policy import load_herasched
+    from hpcsched.envs.herasched import as_herasched_trace
+    from hpcsched.sim.run import simulate
+
+    p = as_herasched_trace(None, "spartan-deeplearn")
+    policy = resolve_policy(name, p)
+    theirs = simulate(p, load_herasched(path, name=name), start=0, jobs=200)
+    return policy, simulate(p, policy, start=0, jobs=200).start, theirs.start
+
+
 DIRECT = {"rl": _direct_rl, "inspect": _direct_inspect, "dras": _direct_dras,
-          "deeprm": _direct_deeprm, "dbf": _direct_dbf}
+          "deeprm": _direct_deeprm, "dbf": _direct_dbf, "herasched": _direct_herasched}
 SHIPPED = [(p, n) for p in PREFIXES for n in pretrained_models(p)]
 
 

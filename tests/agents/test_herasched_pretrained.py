@@ -1,0 +1,76 @@
+"""The shipped HeraSched models (`herasched:pretrained/herasched-*`; MODELS.md) re-scored (slow).
+
+Each file is the slim export of a run's best.pt. Through the engine, as `herasched:` names it, it
+gives on its run's validation period exactly the combined score S its training recorded when it
+chose the file (two paths: the run's validation then, `simulate` on the file now), the highest of
+its run and above its untrained model's. On the held-out test periods
+it gives exactly the AWT and MWT that MODELS.md states beside the command that printed them."""
+
+import re
+
+import pytest
+
+from hpcsched.experiments.herasched_training import HeraValidation, floored_score
+from hpcsched.modelfile import read_model
+from hpcsched.recipes import PRETRAINED
+from hpcsched.workload.hera_periods import hera_period
+from hpcsched.workload.spartan_format import write_sacct
+
+pytestmark = pytest.mark.slow
+
+#: name -> partition; each run validated on the whole of its partition's validation period
+#: (`--validate-trace dl-validation.txt --validate-jobs 5000`, which that period's jobs are fewer
+#: than), scored whole (one subset: the runs predate `--validate-subsets`)
+SHIPPED = {f"herasched-deeplearn-s{seed}": "spartan-deeplearn" for seed in range(3)}
+
+
+def models_md_rows() -> dict[tuple[str, str], tuple[float, float]]:
+    """MODELS.md's table of the shipped HeraSched models on the protocol's periods:
+    {(name, period): (AWT, MWT)}."""
+    text = (PRETRAINED / "MODELS.md").read_text()
+    section = text.split("# Shipped HeraSched models", 1)[1]
+    rows = {}
+    for m in re.finditer(r"^\| (herasched-[\w-]+) \| ([\w-]+) \| ([\d,.]+) \| ([\d,.]+) \|",
+                         section, re.M):
+        rows[(m[1], m[2])] = tuple(float(v.replace(",", "")) for v in m.group(3, 4))
+    return rows
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_model_scores_what_its_validation_recorded(name, tmp_path):
+    from hpcsched.agents.herasched import HeraSchedConfig
+    from hpcsched.agents.herasched_policy import load_herasched
+    from hpcsched.sim.run import simulate
+
+    ck = read_model(PRETRAINED / f"{name}.pt")
+    assert ck["recipe"] == "herasched"
+    partition = SHIPPED[name]
+    assert ck["config"]["cluster"] == partition
+    recorded = [h["val_score"] for h in ck["history"]
+                if h.get("epoch") == ck["epoch"] and "val_score" in h]
+    assert len(recorded) == 1
+    path = tmp_path / "validation.txt"  # the run's validation period, as `trace generate` writes it
+    write_sacct(hera_period(partition, "validation").generate(), path)
+    config = HeraSchedConfig.from_dict(ck["config"])
+    validation = HeraValidation(config, 5000, str(path))
+    assert validation.start == 0  # the whole period
+    policy = load_herasched(PRETRAINED / f"{name}.pt")
+    metrics = simulate(validation.prepared, policy, start=validation.start,
+                       jobs=validation.jobs).metrics
+    s = floored_score(metrics, validation.reference)
+    assert s == pytest.approx(recorded[0], rel=1e-12)
+    # best.pt: the highest S of the run, above its untrained model's (update 0)
+    scores = {h["epoch"]: h["val_score"] for h in ck["history"] if "val_score" in h}
+    assert s == max(scores.values()) > scores[0]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_model_gives_the_test_numbers_models_md_states(name):
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+
+    partition = SHIPPED[name]
+    stated = {p: v for (n, p), v in models_md_rows().items() if n == name}
+    assert set(stated) == {"test", "test-high-load"}
+    for period, (awt, mwt) in stated.items():
+        run = run_model(period_prepared(partition, period), f"pretrained/{name}")
+        assert (round(run.awt, 1), round(run.mwt)) == (awt, mwt)
