@@ -1,9 +1,12 @@
 """The README's DBF sweep tables, recomputed from the runs' logs:
-`python benchmarks/dbf_sweep.py [ARCHIVE ...]` (default: the two archives in benchmarks/data).
+`python benchmarks/dbf_sweep.py [--validations] [ARCHIVE ...]` (default: the two GPU archives in
+benchmarks/data).
 
 Each archive holds the run folders' log.csv, config.json and printed output (out.txt) of
-`hpcsched train dbf --device cuda ...` runs made side by side on one GPU machine (one H100, 16
-cores), each stopped by `timeout`. Printed, per run: its settings that differ from the defaults,
+`hpcsched train dbf ...` runs: the two GPU archives, `--device cuda` runs made side by side on one
+GPU machine (one H100, 16 cores), each stopped by `timeout`; `dbf_cpu_mask_runs.tar.gz`, two CPU
+runs on the 2-core machine, stopped by hand, one trained with the mask and one validated through
+it (`--mask`, `--validate-masked`). Printed, per run: its settings that differ from the defaults,
 the updates done, the median rollout and update seconds, the sampled AWT (the training
 episodes' mean wait under the sampled policy) averaged over updates 11-20 and 41-50, and its
 greedy validation AWTs (how many, lowest, highest); then the whole archive's throughput. Runs of
@@ -24,7 +27,9 @@ HERE = Path(__file__).parent
 DEFAULT = [HERE / "data" / "dbf_gpu_sweep_short.tar.gz", HERE / "data" / "dbf_gpu_sweep_long.tar.gz"]
 #: the settings a run may change, with the default they are compared with
 SETTINGS = {"window": 32, "tail": 0, "pi_lr": 3e-4, "ent_coef": 0.01, "target_kl": 0.0,
-            "minibatch": 128, "update_epochs": 2, "seed": 0}
+            "minibatch": 128, "update_epochs": 2, "seed": 0, "mask": False}
+#: the run options likewise (config.json's run_options)
+RUN_OPTIONS = {"validate_masked": False}
 
 
 def read_archive(path: Path) -> dict[str, dict]:
@@ -54,20 +59,24 @@ def mean_of(rows: list[dict], key: str, first: int, last: int) -> float:
 def summary(name: str, run: dict) -> dict:
     rows, cfg = run["log"], run["config"]
     vals = [float(r["val_wait"]) for r in rows if r.get("val_wait")]
-    changed = {k: cfg[k] for k, v in SETTINGS.items() if cfg.get(k) != v}
+    changed = {k: cfg[k] for k, v in SETTINGS.items() if cfg.get(k, v) != v}
+    opts = cfg.get("run_options", {})
+    changed.update({k: opts[k] for k, v in RUN_OPTIONS.items() if opts.get(k, v) != v})
     return {"run": name, "changed": changed, "updates": len(rows),
             "episodes": len(rows) * cfg["trajectories_per_epoch"],
             "decisions": sum(int(r["decisions"]) for r in rows),
             "rollout_s": float(np.median([float(r["rollout_s"]) for r in rows])),
             "update_s": float(np.median([float(r["update_s"]) for r in rows])),
             "awt_11_20": mean_of(rows, "wait", 11, 20), "awt_41_50": mean_of(rows, "wait", 41, 50),
-            "validations": len(vals), "val_min": min(vals, default=float("nan")),
+            "validations": len(vals), "val_all": vals, "val_min": min(vals, default=float("nan")),
             "val_max": max(vals, default=float("nan"))}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("archives", nargs="*", type=Path, default=DEFAULT)
+    p.add_argument("--validations", action="store_true",
+                   help="also print each run's greedy validation AWTs, in order")
     args = p.parse_args()
     for path in args.archives:
         runs = read_archive(path)
@@ -80,6 +89,8 @@ def main() -> None:
             print(f"{s['run']:22} {changed:44} {s['updates']:4d} {s['rollout_s']:6.1f} "
                   f"{s['update_s']:6.1f} {s['awt_11_20']:9,.0f} {s['awt_41_50']:9,.0f} "
                   f"{s['validations']:5d} {s['val_min']:9,.0f} {s['val_max']:9,.0f}")
+            if args.validations:
+                print("  validations: " + ", ".join(f"{v:,.0f}" for v in s["val_all"]))
         episodes = sum(s["episodes"] for s in sums)
         decisions = sum(s["decisions"] for s in sums)
         ref = [ln for r in runs.values() for ln in r.get("out", "").splitlines()

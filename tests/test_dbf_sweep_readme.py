@@ -42,3 +42,24 @@ def test_the_readme_sweep_numbers_come_from_the_logs():
     assert f"{vals[0]:,.0f} s" in readme and f"{vals[1]:,.0f} s" in readme
     m10 = long["m10t1lr1e-4s0"]
     assert f"{m10['val_min']:,.0f}-{m10['val_max']:,.0f} s" in readme
+
+
+def test_the_readme_mask_runs_come_from_their_logs():
+    """The two CPU runs (`--validate-masked`, `--mask`): their validations, in order, and the
+    sampled AWT over updates 11-20, as the script prints them."""
+    sweep = load_sweep()
+    readme = section().replace("\n  ", " ").replace("\n", " ")
+    runs = {n: sweep.summary(n, r) for n, r in
+            sweep.read_archive(sweep.HERE / "data" / "dbf_cpu_mask_runs.tar.gz").items()}
+    assert set(runs) == {"m64-vmask", "m64-mask"}
+    vmask, mask = runs["m64-vmask"], runs["m64-mask"]
+    assert vmask["changed"]["validate_masked"] is True and mask["changed"]["mask"] is True
+    assert (vmask["updates"], mask["updates"]) == (74, 77)
+    v = [f"{x:,.0f}" for x in vmask["val_all"]]
+    assert ", ".join(v[:4]) + ", **" + v[4] + "** (update 25), " + ", ".join(v[5:12]) in readme
+    assert f"then {v[12]} and {v[13]} s at updates 65 and 70" in readme
+    assert vmask["val_min"] == vmask["val_all"][4]
+    m = sorted(mask["val_all"])
+    assert f"stayed at {m[0]:,.0f}-{m[-3]:,.0f} s apart from two stalls ({m[-2]:,.0f} and " \
+           f"{m[-1]:,.0f} s" in readme
+    assert f"{mask['awt_11_20']:,.0f} s against {vmask['awt_11_20']:,.0f} s" in readme
