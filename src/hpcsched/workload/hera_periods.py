@@ -96,17 +96,12 @@ class HeraPeriod(Protocol):
     def describe(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Period:
-    """One generated period of the protocol: the generator's arguments."""
+class _Days:
+    """What both kinds of period derive from their `partition`, `start` and `days`."""
 
     partition: str
-    split: str
-    seed: int
     start: dt.date
     days: float
-    high_load_day: bool = False
-    drop_oversized: ClassVar[bool] = False
 
     @property
     def end(self) -> dt.date:
@@ -117,6 +112,19 @@ class Period:
     def cluster(self) -> str:
         """The bundled cluster it runs on: the partition's own."""
         return self.partition
+
+
+@dataclass(frozen=True)
+class Period(_Days):
+    """One generated period of the protocol: the generator's arguments."""
+
+    partition: str
+    split: str
+    seed: int
+    start: dt.date
+    days: float
+    high_load_day: bool = False
+    drop_oversized: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -151,7 +159,7 @@ class Period:
 
 
 @dataclass(frozen=True)
-class LogPeriod:
+class LogPeriod(_Days):
     """One period of the protocol cut from a real log: the jobs of `trace` submitted from the
     midnight that starts `start` to the one that ends its `days`, on the log's wall clock
     (`workload.timecut`)."""
@@ -163,15 +171,6 @@ class LogPeriod:
     days: float
     high_load_day: ClassVar[bool] = False
     drop_oversized: ClassVar[bool] = True
-
-    @property
-    def end(self) -> dt.date:
-        """The day after its last (end exclusive)."""
-        return self.start + dt.timedelta(days=self.days)
-
-    @property
-    def cluster(self) -> str:
-        return self.partition
 
     @property
     def name(self) -> str:
