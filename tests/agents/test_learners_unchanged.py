@@ -10,9 +10,10 @@ and log.csv's values (timings aside). A rewrite that changes one bit of training
 model.pt has been written in the one model format since (issue 15); `as_recorded` reads it back
 into the layout the digests were recorded in, value for value.
 
-The digests are of float arithmetic on this project's CPU machines: a CPU whose torch kernels round
-differently would fail every run here at once, and then the fixture is re-recorded at the commit
-before a change (`python tests/agents/test_learners_unchanged.py`), never after it.
+The digests are of float arithmetic on this project's CPU machines (AMD EPYC): a CPU whose torch
+kernels round differently fails every run here at once, so on another CPU vendor the test skips
+and says so (`recorded_cpu`, tests/agents/conftest.py); a fixture for such a CPU is recorded at the
+commit before a change (`python tests/agents/test_learners_unchanged.py`), never after it.
 
 Greedy decisions of the shipped models are pinned elsewhere (`tests/agents/test_greedy_families.py`,
 the slow `tests/experiments/test_readme_learned_numbers.py`).
@@ -177,7 +178,7 @@ def recorded() -> dict:
 
 
 @pytest.mark.parametrize("name", [*DEEPRM, *DRAS])
-def test_training_is_bit_identical_to_the_recorded_run(tmp_path, recorded, name):
+def test_training_is_bit_identical_to_the_recorded_run(tmp_path, recorded, name, recorded_cpu):
     torch.set_num_threads(1)
     now = json.loads(json.dumps(run_all(tmp_path, [name])[name]))  # as the fixture stores it
     was = recorded[name]

@@ -141,7 +141,7 @@ def _resumed(name: str, out: Path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_an_old_run_resumes_as_a_run_of_todays_code_that_never_stopped(tmp_path, monkeypatch,
-                                                                        name):
+                                                                        name, recorded_cpu):
     """The old folder, stopped after its first epoch, resumed by today's code: the same model.pt
     (every tensor), log.csv and best.pt as today's code training the same config straight."""
     old = tmp_path / "old"

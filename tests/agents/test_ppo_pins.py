@@ -48,7 +48,7 @@ def train(case: dict) -> PPO:
 
 
 @pytest.mark.parametrize("name", sorted(PINS["cases"]))
-def test_training_gives_the_pinned_tensors_and_log(name):
+def test_training_gives_the_pinned_tensors_and_log(name, recorded_cpu):
     case = PINS["cases"][name]
     got = record(train(case))
     differ = sorted(k for k in case["tensors"] if got["tensors"].get(k) != case["tensors"][k])
