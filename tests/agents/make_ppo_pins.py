@@ -4,7 +4,10 @@ PPO implementations (RLScheduler's `PPO` and SchedInspector's `InspectorPPO`) in
 Run it against the code of commit e81ef52 (the last one with both), whose API it uses:
 
     git archive e81ef52 src | (mkdir -p /tmp/before && tar -x -C /tmp/before)
-    PYTHONPATH=/tmp/before/src python tests/agents/make_ppo_pins.py
+    PYTHONPATH=/tmp/before/src python tests/agents/make_ppo_pins.py [OUT]
+
+OUT (default tests/data/ppo_pins.json, recorded on AMD EPYC machines): on a CPU of another
+vendor, tests/data/ppo_pins.VENDOR.json (`tests/agents/cpu_fixtures.py`).
 
 For each case it records a digest of every tensor the training leaves (both networks and both
 optimisers' states) and every logged value but the timings. `test_ppo_pins.py` trains the same
@@ -109,10 +112,11 @@ def main() -> None:
         print(f"{name} ...", file=sys.stderr, flush=True)
         pins["cases"][name] = {"kind": kind, "settings": settings, "warm_start": warm,
                                **record(train(kind, settings, warm))}
-    OUT.write_text(json.dumps(pins, indent=1) + "\n")
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
+    out.write_text(json.dumps(pins, indent=1) + "\n")
     rev = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip() or "(not a checkout)"
-    print(f"wrote {OUT} from the code in {src} (git: {rev})", file=sys.stderr)
+    print(f"wrote {out} from the code in {src} (git: {rev})", file=sys.stderr)
 
 
 if __name__ == "__main__":

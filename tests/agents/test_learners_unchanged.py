@@ -12,8 +12,8 @@ into the layout the digests were recorded in, value for value.
 
 The digests are of float arithmetic on this project's CPU machines (AMD EPYC): a CPU whose torch
 kernels round differently fails every run here at once, so on another CPU vendor the test skips
-and says so (`recorded_cpu`, tests/agents/conftest.py); a fixture for such a CPU is recorded at the
-commit before a change (`python tests/agents/test_learners_unchanged.py`), never after it.
+and says so, unless a fixture of that vendor lies beside this one (`cpu_fixtures.py`); such a
+fixture is recorded by the code of the commit before a change, never after it.
 
 Greedy decisions of the shipped models are pinned elsewhere (`tests/agents/test_greedy_families.py`,
 the slow `tests/experiments/test_readme_learned_numbers.py`).
@@ -172,13 +172,15 @@ def same(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def recorded() -> dict:
-    data = json.loads(FIXTURE.read_text())
+    from cpu_fixtures import recorded_fixture
+
+    data = json.loads(recorded_fixture(FIXTURE).read_text())
     assert data["commit"] == RECORDED_AT
     return data["runs"]
 
 
 @pytest.mark.parametrize("name", [*DEEPRM, *DRAS])
-def test_training_is_bit_identical_to_the_recorded_run(tmp_path, recorded, name, recorded_cpu):
+def test_training_is_bit_identical_to_the_recorded_run(tmp_path, recorded, name):
     torch.set_num_threads(1)
     now = json.loads(json.dumps(run_all(tmp_path, [name])[name]))  # as the fixture stores it
     was = recorded[name]
@@ -187,13 +189,14 @@ def test_training_is_bit_identical_to_the_recorded_run(tmp_path, recorded, name,
     assert now.keys() == was.keys() and all(now[k] == was[k] for k in now if k.startswith("best"))
 
 
-def test_the_fixture_would_see_a_changed_bit(recorded):
+def test_the_fixture_would_see_a_changed_bit():
     """A digest moves with one flipped bit of one weight: the comparison above can fail."""
     w = torch.zeros(3)
     flipped = w.clone()
     flipped.view(torch.int32)[1] ^= 1
     assert digest(w) != digest(flipped)
-    assert not same(recorded["dras-pg"]["model"], recorded["dras-dql"]["model"])
+    runs = json.loads(FIXTURE.read_text())["runs"]  # any CPU's recording shows it
+    assert not same(runs["dras-pg"]["model"], runs["dras-dql"]["model"])
 
 
 if __name__ == "__main__":

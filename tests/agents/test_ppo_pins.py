@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cpu_fixtures import recorded_fixture
 from make_ppo_pins import COMMIT, EPOCHS, TIMINGS, record
 from hpcsched.agents.inspector import InspectorConfig, fit_rule
 from hpcsched.agents.ppo import PPO
@@ -27,7 +28,13 @@ from hpcsched.agents.rlscheduler import RLSchedulerConfig, warm_start
 
 #: metrics added to every metrics dict since e81ef52 (`sim.metrics`: Wang's Ch. 3)
 NEW_METRICS = {"queue_length", "job_load"}
-PINS = json.loads((Path(__file__).parents[1] / "data" / "ppo_pins.json").read_text())
+PINS_FILE = Path(__file__).parents[1] / "data" / "ppo_pins.json"
+PINS = json.loads(PINS_FILE.read_text())  # the cases; their values per CPU: `pins()`
+
+
+def pins() -> dict:
+    """The pins recorded on this machine's kind of CPU (`cpu_fixtures.recorded_fixture`)."""
+    return json.loads(recorded_fixture(PINS_FILE).read_text())
 
 
 def test_the_pins_are_the_pre_merge_commits():
@@ -48,8 +55,12 @@ def train(case: dict) -> PPO:
 
 
 @pytest.mark.parametrize("name", sorted(PINS["cases"]))
-def test_training_gives_the_pinned_tensors_and_log(name, recorded_cpu):
-    case = PINS["cases"][name]
+def test_training_gives_the_pinned_tensors_and_log(name):
+    here = pins()
+    assert here["commit"] == PINS["commit"] and here["epochs"] == PINS["epochs"]
+    case = here["cases"][name]
+    assert {k: case[k] for k in ("kind", "settings", "warm_start")} == {
+        k: PINS["cases"][name][k] for k in ("kind", "settings", "warm_start")}
     got = record(train(case))
     differ = sorted(k for k in case["tensors"] if got["tensors"].get(k) != case["tensors"][k])
     assert not differ and set(got["tensors"]) == set(case["tensors"]), differ
