@@ -5,7 +5,11 @@ Run it against the code of commit 4436974 (the last one that wrote the old forma
 uses:
 
     git archive 4436974 src tests | (mkdir -p /tmp/before && tar -x -C /tmp/before)
-    PYTHONPATH=/tmp/before/src python tests/agents/make_legacy_runs.py
+    PYTHONPATH=/tmp/before/src python tests/agents/make_legacy_runs.py [OUT]
+
+OUT (default tests/data/legacy, recorded on AMD EPYC machines): on a CPU of another vendor,
+tests/data/legacy.VENDOR, which `test_legacy.py`'s resume test reads there
+(`tests/agents/cpu_fixtures.py`: training's last bits depend on the kind of CPU).
 
 Each folder is a tiny training run of 2 epochs (episodes) killed after its first, as a user's run
 folder is left: model.pt (`hpcsched.ppo/1`, `hpcsched.deeprm/1`, `hpcsched.dras/1`), best.pt,
@@ -20,7 +24,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE.parent / "data" / "legacy"
+OUT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE.parent / "data" / "legacy"
 COMMIT = "4436974"
 QUIET = dict(progress=False, log=lambda text: None)
 TINY = dict(trace="lublin-1", episode_jobs=32, n_envs=4, trajectories_per_epoch=4, slots=16,

@@ -141,11 +141,14 @@ def _resumed(name: str, out: Path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_an_old_run_resumes_as_a_run_of_todays_code_that_never_stopped(tmp_path, monkeypatch,
-                                                                        name, recorded_cpu):
+                                                                        name):
     """The old folder, stopped after its first epoch, resumed by today's code: the same model.pt
-    (every tensor), log.csv and best.pt as today's code training the same config straight."""
+    (every tensor), log.csv and best.pt as today's code training the same config straight (the
+    folders as recorded on this kind of CPU: `cpu_fixtures.recorded_fixture`)."""
+    from cpu_fixtures import recorded_fixture
+
     old = tmp_path / "old"
-    shutil.copytree(LEGACY / name, old)
+    shutil.copytree(recorded_fixture(LEGACY) / name, old)
     ck = quietly(read_model, old / "model.pt")
     assert ck["epoch"] == 1
     with warnings.catch_warnings():
