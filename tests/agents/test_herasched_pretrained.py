@@ -1,4 +1,5 @@
-"""The shipped HeraSched models (`herasched:pretrained/herasched-*`; MODELS.md) re-scored (slow).
+"""The shipped HeraSched models (`herasched:pretrained/herasched-*`; MODELS.md) re-scored (slow),
+and MODELS.md's account of their training checked against their own history (fast).
 
 Each file is the slim export of a run's best.pt. Through the engine, as `herasched:` names it, it
 gives on its run's validation period exactly the combined score S its training recorded when it
@@ -15,8 +16,6 @@ from hpcsched.modelfile import read_model
 from hpcsched.recipes import PRETRAINED
 from hpcsched.workload.hera_periods import hera_period
 from hpcsched.workload.spartan_format import write_sacct
-
-pytestmark = pytest.mark.slow
 
 #: name -> partition; each run validated on the whole of its partition's validation period
 #: (`--validate-trace dl-validation.txt --validate-jobs 5000`, which that period's jobs are fewer
@@ -36,6 +35,7 @@ def models_md_rows() -> dict[tuple[str, str], tuple[float, float]]:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_model_scores_what_its_validation_recorded(name, tmp_path):
     from hpcsched.agents.herasched import HeraSchedConfig
@@ -64,6 +64,7 @@ def test_a_shipped_model_scores_what_its_validation_recorded(name, tmp_path):
     assert s == max(scores.values()) > scores[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_model_gives_the_test_numbers_models_md_states(name):
     from hpcsched.experiments.herasched_eval import period_prepared, run_model
@@ -74,3 +75,20 @@ def test_a_shipped_model_gives_the_test_numbers_models_md_states(name):
     for period, (awt, mwt) in stated.items():
         run = run_model(period_prepared(partition, period), f"pretrained/{name}")
         assert (round(run.awt, 1), round(run.mwt)) == (awt, mwt)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_models_md_states_each_files_own_training_to_best_pt(name):
+    """MODELS.md's first table: best.pt's update and validation S, the selector steps and the
+    updates' wall time to it, as the file's own history sums them."""
+    ck = read_model(PRETRAINED / f"{name}.pt")
+    text = (PRETRAINED / "MODELS.md").read_text().split("# Shipped HeraSched models", 1)[1]
+    row = re.search(rf"^\| {name} \| (\d+) \| (\d+), ([\d.]+) \| ([\d,]+) \| ([\d,]+) s \|",
+                    text, re.M)
+    assert row is not None, name
+    seed, epoch, score, steps, wall = row.groups()
+    history = [h for h in ck["history"] if h["epoch"] >= 1]
+    assert int(seed) == ck["config"]["seed"] and int(epoch) == ck["epoch"] == history[-1]["epoch"]
+    assert f"{ck['history'][-1]['val_score']:.3f}" == score
+    assert int(steps.replace(",", "")) == sum(int(h["selector_steps"]) for h in history)
+    assert int(wall.replace(",", "")) == round(sum(h["epoch_s"] for h in history))
