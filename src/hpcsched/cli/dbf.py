@@ -18,9 +18,9 @@ PPO with the thesis's settings (lr 3e-4, clip 0.2, gamma 0.99, actor and critic 
 is chosen). --num-envs episodes of --episode-jobs placed jobs run side by side from random starts
 in the training block of the trace, then one update: an epoch of the run folder. Validation: the
 greedy actor's mean AWT on 10 fixed validation episodes (best.pt: the lowest), every
---validate-every updates (--validate-masked: read through the mask, as dbf:PATH@masked
-is). The run folder gets model.pt (every update), best.pt, log.csv,
-curve.png, config.json. --resume continues with the run's own settings.
+--validate-every updates (--validate-masked: read through the mask, as dbf:PATH@masked is). The
+run folder gets model.pt (every update), best.pt, log.csv, curve.png, config.json. --resume
+continues with the run's own settings.
 """
 
 
