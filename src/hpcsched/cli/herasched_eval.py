@@ -47,8 +47,8 @@ seeds = []), a row per model (policy herasched:MODEL, allocator agent, its metri
 gpus_KIND) and HeraSched's mean (policy herasched, wait_sd, max_wait_sd, seeds = every model);
 each with cluster and period. Without a model: the cells' rows alone, without score.
 
-No HeraSched model is shipped yet (once some are, a partition without --models takes its
-pretrained/herasched-PARTITION*).
+A partition without --models takes its shipped models (pretrained/herasched-PARTITION*: three
+Deeplearn seeds ship); where none ships, the grid alone.
 """
 
 
@@ -87,7 +87,7 @@ def _default_models(cluster: str) -> list[str]:
 
 def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str, list[str]]:
     """{cluster: [model, ...]} from the --models options, each model checked to exist; a cluster
-    without any takes its shipped models, and there are none yet: [] (the grid alone)."""
+    without any takes its shipped models, if any ([]: the grid alone)."""
     from hpcsched import recipes
 
     out: dict[str, list[str]] = {c: [] for c in clusters}

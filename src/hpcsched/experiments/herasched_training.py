@@ -151,7 +151,7 @@ def subset_scores(subsets: list[dict], references: list[dict]) -> list[float]:
 
 def validation_score(scores: list[float]) -> float:
     """The subsets' scores as one: their median (the score itself for one subset)."""
-    return float(scores[0]) if len(scores) == 1 else float(np.median(scores))
+    return float(np.median(scores))
 
 
 def floored_score(metrics, reference) -> float:
