@@ -670,8 +670,7 @@ def plot_baselines(rows: Sequence[dict], path) -> Any:
 
 
 __all__ = ["Claim", "Context", "DBF_MODELS", "EPISODE_JOBS", "Episode", "HEURISTICS",
-           "INSPECTORS", "METRICS", "Method", "OFFLINE_JOBS", "TEST_FRACTION", "TEST_SEED",
-           "baseline_methods", "baselines", "claims", "episode_span", "heuristic_methods",
-           "inspector_method", "map_starts", "mean_row", "plot_baselines", "resolve_windows",
-           "run_episode", "run_online", "shipped_models", "simulations", "sort_by_wait",
-           "test_starts"]
+           "INSPECTORS", "METRICS", "Method", "OFFLINE_JOBS", "baseline_methods", "baselines",
+           "claims", "episode_span", "heuristic_methods", "inspector_method", "map_starts",
+           "mean_row", "plot_baselines", "resolve_windows", "run_episode", "run_online",
+           "shipped_models", "simulations", "sort_by_wait", "test_starts"]
