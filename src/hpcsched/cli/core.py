@@ -507,8 +507,8 @@ def _convert_cores(args) -> int:
         hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
         jobs = jobs.take(submitted_between(jobs, lo, hi))
         if len(jobs) == 0:
-            raise ValueError(f"{args.source}: no job was submitted from {args.since or 'its start'} "
-                             f"until {args.until or 'its end'}")
+            raise ValueError(f"{args.source}: no job was submitted from "
+                             f"{args.since or 'its start'} until {args.until or 'its end'}")
     elif args.start or args.first is not None:
         if args.start >= len(jobs):
             raise ValueError(f"--start {args.start} is outside the {len(jobs)} prepared jobs")

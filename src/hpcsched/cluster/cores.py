@@ -25,7 +25,7 @@ would not be what it takes from the machine: refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -141,18 +141,5 @@ def cores_norm(norm: dict[str, float], cluster: Cluster) -> dict[str, float]:
     return {**norm, "max_procs": float(total_cores(cluster)), "max_req_mem": 0.0}
 
 
-def cores_prepared(prepared, name: str | None = None):
-    """A `sim.run.Prepared` on named nodes as the cores view's pool: its jobs' `cores_table`, the
-    pool of single cores (`NodePool(total, 1)`), its report's normalisation `cores_norm`. Used to
-    check that a learned scheduler sees the same state on the cluster and on the pool."""
-    from hpcsched.cluster.pool import NodePool
-
-    table, _ = cores_table(prepared.jobs, prepared.cluster, name)
-    report = replace(prepared.report, norm=cores_norm(prepared.report.norm, prepared.cluster))
-    return replace(prepared, name=table.header.name, jobs=table,
-                   cluster=NodePool(total_cores(prepared.cluster), 1), report=report,
-                   allocator=None)
-
-
-__all__ = ["CoresReport", "check_shared", "cores_norm", "cores_prepared", "cores_report",
-           "cores_table", "job_cores", "total_cores"]
+__all__ = ["CoresReport", "check_shared", "cores_norm", "cores_report", "cores_table", "job_cores",
+           "total_cores"]
