@@ -173,6 +173,9 @@ def test_the_printed_report_lists_the_baselines_and_herasched_against_them(model
                              str(tmp_path / "hs.pt"), "--baselines", f"dras:{models['dras']}")
     assert code == 0, err
     assert "learned baselines: jobs seen as total cores" in out
+    # what the view leaves out, counted: every generated Physical job asks for memory
+    assert "600 jobs seen as total cores of spartan-physical" in out
+    assert "memory requests ignored: 600 job(s)" in out
     assert f"dras:{models['dras']}" in out and " of 21 " in out
     assert "S of HeraSched against each learned baseline" in out
     assert f"dras:{models['dras']}+best-fit" in out

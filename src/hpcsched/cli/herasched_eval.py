@@ -257,7 +257,7 @@ def _print(ev, summary: str, args) -> None:
         print(f"\nlearned baselines: jobs seen as total cores, the grid's simulation ({g.profile}, "
               f"{g.backfill}); AWT / MWT below how many cells; S = AWT_cell/AWT + MWT_cell/MWT "
               f"against the best cell, {hg.cell_name(g.reference())} (above 2: the baseline is "
-              f"better)\n")
+              f"better); the baselines' view: {ev.cores_view}\n")
         print(format_rows(brows, fmt, columns=list(brows[0])))
     if not ev.runs:
         print(f"\nno HeraSched model given for {ev.cluster} (--models): the grid alone")

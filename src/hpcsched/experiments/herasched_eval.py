@@ -318,6 +318,8 @@ class Evaluation:
     runs: list[ModelRun]
     seconds: dict[str, float] = field(default_factory=dict)
     baselines: list[BaselineRun] = field(default_factory=list)
+    #: what the baselines' view of the period leaves out (`cluster.cores.CoresReport.summary`)
+    cores_view: str = ""
 
     @property
     def seeds(self) -> list[str]:
@@ -523,7 +525,12 @@ def evaluate(prepared: Prepared, models: Sequence[str], *, cluster: str, period:
         seconds[model] = time.process_time() - t0
         if progress:
             progress(f"herasched:{model}")
-    return Evaluation(cluster, period, grid, runs, seconds, done)
+    view = ""
+    if baselines:
+        from hpcsched.cluster.cores import cores_report
+
+        view = cores_report(prepared.jobs, prepared.cluster).summary()
+    return Evaluation(cluster, period, grid, runs, seconds, done, view)
 
 
 # ---- figures ------------------------------------------------------------------------------------
