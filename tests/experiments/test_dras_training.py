@@ -202,6 +202,9 @@ def test_a_validation_trace_of_its_own(tmp_path):
     days = (first.submit - first.submit[0]) / DAY
     assert set(run.jobsets[0][1].job_id.tolist()) <= set(first.job_id[days < 2].tolist())
     assert run.jobsets[0][1].job_id[0] == first.job_id[0]
+    # the run's file keeps it (a run without one writes no such key, as before it existed)
+    run.save(tmp_path / "model.pt")
+    assert dt.load(tmp_path / "model.pt")["config"]["validate_trace"] == str(val)
     write_swf(trace(days=2, nodes=32, seed=2), val)
     with pytest.raises(ValueError, match="its machine .32 nodes. is not the training trace's"):
         dt.DrasRun(config, tmp_path / "run2")

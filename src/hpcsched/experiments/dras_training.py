@@ -198,7 +198,10 @@ class DrasRun:
 
     def save(self, path: Path) -> None:
         """The agent's model file (`DrasAgent.save`) with the run's entries."""
-        run = {"config": asdict(self.config), "episode": self.epoch, "history": self.history,
+        config = asdict(self.config)
+        if config["validate_trace"] is None:  # a run without one writes the files it always did
+            del config["validate_trace"]
+        run = {"config": config, "episode": self.epoch, "history": self.history,
                "norm": self.norm}
         if path.name == "model.pt":  # what only continuing the training needs
             run["training"] = self.agent.training_state()
