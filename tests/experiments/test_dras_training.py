@@ -176,3 +176,35 @@ def test_an_agent_learns_jobsets_and_its_file_schedules_as_it_does(tmp_path, alg
 
     np.testing.assert_array_equal(starts(back.policy(config, p, "back")),
                                   starts(agent.policy(config, p, "agent")))
+
+
+def test_a_validation_trace_of_its_own(tmp_path):
+    """With validate_trace, training takes the first train_days of the trace (no period cut for
+    validation or test) and validation the first validate_first_days of the other file; a file of
+    another machine is refused."""
+    from hpcsched.workload.swf import write_swf
+
+    train, val = tmp_path / "train.swf", tmp_path / "val.swf"
+    write_swf(trace(days=3, seed=1), train)
+    other = trace(days=2, seed=2)
+    write_swf(other, val)
+    config = dt.DrasRunConfig(algo="pg", trace=str(train), validate_trace=str(val),
+                              curriculum="real:1", jobset_jobs=50, train_days=2,
+                              validate_first_days=1, agent={"fc1": 16, "fc2": 8})
+    run = dt.DrasRun(config, tmp_path / "run")
+    # the validation jobs are the other file's first day, as the dras profile prepares it
+    want = prepare(str(val), "dras").jobs
+    want = want.take((want.submit - want.submit[0]) < DAY)
+    assert run.validate_jobs.job_id.tolist() == want.job_id.tolist()
+    assert 0 < len(run.validate_jobs) < len(other)
+    # the training jobsets come from the first two days of the training file, all of them
+    first = prepare(str(train), "dras").jobs
+    days = (first.submit - first.submit[0]) / DAY
+    assert set(run.jobsets[0][1].job_id.tolist()) <= set(first.job_id[days < 2].tolist())
+    assert run.jobsets[0][1].job_id[0] == first.job_id[0]
+    # the run's file keeps it (a run without one writes no such key, as before it existed)
+    run.save(tmp_path / "model.pt")
+    assert dt.load(tmp_path / "model.pt")["config"]["validate_trace"] == str(val)
+    write_swf(trace(days=2, nodes=32, seed=2), val)
+    with pytest.raises(ValueError, match="its machine .32 nodes. is not the training trace's"):
+        dt.DrasRun(config, tmp_path / "run2")

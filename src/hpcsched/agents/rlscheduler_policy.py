@@ -15,13 +15,22 @@ import torch
 
 from hpcsched.agents.greedy import decision_scores, greedy, torch_float64
 from hpcsched.agents.nets import KernelPolicy, kernel_logits, make_policy
+from hpcsched.envs.cores_view import CoresView, cores_view
+from hpcsched.envs.observation import HIGH, LOW
 
 
 class RLPolicy:
     """A trained policy network as an engine `Policy`: it observes the view as the training
     environment did (`hpcsched.envs.pick_job.observe` with the trace's normalisation constants) and
     picks the most probable job by the greedy rule of `hpcsched.agents.greedy` (float64 scores
-    rounded to float32, the earliest slot on a tie), or samples one with `sample=True`."""
+    rounded to float32, the earliest slot on a tie), or samples one with `sample=True`.
+
+    On a cluster of named nodes it sees jobs as total cores (`envs.cores_view`): a job's
+    processors are its nodes x cores per node, the machine the cluster's total cores (give it the
+    constants of `envs.cores_view.observed_norm`), as a model trained on the cluster's jobs
+    written by `trace convert --cores-of` saw them; its last feature, whether a job can start now,
+    is whether the job fits the named nodes (the engine's `fits`), which the free cores alone
+    cannot tell. The allocator of the run places the job it picks."""
 
     def __init__(self, net: torch.nn.Module, norm: dict[str, float], *, slots: int = 128,
                  cutoff: str = "fcfs", fairness: bool = False, sample: bool = False, seed: int = 0,
@@ -69,9 +78,12 @@ class RLPolicy:
         return self._users[1]
 
     def select(self, view) -> int:
+        view = cores_view(view)
         kwargs = {"fairness": self._user_scores(view)} if self.fairness else {}
         obs, mask, rows = self._observe(view, self.norm, slots=self.slots, cutoff=self.cutoff,
                                         **kwargs)
+        if isinstance(view, CoresView) and mask.any():  # fits the named nodes, not just the cores
+            obs[mask, -1] = np.where(view.fits(rows[mask]), HIGH, LOW)
         logits = self.logits(obs, mask)
         if self.sample:  # Gumbel-max: a draw from softmax(logits); masked slots never win
             noisy = decision_scores(logits) + self.rng.gumbel(size=logits.shape).astype(np.float32)

@@ -44,6 +44,7 @@ EPILOG_TRACE = """examples:
   hpcsched trace jobs jobs.txt --json           # every job as read, one flat row each (--csv too)
   hpcsched trace jobs jobs.txt --partition gpu --csv
   hpcsched trace convert my.swf.gz out.swf --first 10000
+  hpcsched trace convert ph-train.txt ph-train-cores.swf --cores-of spartan-physical   # jobs as cores
   hpcsched trace generate spartan-physical --days 7 --seed 1 -o physical-week.txt
   hpcsched trace stats physical-week.txt        # each calibrated statistic beside its target
   hpcsched trace generate lublin out.swf --jobs 10000 --nodes 256 --seed 1
@@ -152,7 +153,19 @@ def register(sub, fmt) -> None:
                         "TimeZoneString, else UTC), or seconds of its submit clock")
     t.add_argument("--until", metavar="WHEN", help="keep the jobs submitted before WHEN")
     t.add_argument("--clean", choices=list(PROFILES),
-                   help="apply a profile's cleaning rules before writing")
+                   help="apply a profile's cleaning rules before writing (with --cores-of: the "
+                        "profile that prepares the jobs on the cluster, default hpcsim)")
+    t.add_argument("--cores-of", metavar="CLUSTER",
+                   help="write the jobs as they run on this cluster of named nodes, each seen as "
+                        "its total cores (nodes x cores per node) on a machine of the cluster's "
+                        "total cores (MaxProcs = MaxNodes): the trace an RLScheduler or DRAS "
+                        "model is trained on to be compared on the cluster (memory and GPUs left "
+                        "out, counted)")
+    t.add_argument("--partition", help="with --cores-of: that partition of the cluster (a "
+                                       "Slurm-accounting trace keeps its jobs)")
+    t.add_argument("--drop-oversized", action="store_true",
+                   help="with --cores-of: drop (and count) the jobs that can never run on the "
+                        "cluster instead of stopping")
     from hpcsched.cli.generate import add_parser as add_generate_parser
 
     add_generate_parser(tsub)
@@ -424,6 +437,11 @@ def _convert(args) -> int:
     from hpcsched.workload.swf import write_swf
     from hpcsched.workload.timecut import submit_clock, submitted_between, trace_zone
 
+    if args.cores_of is not None:
+        return _convert_cores(args)
+    for option in ("partition", "drop_oversized"):
+        if getattr(args, option):
+            raise ValueError(f"--{option.replace('_', '-')} goes with --cores-of CLUSTER")
     cerit = traces.cerit_file(args.source)
     if cerit is not None and args.clean:
         raise ValueError(f"{args.source}: a CERIT-SC trace is written as its own lines, which "
@@ -464,6 +482,43 @@ def _convert(args) -> int:
         return 0
     write_swf(part, args.dest)
     print(f"wrote {len(part)} jobs to {args.dest}", file=sys.stderr)
+    return 0
+
+
+def _convert_cores(args) -> int:
+    """`trace convert --cores-of CLUSTER`: the jobs prepared on the cluster as a profile prepares
+    them (default hpcsim: those the heuristic grid schedules there), chosen by position or
+    submission time, written as SWF jobs of their total cores (`cluster.cores.cores_table`); what
+    preparing dropped and what the view left out are printed, counted."""
+    from hpcsched.cluster.cores import cores_table
+    from hpcsched.sim.run import prepare
+    from hpcsched.workload.swf import write_swf
+    from hpcsched.workload.timecut import submit_clock, submitted_between
+
+    by_time = args.since is not None or args.until is not None
+    if by_time and (args.start or args.first is not None):
+        raise ValueError("choose the jobs by position (--start, --first) or by submission time "
+                         "(--from, --until), not both")
+    prepared = prepare(args.source, args.clean or "hpcsim", cluster=args.cores_of,
+                       partition=args.partition, drop_oversized=args.drop_oversized)
+    jobs = prepared.jobs
+    if by_time:
+        lo = None if args.since is None else submit_clock(args.since, jobs.header, what="--from")
+        hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
+        jobs = jobs.take(submitted_between(jobs, lo, hi))
+        if len(jobs) == 0:
+            raise ValueError(f"{args.source}: no job was submitted from "
+                             f"{args.since or 'its start'} until {args.until or 'its end'}")
+    elif args.start or args.first is not None:
+        if args.start >= len(jobs):
+            raise ValueError(f"--start {args.start} is outside the {len(jobs)} prepared jobs")
+        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
+        jobs = jobs.window(args.start, end - args.start)
+    table, report = cores_table(jobs, prepared.cluster)
+    print(prepared.summary(), file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
+    write_swf(table, args.dest)
+    print(f"wrote {len(table)} jobs to {args.dest}", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,10 @@ EPILOG_TRAIN = """examples:
   hpcsched train dras --algo pg --curriculum real:20 --out runs/real-only   # the ablation
   hpcsched train dras --out runs/dras-pg-ricc --resume                      # continue a run
   hpcsched train dras --config dras.toml --seed 1 --out runs/dras-s1         # options from a file
+  hpcsched trace convert ph-train.txt ph-train-cores.swf --cores-of spartan-physical
+  hpcsched trace convert ph-validation.txt ph-validation-cores.swf --cores-of spartan-physical
+  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \
+      --validate-first-days 1 --out runs/dras-ph     # a cluster's jobs seen as cores, its own periods
 
 One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty
 machine; updates every 10 scheduling instances; after every second episode the greedy agent is
@@ -71,6 +75,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--validate-days", type=positive_float, default=d.validate_days)
     p.add_argument("--validate-first-days", type=positive_float, default=d.validate_first_days,
                    help="days of the validation period scored after each episode")
+    p.add_argument("--validate-trace", metavar="FILE",
+                   help="validate on this trace (its first --validate-first-days days) instead "
+                        "of the days after --train-days; training takes the first --train-days "
+                        "of --trace, and no test period is cut")
     p.add_argument("--validate-every", type=positive_int, default=d.validate_every,
                    help="validate after every k-th episode (and the last)")
     p.add_argument("--select", default=d.select, choices=["reward", "wait"],

@@ -17,6 +17,8 @@ EPILOG = """examples:
       --models spartan-deeplearn=runs/dl-a,runs/dl-b --models spartan-physical=runs/ph-a
   hpcsched experiment herasched --cluster spartan-deeplearn --models runs/dl-a --plot figs --json
   hpcsched experiment herasched --cluster cerit-zewura          # the grid alone: no model given
+  hpcsched experiment herasched --cluster spartan-physical \\
+      --baselines rl:runs/rl-ph,dras:runs/dras-ph                # learned baselines, best-fit
 
 On each period (default: the partition's held-out test period and, on the Spartan-like ones, its
 test high-load day; hera_periods: generated with fixed seeds, or, on cerit-zewura, cut from the
@@ -49,6 +51,26 @@ each with cluster and period. Without a model: the cells' rows alone, without sc
 
 A partition without --models takes its shipped models (pretrained/herasched-PARTITION*: three
 Deeplearn seeds ship); where none ships, the grid alone.
+
+--baselines adds learned baselines, issue 17's "RLScheduler and DRAS-PG trained on the same data
+(jobs seen as total cores) with the engine's best-fit allocator": rl:MODEL and dras:MODEL specs
+(a file, a run folder, pretrained/NAME; SPEC+ALLOCATOR for another allocator than best-fit), each
+run as one more cell of the grid's simulation (hpcsim, EASY) and printed beside the cells with
+how many cells it beats on AWT and on MWT and its S against the grid's best cell; with HeraSched
+models, HeraSched's S against each baseline too. Such a model sees a job as its nodes x cores per
+node and the partition as its total cores; one is trained on the partition's jobs written so:
+
+  hpcsched trace convert ph-train.txt ph-train-cores.swf --cores-of spartan-physical
+  hpcsched train rlscheduler --trace ph-train-cores.swf --first 0 --out runs/rl-ph
+  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \
+      --validate-first-days 1 --out runs/dras-ph
+
+A spec that cannot run on the partition (a heuristic, a model of another scheduler, a DRAS model
+of another core count, Decima-PG) is refused, named, before any run. In --json, a baseline's row
+has kind baseline, policy = its spec, allocator, its metrics, seeds = [SPEC], cells_awt_above,
+cells_mwt_above, best_cell, score_vs_best_cell (its S against the best cell) and, with models,
+score (HeraSched's mean S against it), score_sd, awt_rel, mwt_rel; every row has a kind (cell,
+baseline, herasched).
 """
 
 
@@ -67,6 +89,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="HeraSched models, one per training seed: files, run folders or "
                         "pretrained/NAME; with several --cluster, give --models once per "
                         "partition, CLUSTER= in front")
+    p.add_argument("--baselines", action="append", metavar="[CLUSTER=]SPEC[,SPEC...]",
+                   help="learned baselines: rl:MODEL, dras:MODEL (jobs seen as total cores, "
+                        "placed by best-fit unless SPEC+ALLOCATOR, EASY); with several --cluster, "
+                        "give --baselines once per partition, CLUSTER= in front")
     p.add_argument("--periods", type=csv_list,
                    help=f"comma-separated, of {', '.join(SPLITS)} (default: test,test-high-load, "
                         f"those of them a partition has: test on cerit-zewura)")
@@ -85,32 +111,42 @@ def _default_models(cluster: str) -> list[str]:
     return [f"pretrained/{n}" for n in names]
 
 
+def by_cluster(given: list[str] | None, clusters: list[str], option: str = "--models",
+               what: str = "MODEL") -> dict[str, list[str]]:
+    """{cluster: [item, ...]} of a repeatable option's values ``[CLUSTER=]ITEM[,ITEM...]``; with
+    several clusters each value names its own."""
+    out: dict[str, list[str]] = {c: [] for c in clusters}
+    for text in given or []:
+        head, eq, rest = text.partition("=")
+        if eq and not Path(text).exists():
+            cluster, items = head.strip(), rest
+            if cluster not in out:
+                raise ValueError(f"{option} {text!r}: {cluster!r} is not one of --cluster "
+                                 f"({', '.join(clusters)})")
+        elif len(clusters) == 1:
+            cluster, items = clusters[0], text
+        else:
+            raise ValueError(f"{option} {text!r}: with several --cluster, name the partition in "
+                             f"front: {option} {clusters[0]}={what}[,{what}...]")
+        out[cluster] += csv_list(items)
+    for cluster, items in out.items():
+        if len(set(items)) != len(items):
+            noun = "a model" if what == "MODEL" else "one"
+            raise ValueError(f"{option} for {cluster}: {noun} is named twice "
+                             f"({', '.join(items)})")
+    return out
+
+
 def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str, list[str]]:
     """{cluster: [model, ...]} from the --models options, each model checked to exist; a cluster
     without any takes its shipped models, if any ([]: the grid alone)."""
     from hpcsched import recipes
 
-    out: dict[str, list[str]] = {c: [] for c in clusters}
-    for text in given or []:
-        head, eq, rest = text.partition("=")
-        if eq and not Path(text).exists():
-            cluster, models = head.strip(), rest
-            if cluster not in out:
-                raise ValueError(f"--models {text!r}: {cluster!r} is not one of --cluster "
-                                 f"({', '.join(clusters)})")
-        elif len(clusters) == 1:
-            cluster, models = clusters[0], text
-        else:
-            raise ValueError(f"--models {text!r}: with several --cluster, name the partition in "
-                             f"front: --models {clusters[0]}=MODEL[,MODEL...]")
-        out[cluster] += csv_list(models)
+    out = by_cluster(given, clusters)
     recipe = recipes.get("herasched")
     for cluster, models in out.items():
         if not models:
             models += _default_models(cluster)
-        if len(set(models)) != len(models):
-            raise ValueError(f"--models for {cluster}: a model is named twice "
-                             f"({', '.join(models)})")
         for m in models:
             recipes.locate(m, recipe)  # a missing file or folder fails before any work
     return out
@@ -139,14 +175,18 @@ def cmd_eval(args) -> int:
                              f"periods: {', '.join(PERIODS[c])})")
         work += [(c, s) for s in splits]
     models = models_by_cluster(args.models, clusters)
-    for c in clusters:  # every model against its cluster before any work
-        if models[c]:
+    baselines = by_cluster(args.baselines, clusters, "--baselines", "SPEC")
+    for c in clusters:  # every model and baseline against its cluster before any work
+        if models[c] or baselines[c]:
             from hpcsched.cluster.load import load_cluster
 
             cluster = load_cluster(next(iter(PERIODS[c].values())).cluster)
             for m in models[c]:
                 he.check_model(m, cluster, c)
-    total = sum(len(hg.SELECTORS) * len(hg.ALLOCATORS) + len(models[c]) for c, _ in work)
+            for b in baselines[c]:
+                he.check_baseline(b, cluster, c)
+    total = sum(len(hg.SELECTORS) * len(hg.ALLOCATORS) + len(models[c]) + len(baselines[c])
+                for c, _ in work)
     evaluations, plots = [], []
     with Progress(total, "herasched", lines=True) as bar:
         for cluster, split in work:
@@ -158,7 +198,7 @@ def cmd_eval(args) -> int:
                 bar.update(1)
 
             ev = he.evaluate(prepared, models[cluster], cluster=cluster, period=split,
-                             progress=step)
+                             progress=step, baselines=baselines[cluster])
             evaluations.append((ev, prepared.summary()))
             if args.plot:
                 stem = Path(args.plot) / f"{cluster}-{split}"
@@ -203,6 +243,22 @@ def _print(ev, summary: str, args) -> None:
     low_awt, low_mwt = g.best_awt(), g.best_mwt()
     print(f"\nlowest AWT {g.awt(low_awt):,.1f} s ({hg.cell_name(low_awt)}), lowest MWT "
           f"{g.mwt(low_mwt):,.0f} s ({hg.cell_name(low_mwt)})")
+    if ev.baselines:
+        n = len(g.cells())
+        brows = []
+        for b in ev.baselines:
+            f = ev.baseline_facts(b)
+            brows.append({"baseline": b.spec, "allocator": b.allocator,
+                          "AWT (s)": _fmt(b.awt, None, 1), "MWT (s)": _fmt(b.mwt, None, 0),
+                          "AWT below": f"{f['cells_awt_above']} of {n}",
+                          "MWT below": f"{f['cells_mwt_above']} of {n}",
+                          "S vs best cell": f"{f['score_vs_best_cell']:.2f}",
+                          "CPU s": f"{ev.seconds.get(b.spec, math.nan):.1f}"})
+        print(f"\nlearned baselines: jobs seen as total cores, the grid's simulation ({g.profile}, "
+              f"{g.backfill}); AWT / MWT below how many cells; S = AWT_cell/AWT + MWT_cell/MWT "
+              f"against the best cell, {hg.cell_name(g.reference())} (above 2: the baseline is "
+              f"better); the baselines' view: {ev.cores_view}\n")
+        print(format_rows(brows, fmt, columns=list(brows[0])))
     if not ev.runs:
         print(f"\nno HeraSched model given for {ev.cluster} (--models): the grid alone")
         return
@@ -223,6 +279,13 @@ def _print(ev, summary: str, args) -> None:
     srows = [{"selector": s, **{a: _fmt(*scores[s, a], 2) if many else f"{scores[s, a][0]:.2f}"
                                for a in g.allocators}} for s in g.selectors]
     print(format_rows(srows, fmt, columns=cols))
+    if ev.baselines:
+        bscores = ev.mean_baseline_scores()
+        print(f"\nS of HeraSched against each learned baseline"
+              f"{' (mean ± sd over the models)' if many else ''}\n")
+        rows = [{"baseline": label, "S": _fmt(*bscores[label], 2) if many
+                 else f"{bscores[label][0]:.2f}"} for label in bscores]
+        print(format_rows(rows, fmt, columns=["baseline", "S"]))
     print("\nthe issue's criteria:")
     for line in ev.criteria():
         print(line if line.startswith("  ") else f"- {line}")

@@ -46,6 +46,10 @@ class DrasRunConfig:
     #: validation during training uses the first days of the validation period (less is faster;
     #: RICC's first four days differ from its week: a surge of 8,778 jobs in one day)
     validate_first_days: float = 7.0
+    #: validate on this trace (its first `validate_first_days` days) instead of the days after
+    #: `train_days`: training then takes the first `train_days` of `trace`, and there is no test
+    #: period (a protocol whose periods are files of their own, as HeraSched's)
+    validate_trace: str | None = None
     #: validate after every k-th episode (and the last)
     validate_every: int = 2
     #: what best.pt maximises on validation: "wait" (the lowest average wait) or "reward" (the
@@ -81,6 +85,17 @@ def prepared_for(config: DrasRunConfig) -> Prepared:
     return prepare(config.trace, profile)
 
 
+def validation_trace(config: DrasRunConfig, prepared: Prepared):
+    """The jobs of `config.validate_trace`, prepared as the training trace `prepared` is; it must
+    give the same machine (the agent observes its nodes)."""
+    val = prepare(config.validate_trace, prepared.profile)
+    if val.cluster != prepared.cluster:
+        raise ValueError(f"--validate-trace {config.validate_trace}: its machine "
+                         f"({val.cluster.nodes} nodes) is not the training trace's "
+                         f"({prepared.cluster.nodes} nodes, {config.trace})")
+    return val.jobs
+
+
 # -- agents ----------------------------------------------------------------------------------------
 def make_agent(config: DrasRunConfig, rows: int):
     if config.algo not in ALGOS:
@@ -114,8 +129,12 @@ class DrasRun:
                  episode: int = 0) -> None:
         self.config, self.out, self.history, self.epoch = config, out, list(history), episode
         prepared = prepared_for(config)
-        train_jobs, validate_jobs, _ = split(prepared.jobs, config.train_days,
-                                             config.validate_days, config.test_days)
+        if config.validate_trace:
+            train_jobs = first_days(prepared.jobs, config.train_days)
+            validate_jobs = validation_trace(config, prepared)
+        else:
+            train_jobs, validate_jobs, _ = split(prepared.jobs, config.train_days,
+                                                 config.validate_days, config.test_days)
         self.validate_jobs = first_days(validate_jobs, config.validate_first_days)
         self.env = make_env(config, prepared)
         self.agent = agent if agent is not None else make_agent(config, self.env.rows_shape[0])
@@ -179,7 +198,10 @@ class DrasRun:
 
     def save(self, path: Path) -> None:
         """The agent's model file (`DrasAgent.save`) with the run's entries."""
-        run = {"config": asdict(self.config), "episode": self.epoch, "history": self.history,
+        config = asdict(self.config)
+        if config["validate_trace"] is None:  # a run without one writes the files it always did
+            del config["validate_trace"]
+        run = {"config": config, "episode": self.epoch, "history": self.history,
                "norm": self.norm}
         if path.name == "model.pt":  # what only continuing the training needs
             run["training"] = self.agent.training_state()

@@ -27,6 +27,14 @@ log), their times counted from the first submission as a file of them would be r
 
 Without a model the evaluation is the grid alone (`evaluate(prepared, [])`): the cells' rows, no
 HeraSched row, no S and no criteria, which need a model to compare with.
+
+Learned baselines (`baselines=["rl:runs/rl-ph", "dras:runs/dras-ph"]`, issue 17's "RLScheduler
+and DRAS-PG trained on the same data"): models of schedulers learned on processor counts, run as
+the selector of one more cell of the grid's own simulation (the hpcsim profile, EASY), their jobs
+placed by best-fit (`SPEC+ALLOCATOR` for another allocator), each seeing jobs as total cores
+(`envs.cores_view`; train one on `trace convert --cores-of CLUSTER`). Each is a row beside the
+cells, and HeraSched's S is taken against it as against a cell. `check_baseline` refuses, before
+any run, a spec that cannot run on the partition, naming it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from hpcsched.sim.run import Prepared, prepare, simulate
 REPORTED = ("test", "test-high-load")
 PROFILE = "hpcsim"
 BACKFILL = "easy"
+#: the allocator that places a learned baseline's jobs unless its spec names another
+BASELINE_ALLOCATOR = "best-fit"
 #: memory in the tables: MB / 1024, the unit of the node kinds' names (28c/229G/4gpu)
 MB_PER_GB = 1024.0
 
@@ -192,6 +202,106 @@ def run_model(prepared: Prepared, model: str) -> ModelRun:
                     kind_requests(result.jobs, result.allocations, prepared.cluster))
 
 
+# ---- learned baselines --------------------------------------------------------------------------
+
+@dataclass
+class BaselineRun:
+    """One learned baseline (a model of a scheduler learned on processor counts) on the period."""
+
+    spec: str  # as given, without +ALLOCATOR: rl:runs/rl-ph, dras:runs/dras-ph/best.pt
+    allocator: str  # what placed its jobs
+    metrics: dict
+
+    @property
+    def awt(self) -> float:
+        return float(self.metrics["wait"])
+
+    @property
+    def mwt(self) -> float:
+        return float(self.metrics["max_wait"])
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec}+{self.allocator}"
+
+
+def check_baseline(spec: str, cluster, name: str = "") -> tuple[str, str]:
+    """(policy, allocator) of a learned baseline `spec` (``rl:MODEL``, ``dras:MODEL``, with an
+    optional ``+ALLOCATOR``; default best-fit) for the partition `cluster` (a `Cluster`, named
+    `name` in messages). Refused in one line naming the spec, before any run: a heuristic (the
+    grid's cells are the heuristics), a HeraSched model (--models), a scheduler that does not see
+    jobs as cores (SchedInspector, DeepRM, DBF), a model file that is missing or of another
+    recipe, a DRAS model of another core count or one that does not reserve (Decima-PG: it runs
+    without backfilling, the grid with EASY)."""
+    from hpcsched import recipes
+    from hpcsched.envs import DRAS, PICK_JOB
+    from hpcsched.experiments.policyspec import split_allocator
+    from hpcsched.sim.profiles import get_profile
+
+    where = f"--baselines {spec}"
+    on = name or cluster.name
+    try:
+        policy, allocator = split_allocator(spec)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    prefix, colon, arg = policy.partition(":")
+    recipe = recipes.find(prefix) if colon else None
+    if recipe is None:
+        raise ValueError(f"{where}: not a learned scheduler's model (a baseline is rl:MODEL or "
+                         f"dras:MODEL; the heuristics are the grid's cells)")
+    if recipe.places_jobs:
+        raise ValueError(f"{where}: a {recipe.name} model is given with --models, not as a "
+                         f"baseline")
+    if recipe.env_id not in (PICK_JOB, DRAS):
+        raise ValueError(f"{where}: a {recipe.name} model does not see jobs as the cores of "
+                         f"{on}'s named nodes (the baselines are rl: and dras: models)")
+    model, option = recipe.split(arg)
+    if recipe.rule(model) is not None or option:
+        raise ValueError(f"{where}: name a model file, a run folder or pretrained/NAME")
+    try:
+        path = recipes.locate(model, recipe)
+        found, checkpoint = recipes.model_of(path)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{where}: {e}") from None
+    if found is not recipe:
+        raise ValueError(f"{where}: {path} is a {found.name} model, not a {recipe.name} one "
+                         f"({found.prefix}:)")
+    if recipe.env_id == DRAS:
+        from hpcsched.agents.dras_policy import check_named
+        from hpcsched.experiments.dras_training import load_agent
+
+        agent, config = load_agent(path)
+        try:
+            check_named(agent.rows, config, cluster, get_profile(PROFILE), BACKFILL, name=where)
+        except ValueError as e:
+            raise ValueError(f"{e} (on {on})") from None
+    else:
+        from hpcsched.cluster.cores import check_shared
+
+        try:
+            check_shared(cluster)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return policy, allocator or BASELINE_ALLOCATOR
+
+
+def run_baseline(prepared: Prepared, spec: str) -> BaselineRun:
+    """The learned baseline `spec` (checked by `check_baseline`) on the whole prepared period,
+    greedy: the grid's engine (its profile, EASY) with the baseline's allocator, as a cell is
+    run."""
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.sim.factory import make_engine
+
+    policy_spec, allocator = check_baseline(spec, prepared.cluster)
+    policy = resolve_policy(policy_spec, prepared)
+    engine = make_engine(prepared.jobs, prepared.cluster, prepared.profile, BACKFILL,
+                         allocator=allocator)
+    result = engine.run(policy)
+    if "unstarted" in result.metrics:
+        raise RuntimeError(f"{spec}: {result.metrics['unstarted']} job(s) never started")
+    return BaselineRun(policy_spec, allocator, dict(result.metrics))
+
+
 def _stats(values: Sequence[float]) -> tuple[float, float]:
     """(mean, sample standard deviation; 0 for one value)."""
     v = np.asarray(values, dtype=float)
@@ -207,6 +317,9 @@ class Evaluation:
     grid: hg.Grid
     runs: list[ModelRun]
     seconds: dict[str, float] = field(default_factory=dict)
+    baselines: list[BaselineRun] = field(default_factory=list)
+    #: what the baselines' view of the period leaves out (`cluster.cores.CoresReport.summary`)
+    cores_view: str = ""
 
     @property
     def seeds(self) -> list[str]:
@@ -229,6 +342,26 @@ class Evaluation:
         """{cell: (mean S over the models, its standard deviation)}."""
         per = [self.scores(r) for r in self.runs]
         return {c: _stats([p[c] for p in per]) for c in self.grid.cells()}
+
+    def baseline_scores(self, run: ModelRun) -> dict:
+        """{baseline label: S} of `run` against every learned baseline, as against a cell."""
+        return {b.label: combined_score(run.metrics, b.metrics) for b in self.baselines}
+
+    def mean_baseline_scores(self) -> dict:
+        """{baseline label: (mean S over the models, its standard deviation)}."""
+        per = [self.baseline_scores(r) for r in self.runs]
+        return {b.label: _stats([p[b.label] for p in per]) for b in self.baselines}
+
+    def baseline_facts(self, b: BaselineRun) -> dict:
+        """A baseline against the grid: how many cells wait longer on average (AWT) and at most
+        (MWT) than it does, and its S against the grid's best cell (`Grid.reference`; above 2:
+        the baseline is the better of the two)."""
+        g, cells = self.grid, self.grid.cells()
+        ref = g.reference()
+        return {"cells_awt_above": sum(g.awt(c) > b.awt for c in cells),
+                "cells_mwt_above": sum(g.mwt(c) > b.mwt for c in cells),
+                "best_cell": hg.cell_name(ref),
+                "score_vs_best_cell": combined_score(b.metrics, g.metrics[ref])}
 
     def slots(self) -> np.ndarray:
         """The selector's choices per slot, summed over the models."""
@@ -281,6 +414,13 @@ class Evaluation:
                 lines.append(f"  {r.model}: AWT {r.awt:,.1f} s, MWT {r.mwt:,.0f} s; MWT below "
                              f"every cell's: {'yes' if b == n else 'no'} (below {b} of {n}); "
                              f"S > 2 against {sum(v > 2 for v in s.values())} of {n}")
+        if self.baselines:
+            bs = self.mean_baseline_scores()
+            k = len(self.baselines)
+            below = sum(b.mwt > mean["max_wait"] for b in self.baselines)
+            lines.append(f"against the {k} learned baseline(s): MWT below {below} of {k}; S > 2 "
+                         f"against {sum(v > 2 for v, _ in bs.values())} of {k} ("
+                         + ", ".join(f"{label} {v:.2f}" for label, (v, _) in bs.items()) + ")")
         return lines
 
     # -- rows ------------------------------------------------------------------------------------
@@ -295,11 +435,20 @@ class Evaluation:
                 "profile": self.grid.profile}
         out = []
         for cell in self.grid.cells():
-            row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL}
+            row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL,
+                   "kind": "cell"}
             row.update({k: v for k, v in self.grid.metrics[cell].items()
                         if isinstance(v, (int, float))})
             row["seeds"] = []
             out.append(row)
+        brows = []
+        for b in self.baselines:
+            row = {**base, "policy": b.spec, "allocator": b.allocator, "backfill": BACKFILL,
+                   "kind": "baseline"}
+            row.update({k: v for k, v in b.metrics.items() if isinstance(v, (int, float))})
+            row.update(seeds=[b.spec], **self.baseline_facts(b))
+            brows.append(row)
+        out += brows
         if not self.runs:
             return out
         mean = self.herasched()
@@ -308,15 +457,23 @@ class Evaluation:
             awt_rel, mwt_rel = self.grid.relative(cell, mean)
             row.update(score=scores[cell][0], score_sd=scores[cell][1], awt_rel=awt_rel,
                        mwt_rel=mwt_rel)
+        bscores = self.mean_baseline_scores()
+        for row, b in zip(brows, self.baselines):
+            row.update(score=bscores[b.label][0], score_sd=bscores[b.label][1],
+                       awt_rel=_rel(b.awt, mean["wait"]), mwt_rel=_rel(b.mwt, mean["max_wait"]))
         for run in self.runs:
             row = {**base, "policy": f"herasched:{run.model}", "allocator": "agent",
-                   "backfill": BACKFILL}
+                   "backfill": BACKFILL, "kind": "herasched"}
             row.update({k: v for k, v in run.metrics.items() if isinstance(v, (int, float))})
             s = self.scores(run)
             row.update(seeds=[run.model], cells_s_above_2=sum(v > 2 for v in s.values()),
                        cells_mwt_above=sum(self.grid.mwt(c) > run.mwt for c in s),
                        selector_decisions=int(run.slots.sum()),
                        selector_slots=[int(x) for x in run.slots])
+            if self.baselines:
+                bs = self.baseline_scores(run)
+                row.update(baselines_s_above_2=sum(v > 2 for v in bs.values()),
+                           baselines_mwt_above=sum(b.mwt > run.mwt for b in self.baselines))
             for label, count in slot_bins(run.slots, run.window, run.tail):
                 row[f"slots_{label.split(' ')[0]}"] = count
             for k in run.kinds:
@@ -325,31 +482,55 @@ class Evaluation:
                             f"memory_gb_{key}": k.memory, f"gpus_{key}": k.gpus})
             out.append(row)
         cells = self.grid.cells()
-        row = {**base, "policy": "herasched", "allocator": "agent", "backfill": BACKFILL, **mean,
-               "models": len(self.runs), "seeds": self.seeds,
+        row = {**base, "policy": "herasched", "allocator": "agent", "backfill": BACKFILL,
+               "kind": "herasched", **mean, "models": len(self.runs), "seeds": self.seeds,
                "cells_s_above_2": sum(scores[c][0] > 2 for c in cells),
                "cells_mwt_above": sum(self.grid.mwt(c) > mean["max_wait"] for c in cells)}
+        if self.baselines:
+            row.update(baselines_s_above_2=sum(v > 2 for v, _ in bscores.values()),
+                       baselines_mwt_above=sum(b.mwt > mean["max_wait"] for b in self.baselines))
         out.append(row)
         return out
 
 
+def _rel(value: float, reference: float) -> float:
+    """(value - reference) / reference, Fig. 4.5's relative difference (`Grid.relative`'s)."""
+    return hg._relative(value, reference)
+
+
 def evaluate(prepared: Prepared, models: Sequence[str], *, cluster: str, period: str,
-             progress: Callable[[str], None] | None = None) -> Evaluation:
-    """The 21 cells and every model in `models` (one per training seed; none: the grid alone)
-    on the prepared period; `progress(label)` after each run."""
+             progress: Callable[[str], None] | None = None,
+             baselines: Sequence[str] = ()) -> Evaluation:
+    """The 21 cells, every learned baseline in `baselines` (`run_baseline`) and every model in
+    `models` (one per training seed; none: the grid alone) on the prepared period;
+    `progress(label)` after each run. `seconds` holds the CPU seconds of each model and baseline
+    (by its spec as given)."""
     import time
 
     for model in models:  # a model that cannot read the cluster fails before the grid runs
         check_model(model, prepared.cluster, cluster)
+    for spec in baselines:
+        check_baseline(spec, prepared.cluster, cluster)
     grid = hg.run_grid(prepared, workload=prepared.name, backfill=BACKFILL, progress=progress)
-    runs, seconds = [], {}
+    runs, seconds, done = [], {}, []
+    for spec in baselines:
+        t0 = time.process_time()
+        done.append(run_baseline(prepared, spec))
+        seconds[spec] = time.process_time() - t0
+        if progress:
+            progress(spec)
     for model in models:
         t0 = time.process_time()
         runs.append(run_model(prepared, model))
         seconds[model] = time.process_time() - t0
         if progress:
             progress(f"herasched:{model}")
-    return Evaluation(cluster, period, grid, runs, seconds)
+    view = ""
+    if baselines:
+        from hpcsched.cluster.cores import cores_report
+
+        view = cores_report(prepared.jobs, prepared.cluster).summary()
+    return Evaluation(cluster, period, grid, runs, seconds, done, view)
 
 
 # ---- figures ------------------------------------------------------------------------------------
@@ -409,6 +590,6 @@ def slot_plot(ev: Evaluation, path):
     return save_figure(fig, path)
 
 
-__all__ = ["Evaluation", "KindRequests", "ModelRun", "REPORTED", "check_model", "evaluate",
-           "heatmap", "kind_requests", "period_prepared", "run_model", "score_plot", "slot_bins",
-           "slot_plot"]
+__all__ = ["BASELINE_ALLOCATOR", "BaselineRun", "Evaluation", "KindRequests", "ModelRun",
+           "REPORTED", "check_baseline", "check_model", "evaluate", "heatmap", "kind_requests",
+           "period_prepared", "run_baseline", "run_model", "score_plot", "slot_bins", "slot_plot"]

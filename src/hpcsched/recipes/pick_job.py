@@ -83,8 +83,10 @@ def ppo_recipe(config: type, *, name: str, prefix: str, help: str, title: str = 
     CONFIGURATIONS[name] = where
 
     def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
+        from hpcsched.envs.cores_view import observed_norm
+
         model = PPO.load(path)
-        norm = prepared.report.norm if prepared is not None else model.norm
+        norm = observed_norm(prepared) if prepared is not None else model.norm
         return RLPolicy.of(model.policy, model.config, norm, sample=sample, seed=seed, name=name)
 
     def arguments(parser: argparse.ArgumentParser) -> None:

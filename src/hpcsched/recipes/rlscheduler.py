@@ -13,8 +13,9 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The model at `path`, observing with the constants of the trace it schedules (as the
     authors' test script does), else with its training trace's."""
     from hpcsched.agents.rlscheduler_policy import load_policy
+    from hpcsched.envs.cores_view import observed_norm
 
-    norm = prepared.report.norm if prepared is not None else None
+    norm = observed_norm(prepared) if prepared is not None else None
     return load_policy(path, sample=sample, seed=seed, name=name, norm=norm)
 
 
