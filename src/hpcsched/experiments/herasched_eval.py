@@ -150,16 +150,10 @@ def slot_bins(slots: np.ndarray, window: int, tail: int, middle_bins: int = 8
 
 # ---- one period ---------------------------------------------------------------------------------
 
-@dataclass
-class ModelRun:
-    """One model (one training seed) on the period."""
+class _Waits:
+    """AWT and MWT of a run's `metrics`."""
 
-    model: str  # as given: a file, a run folder or pretrained/NAME
     metrics: dict
-    slots: np.ndarray  # (W + 1,) selector choices per slot, Forward last
-    window: int
-    tail: int
-    kinds: list[KindRequests]
 
     @property
     def awt(self) -> float:
@@ -168,6 +162,18 @@ class ModelRun:
     @property
     def mwt(self) -> float:
         return float(self.metrics["max_wait"])
+
+
+@dataclass
+class ModelRun(_Waits):
+    """One model (one training seed) on the period."""
+
+    model: str  # as given: a file, a run folder or pretrained/NAME
+    metrics: dict
+    slots: np.ndarray  # (W + 1,) selector choices per slot, Forward last
+    window: int
+    tail: int
+    kinds: list[KindRequests]
 
 
 def check_model(model: str, cluster, name: str = "") -> None:
@@ -205,20 +211,12 @@ def run_model(prepared: Prepared, model: str) -> ModelRun:
 # ---- learned baselines --------------------------------------------------------------------------
 
 @dataclass
-class BaselineRun:
+class BaselineRun(_Waits):
     """One learned baseline (a model of a scheduler learned on processor counts) on the period."""
 
     spec: str  # as given, without +ALLOCATOR: rl:runs/rl-ph, dras:runs/dras-ph/best.pt
     allocator: str  # what placed its jobs
     metrics: dict
-
-    @property
-    def awt(self) -> float:
-        return float(self.metrics["wait"])
-
-    @property
-    def mwt(self) -> float:
-        return float(self.metrics["max_wait"])
 
     @property
     def label(self) -> str:
