@@ -50,7 +50,11 @@ def check_shared(cluster: Cluster) -> None:
 def job_cores(jobs: JobTable, cluster: Cluster) -> np.ndarray:
     """(n,) int64: each job's total cores on `cluster`, its node count times its cores per node as
     the engine allocates them."""
-    count, per_node = job_requests(jobs, cluster)
+    return _cores(cluster, *job_requests(jobs, cluster))
+
+
+def _cores(cluster: Cluster, count: np.ndarray, per_node: np.ndarray) -> np.ndarray:
+    """Total cores from the requests `job_requests` gives: node count x cores per node."""
     return count * per_node[:, cluster.resources.index("cores")]
 
 
@@ -81,8 +85,13 @@ class CoresReport:
 
 def cores_report(jobs: JobTable, cluster: Cluster) -> CoresReport:
     """`CoresReport` of `jobs` (which must fit `cluster`) on `cluster`."""
-    count, per_node = job_requests(jobs, cluster)
-    cores = count * per_node[:, cluster.resources.index("cores")]
+    return _report(jobs, cluster, *job_requests(jobs, cluster))
+
+
+def _report(jobs: JobTable, cluster: Cluster, count: np.ndarray, per_node: np.ndarray
+            ) -> CoresReport:
+    """`cores_report` from the jobs' requests (`job_requests`) already at hand."""
+    cores = _cores(cluster, count, per_node)
     asked = {r: int(np.count_nonzero(per_node[:, i] > 0))
              for i, r in enumerate(cluster.resources) if r != "cores"}
     procs = np.asarray(jobs.procs, dtype=np.float64)
@@ -112,8 +121,8 @@ def cores_table(jobs: JobTable, cluster: Cluster, name: str | None = None
             why_never_fits(int(count[r]), per_node[r], cluster)
         raise ClusterError(f"job {int(jobs.job_id[r])} {why}; {bad.size} such job(s) in all: "
                            f"drop them first (--drop-oversized)")
-    report = cores_report(jobs, cluster)
-    cores = job_cores(jobs, cluster).astype(np.float64)
+    report = _report(jobs, cluster, count, per_node)
+    cores = _cores(cluster, count, per_node).astype(np.float64)
     total = total_cores(cluster)
     unknown = np.full(len(jobs), -1.0)
     table = jobs.with_columns(req_procs=cores, alloc_procs=cores, procs=cores, used_mem=unknown,
