@@ -113,7 +113,11 @@ class DrasPolicy:
         return cores_view(view)
 
     def reset(self, view) -> None:
-        self.observer.check(self._view(view), self.name, "pass" if self.named else "cqsim")
+        if self.named:  # the cluster and profile were checked when built; now the backfilling
+            check_named(self.agent.rows, self.config, self.prepared.cluster, self.prepared.profile,
+                        view.backfill, self.name)
+        else:
+            self.observer.check(view, self.name)
 
     def decide(self, view):
         from hpcsched.sim.decisions import Wait

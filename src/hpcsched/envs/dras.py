@@ -119,18 +119,15 @@ class DrasObserver:
     def time(self, seconds: np.ndarray) -> np.ndarray:
         return np.log1p(np.maximum(seconds, 0.0) / 60.0) / np.log1p(self.time_scale / 60.0)
 
-    def check(self, view, name: str = "this DRAS agent", loop: str = "cqsim") -> None:
-        """The engine a `dras:` policy is asked to decide for must be one it can play: the cqsim
-        loop it was trained on, or (`loop="pass"`) a pass on named nodes seen as cores."""
-        if view.profile_loop != loop:
-            raise ValueError(
-                f"DRAS agents run under a profile with the cqsim loop (--profile dras, the one "
-                f"they were trained on, or cqsim), not {view.profile!r}" if loop == "cqsim" else
-                f"{name} on named nodes runs as the selector of a pass profile (hpcsim, "
-                f"standard), not {view.profile!r}")
+    def check(self, view, name: str = "this DRAS agent") -> None:
+        """The engine a `dras:` policy is asked to decide for must be one it can play."""
+        if view.profile_loop != "cqsim":
+            raise ValueError(f"DRAS agents run under a profile with the cqsim loop (--profile "
+                             f"dras, the one they were trained on, or cqsim), not "
+                             f"{view.profile!r}")
         if view.total_nodes != self.nodes:
             raise ValueError(f"{name}: the model observes {self.nodes} nodes; the cluster has "
-                             f"{view.total_nodes}" + (" cores" if loop == "pass" else ""))
+                             f"{view.total_nodes}")
         want = "easy" if self.hierarchy else "none"
         if view.backfill != want:
             what = ("reserves, then backfills: run it with --backfill easy" if self.hierarchy
