@@ -284,13 +284,14 @@ def check_baseline(spec: str, cluster, name: str = "") -> tuple[str, str]:
 
 
 def run_baseline(prepared: Prepared, spec: str) -> BaselineRun:
-    """The learned baseline `spec` (checked by `check_baseline`) on the whole prepared period,
-    greedy: the grid's engine (its profile, EASY) with the baseline's allocator, as a cell is
-    run."""
-    from hpcsched.experiments.policyspec import resolve_policy
+    """The learned baseline `spec` (checked by `check_baseline`, as `evaluate` does before any
+    run) on the whole prepared period, greedy: the grid's engine (its profile, EASY) with the
+    baseline's allocator, as a cell is run."""
+    from hpcsched.experiments.policyspec import resolve_policy, split_allocator
     from hpcsched.sim.factory import make_engine
 
-    policy_spec, allocator = check_baseline(spec, prepared.cluster)
+    policy_spec, allocator = split_allocator(spec)
+    allocator = allocator or BASELINE_ALLOCATOR
     policy = resolve_policy(policy_spec, prepared)
     engine = make_engine(prepared.jobs, prepared.cluster, prepared.profile, BACKFILL,
                          allocator=allocator)
