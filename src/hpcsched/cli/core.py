@@ -425,17 +425,45 @@ def cmd_trace(args) -> int:
     return 2
 
 
+def _chosen(args, jobs):
+    """(rows, how they were chosen) of `jobs` for `trace convert`: by position (--start, --first)
+    or by submission time (--from, --until; the trace's own clock); all of them by default."""
+    import numpy as np
+
+    from hpcsched.workload.timecut import submit_clock, submitted_between, trace_zone
+
+    if args.since is not None or args.until is not None:
+        lo = None if args.since is None else submit_clock(args.since, jobs.header, what="--from")
+        hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
+        rows = submitted_between(jobs, lo, hi)
+        if rows.size == 0:
+            span = f"from {args.since or 'its start'} until {args.until or 'its end'}"
+            raise ValueError(f"{args.source}: no job was submitted {span}")
+        return rows, (f"submitted from {args.since or 'the start'} until "
+                      f"{args.until or 'the end'} "
+                      f"({getattr(trace_zone(jobs.header), 'key', 'UTC')})")
+    if args.start < 0 or args.start >= len(jobs):
+        raise ValueError(f"--start {args.start} is outside the trace of {len(jobs)} jobs")
+    end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
+    return np.arange(args.start, end), f"at positions {args.start} to {end - 1}"
+
+
+def _check_choice(args) -> None:
+    """Refuse choosing `trace convert`'s jobs both by position and by time."""
+    if (args.since is not None or args.until is not None) and (args.start or
+                                                               args.first is not None):
+        raise ValueError("choose the jobs by position (--start, --first) or by submission time "
+                         "(--from, --until), not both")
+
+
 def _convert(args) -> int:
     """`trace convert`: the jobs chosen by position (--start, --first) or by submission time
     (--from, --until) written as SWF; a CERIT-SC source as its own lines, with its .machines file
     beside (`workload.cerit.write_cerit_lines`), since SWF's 18 fields cannot hold its node
     specifications."""
-    import numpy as np
-
     from hpcsched.workload import traces
     from hpcsched.workload.cerit import write_cerit_lines
     from hpcsched.workload.swf import write_swf
-    from hpcsched.workload.timecut import submit_clock, submitted_between, trace_zone
 
     if args.cores_of is not None:
         return _convert_cores(args)
@@ -447,31 +475,14 @@ def _convert(args) -> int:
         raise ValueError(f"{args.source}: a CERIT-SC trace is written as its own lines, which "
                          f"--clean cannot change; leave --clean out (simulate and train clean "
                          f"it as they read it)")
-    by_time = args.since is not None or args.until is not None
-    if by_time and (args.start or args.first is not None):
-        raise ValueError("choose the jobs by position (--start, --first) or by submission time "
-                         "(--from, --until), not both")
+    _check_choice(args)
     jobs = traces.load_trace(args.source)
     if args.clean:
         from hpcsched.workload.cleaning import clean
 
         jobs, report = clean(jobs, PROFILES[args.clean].cleaning)
         print(report.summary(), file=sys.stderr)
-    if by_time:
-        lo = None if args.since is None else submit_clock(args.since, jobs.header, what="--from")
-        hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
-        rows = submitted_between(jobs, lo, hi)
-        if rows.size == 0:
-            span = f"from {args.since or 'its start'} until {args.until or 'its end'}"
-            raise ValueError(f"{args.source}: no job was submitted {span}")
-        chosen = (f"submitted from {args.since or 'the start'} until {args.until or 'the end'}"
-                  f" ({getattr(trace_zone(jobs.header), 'key', 'UTC')})")
-    else:
-        if args.start < 0 or args.start >= len(jobs):
-            raise ValueError(f"--start {args.start} is outside the trace of {len(jobs)} jobs")
-        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
-        rows = np.arange(args.start, end)
-        chosen = f"at positions {args.start} to {end - 1}"
+    rows, chosen = _chosen(args, jobs)
     part = jobs.take(rows)
     if cerit is not None:
         note = (f"Note: {len(part)} jobs of {cerit.name} {chosen}, their lines as they are "
@@ -493,27 +504,11 @@ def _convert_cores(args) -> int:
     from hpcsched.cluster.cores import cores_table
     from hpcsched.sim.run import prepare
     from hpcsched.workload.swf import write_swf
-    from hpcsched.workload.timecut import submit_clock, submitted_between
 
-    by_time = args.since is not None or args.until is not None
-    if by_time and (args.start or args.first is not None):
-        raise ValueError("choose the jobs by position (--start, --first) or by submission time "
-                         "(--from, --until), not both")
+    _check_choice(args)
     prepared = prepare(args.source, args.clean or "hpcsim", cluster=args.cores_of,
                        partition=args.partition, drop_oversized=args.drop_oversized)
-    jobs = prepared.jobs
-    if by_time:
-        lo = None if args.since is None else submit_clock(args.since, jobs.header, what="--from")
-        hi = None if args.until is None else submit_clock(args.until, jobs.header, what="--until")
-        jobs = jobs.take(submitted_between(jobs, lo, hi))
-        if len(jobs) == 0:
-            raise ValueError(f"{args.source}: no job was submitted from "
-                             f"{args.since or 'its start'} until {args.until or 'its end'}")
-    elif args.start or args.first is not None:
-        if args.start >= len(jobs):
-            raise ValueError(f"--start {args.start} is outside the {len(jobs)} prepared jobs")
-        end = len(jobs) if args.first is None else min(len(jobs), args.start + args.first)
-        jobs = jobs.window(args.start, end - args.start)
+    jobs = prepared.jobs.take(_chosen(args, prepared.jobs)[0])
     table, report = cores_table(jobs, prepared.cluster)
     print(prepared.summary(), file=sys.stderr)
     print(report.summary(), file=sys.stderr)
