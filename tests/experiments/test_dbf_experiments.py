@@ -180,6 +180,36 @@ def test_the_claims_flip_when_the_numbers_flip():
     assert v["DBF with M >= 32: best AWT and queue length"] == "not judged"
 
 
+def test_the_dbf_claim_names_each_seed_and_judges_the_mean():
+    """Over training seeds the verdict is the mean's, and the line says each seed's AWT and queue
+    and how many seeds beat the best other method by themselves: a mean below it that rests on
+    one seed reads so."""
+    claim = "DBF with M >= 32: best AWT and queue length"
+    sjf = _row("SJF", "heuristic", wait=1000.0, queue_length=10.0)
+    lcfs = _row("LCFS", "heuristic", wait=1200.0, queue_length=9.0)
+
+    def seeds(waits, queues):
+        return _row("M32", "model", window=32, wait=sum(waits) / len(waits),
+                    queue_length=sum(queues) / len(queues), wait_per_seed=waits,
+                    queue_length_per_seed=queues)
+
+    one_carries = seeds([400.0, 1100.0, 1050.0], [6.0, 8.0, 8.5])  # mean 850 s, 7.5 jobs
+    c = next(c for c in dbf.claims([sjf, lcfs, one_carries]) if c.claim == claim)
+    assert c.verdict == "holds"
+    assert "AWT 400, 1,100, 1,050, queue 6.0, 8.0, 8.5" in c.ours
+    assert "1 of 3 seeds below both by themselves" in c.ours
+    every = seeds([900.0, 950.0, 980.0], [8.0, 8.9, 8.5])
+    c = next(c for c in dbf.claims([sjf, lcfs, every]) if c.claim == claim)
+    assert c.verdict == "holds" and "3 of 3 seeds below both" in c.ours
+    worse = seeds([400.0, 2000.0, 1500.0], [6.0, 8.0, 8.5])  # one seed below, the mean not
+    c = next(c for c in dbf.claims([sjf, lcfs, worse]) if c.claim == claim)
+    assert c.verdict == "does not hold" and "1 of 3 seeds below both" in c.ours
+    # a single model's line names no seeds
+    c = next(c for c in dbf.claims([sjf, lcfs, _row("M32", "model", window=32, wait=10.0,
+                                                    queue_length=1.0)]) if c.claim == claim)
+    assert "seeds" not in c.ours
+
+
 def test_the_split_window_claims_flip():
     def sweep(q20, wait_t1, inv_t1, big_0_10):
         rows = [_row("20-0", "model", window=20, tail=0, queue_length=q20, invisible=9.0,
@@ -226,6 +256,9 @@ def test_baselines_json_rows(capsys):
                                                + by["SJF"]["wait"]) / 2)
     assert by["two"]["wait_sd"] == pytest.approx(
         abs(by["FCFS"]["wait"] - by["SJF"]["wait"]) / 2 ** 0.5)
+    for key in ("wait", "queue_length", "utilization", "job_load", "bsld"):  # each seed's own
+        assert by["two"][f"{key}_per_seed"] == [by["FCFS"][key], by["SJF"][key]], key
+    assert "wait_per_seed" not in by["FCFS"]  # a single policy has none
     assert by["Insp-SJF"]["rejection_ratio"] > 0
     assert by["Insp-SJF-o"]["protocol"] == "offline"
     assert [r["wait"] for r in rows] == sorted(r["wait"] for r in rows)  # Fig. 3.4's order

@@ -39,7 +39,7 @@ beside ours, each with a verdict.
 --json prints one flat row per method: trace, method, policy, backfill, window, tail, protocol,
 profile, kind, episodes, utilization, wait, queue_length, job_load, bsld, rejection_ratio (an
 inspector's), seeds (a method judged over training seeds: the list; its metrics are the mean over
-seeds of each seed's mean over episodes, KEY_sd the sample sd).
+seeds of each seed's mean over episodes, KEY_sd the sample sd, KEY_per_seed each seed's own).
 """
 
 EPILOG_SWEEP = f"""examples:
