@@ -1,0 +1,106 @@
+"""DBF over three training seeds on the 2-core machine (issue 16): the runs' training facts from
+their logs, and their best.pt on the 100 test episodes beside the heuristics, from the saved rows.
+
+    python benchmarks/dbf_seeds.py [ARCHIVE] [--rows ROWS.json]
+
+ARCHIVE (default benchmarks/data/dbf_m32_seeds.tar.gz) holds each run's log.csv, config.json and
+printed output (out.txt) of `hpcsched train dbf ...` (M = 32, tail 4, lr 1e-4, entropy 0.001,
+validated through the mask, seeds 0, 1, 2; each stopped after 140 updates). Printed per run: its
+seed, updates, episodes, decisions, the updates' wall time (log.csv's epoch_s summed, validation
+excluded), the sampled AWT (training episodes, sampled actions) over the first and last ten
+updates, every greedy validation (through the mask) in order, and best.pt's update and AWT, the
+lowest. ROWS (default benchmarks/data/dbf_m32_seeds_test.json) is the `--json` output of
+`hpcsched experiment dbf-baselines` with the three best.pt files as one method over seeds; from it
+the table of the methods on the test episodes and the thesis's facts, as the experiment judges
+them. Last line: `name=value` pairs.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from dbf_sweep import read_archive  # noqa: E402  (the archives' one reader)
+
+ARCHIVE = HERE / "data" / "dbf_m32_seeds.tar.gz"
+ROWS = HERE / "data" / "dbf_m32_seeds_test.json"
+
+
+def run_facts(name: str, run: dict) -> dict:
+    """One run's training facts from its log.csv and config.json."""
+    rows, cfg = run["log"], run["config"]
+    vals = [(int(r["epoch"]), float(r["val_wait"])) for r in rows if r.get("val_wait")]
+    best_epoch, best = min(vals, key=lambda v: (v[1], v[0]))
+    waits = [float(r["wait"]) for r in rows]
+    return {"run": name, "seed": cfg["seed"], "updates": len(rows),
+            "episodes": len(rows) * cfg["trajectories_per_epoch"],
+            "decisions": sum(int(r["decisions"]) for r in rows),
+            "wall_s": sum(float(r["epoch_s"]) for r in rows),
+            "wall_to_best_s": sum(float(r["epoch_s"]) for r in rows
+                                  if int(r["epoch"]) <= best_epoch),
+            "sampled_first10": float(np.mean(waits[:10])),
+            "sampled_last10": float(np.mean(waits[-10:])),
+            "validations": vals, "best_epoch": best_epoch, "best": best}
+
+
+def reference_line(runs: dict) -> str:
+    """The heuristics' validation AWT as the runs printed it (the same in each run)."""
+    lines = {ln for r in runs.values() for ln in r.get("out", "").splitlines()
+             if ln.startswith("validation AWT of the heuristics")}
+    if len(lines) != 1:
+        raise ValueError(f"the runs disagree on the heuristics' validation AWT: {sorted(lines)}")
+    return lines.pop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("archive", nargs="?", type=Path, default=ARCHIVE)
+    p.add_argument("--rows", type=Path, default=ROWS)
+    args = p.parse_args()
+    runs = read_archive(args.archive)
+    facts = [run_facts(n, runs[n]) for n in sorted(runs)]
+    print(f"{args.archive.name}: {len(facts)} runs")
+    print(reference_line(runs))
+    for f in facts:
+        print(f"\n{f['run']} (seed {f['seed']}): {f['updates']} updates, {f['episodes']:,} episodes, "
+              f"{f['decisions']:,} decisions, {f['wall_s']:,.0f} s of updates "
+              f"({f['wall_to_best_s']:,.0f} s to best.pt)")
+        print(f"  sampled AWT, first 10 updates {f['sampled_first10']:,.0f} s, last 10 "
+              f"{f['sampled_last10']:,.0f} s")
+        print("  validations (through the mask): "
+              + ", ".join(f"{e}: {v:,.0f}" for e, v in f["validations"]))
+        print(f"  best.pt: update {f['best_epoch']}, validation AWT {f['best']:,.0f} s")
+    pairs = {f"best_s{f['seed']}": round(f["best"]) for f in facts}
+    pairs["best_mean"] = round(float(np.mean([f["best"] for f in facts])))
+    pairs["updates"] = ",".join(str(f["updates"]) for f in facts)
+    if args.rows.exists():
+        from hpcsched.experiments.dbf import claims, sort_by_wait
+
+        rows = sort_by_wait(json.loads(args.rows.read_text()))
+        print(f"\n{args.rows.name}: {rows[0]['episodes']} test episodes, sorted by AWT")
+        print(f"{'method':26} {'backfill':8} {'AWT':>8} {'sd':>6} {'queue':>6} {'sd':>5} "
+              f"{'util':>6}  per seed (AWT; queue)")
+        for r in rows:
+            seeds = ""
+            if r.get("wait_per_seed"):
+                seeds = (", ".join(f"{w:,.0f}" for w in r["wait_per_seed"]) + "; "
+                         + ", ".join(f"{q:.1f}" for q in r["queue_length_per_seed"]))
+            sd_w = f"{r['wait_sd']:6,.0f}" if r.get("wait_sd") is not None else f"{'':6}"
+            sd_q = f"{r['queue_length_sd']:5.1f}" if r.get("queue_length_sd") is not None \
+                else f"{'':5}"
+            print(f"{r['method']:26} {r['backfill']:8} {r['wait']:8,.0f} {sd_w} "
+                  f"{r['queue_length']:6.1f} {sd_q} {r['utilization']:6.3f}  {seeds}")
+        print("\nthe thesis's facts, on these rows:")
+        for c in claims(rows):
+            print(f"- {c.line()}")
+        model = next(r for r in rows if r.get("wait_per_seed"))
+        pairs.update(test_wait=round(model["wait"]), test_wait_sd=round(model["wait_sd"]),
+                     test_queue=round(model["queue_length"], 1))
+    print("\n" + " ".join(f"{k}={v}" for k, v in pairs.items()))
+
+
+if __name__ == "__main__":
+    main()
