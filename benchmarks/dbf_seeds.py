@@ -41,6 +41,8 @@ def run_facts(name: str, run: dict) -> dict:
             "wall_s": sum(float(r["epoch_s"]) for r in rows),
             "wall_to_best_s": sum(float(r["epoch_s"]) for r in rows
                                   if int(r["epoch"]) <= best_epoch),
+            "rollout_s": float(np.median([float(r["rollout_s"]) for r in rows])),
+            "update_s": float(np.median([float(r["update_s"]) for r in rows])),
             "sampled_first10": float(np.mean(waits[:10])),
             "sampled_last10": float(np.mean(waits[-10:])),
             "validations": vals, "best_epoch": best_epoch, "best": best}
@@ -68,6 +70,8 @@ def main() -> None:
         print(f"\n{f['run']} (seed {f['seed']}): {f['updates']} updates, {f['episodes']:,} episodes, "
               f"{f['decisions']:,} decisions, {f['wall_s']:,.0f} s of updates "
               f"({f['wall_to_best_s']:,.0f} s to best.pt)")
+        print(f"  an update (median): rollout {f['rollout_s']:.1f} s, update {f['update_s']:.1f} s; "
+              f"{f['decisions'] / f['wall_s']:,.0f} decisions/s")
         print(f"  sampled AWT, first 10 updates {f['sampled_first10']:,.0f} s, last 10 "
               f"{f['sampled_last10']:,.0f} s")
         print("  validations (through the mask): "
