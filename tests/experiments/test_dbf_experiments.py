@@ -384,3 +384,21 @@ def test_fig34_takes_each_shipped_unmasked_model_in_both_readings():
                                       models=[("", n) for n in names])
     labels = [m.label for m in dbf.resolve_windows(methods, "lublin-1")]
     assert labels == ["M32-4", "M32-4@masked"]
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_a_worker_process_runs_one_blas_thread():
+    """Each worker of a parallel run limits numpy's BLAS pool to one thread (two workers' pools
+    of a thread per core each spun against each other: 20 times slower)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = dbf.Context("lublin-1", (), dbf.EPISODE_JOBS)
+    with ProcessPoolExecutor(max_workers=1, initializer=dbf._init_worker,
+                             initargs=(context,)) as pool:
+        threads = pool.submit(_blas_threads).result()
+    assert threads and set(threads) == {1}
