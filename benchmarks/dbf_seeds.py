@@ -67,11 +67,11 @@ def main() -> None:
     print(f"{args.archive.name}: {len(facts)} runs")
     print(reference_line(runs))
     for f in facts:
-        print(f"\n{f['run']} (seed {f['seed']}): {f['updates']} updates, {f['episodes']:,} episodes, "
-              f"{f['decisions']:,} decisions, {f['wall_s']:,.0f} s of updates "
+        print(f"\n{f['run']} (seed {f['seed']}): {f['updates']} updates, "
+              f"{f['episodes']:,} episodes, {f['decisions']:,} decisions, {f['wall_s']:,.0f} s of updates "
               f"({f['wall_to_best_s']:,.0f} s to best.pt)")
-        print(f"  an update (median): rollout {f['rollout_s']:.1f} s, update {f['update_s']:.1f} s; "
-              f"{f['decisions'] / f['wall_s']:,.0f} decisions/s")
+        print(f"  an update (median): rollout {f['rollout_s']:.1f} s, "
+              f"update {f['update_s']:.1f} s; {f['decisions'] / f['wall_s']:,.0f} decisions/s")
         print(f"  sampled AWT, first 10 updates {f['sampled_first10']:,.0f} s, last 10 "
               f"{f['sampled_last10']:,.0f} s")
         print("  validations (through the mask): "

@@ -557,7 +557,15 @@ def _seeds_below(row: dict, best_w: dict, best_q: dict) -> str:
     on_queue = sum(q < best_q["queue_length"] for q in queues)
     return (f" (mean of {n} seeds: AWT " + ", ".join(_fmt(w, 0) for w in waits)
             + ", queue " + ", ".join(_fmt(q) for q in queues)
-            + f"; seeds below by themselves: {on_wait} of {n} on AWT, {on_queue} of {n} on queue)")
+            + f"; seeds below by themselves: {on_wait} of {n} on AWT, {on_queue} of {n} "
+              f"on queue)")
+
+
+def _models_text(models: Sequence[dict], best_w: dict, best_q: dict) -> str:
+    """Each DBF row's AWT and queue length (and its seeds'), for the facts that compare them."""
+    return ", ".join(f"{r['method']} AWT {_fmt(r['wait'], 0)} s, queue "
+                     f"{_fmt(r['queue_length'])}" + _seeds_below(r, best_w, best_q)
+                     for r in models)
 
 
 def claims(rows: Sequence[dict]) -> list[Claim]:
@@ -603,9 +611,7 @@ def claims(rows: Sequence[dict]) -> list[Claim]:
         best_q = min(others, key=lambda r: r["queue_length"])
         holds = all(r["wait"] < best_w["wait"] and r["queue_length"] < best_q["queue_length"]
                     for r in dbf)
-        text = (", ".join(f"{r['method']} AWT {_fmt(r['wait'], 0)} s, queue "
-                          f"{_fmt(r['queue_length'])}" + _seeds_below(r, best_w, best_q)
-                          for r in dbf)
+        text = (_models_text(dbf, best_w, best_q)
                 + f"; best other: AWT {_fmt(best_w['wait'], 0)} s ({best_w['method']}), queue "
                   f"{_fmt(best_q['queue_length'])} ({best_q['method']})")
         out.append(Claim("DBF with M >= 32: best AWT and queue length", thesis, text,
@@ -624,9 +630,7 @@ def claims(rows: Sequence[dict]) -> list[Claim]:
         best_q = min(heur, key=lambda r: r["queue_length"])
         awt = all(r["wait"] < best_w["wait"] for r in dbf)
         queue = all(r["queue_length"] < best_q["queue_length"] for r in dbf)
-        text = (", ".join(f"{r['method']} AWT {_fmt(r['wait'], 0)} s, queue "
-                          f"{_fmt(r['queue_length'])}" + _seeds_below(r, best_w, best_q)
-                          for r in dbf)
+        text = (_models_text(dbf, best_w, best_q)
                 + f"; best heuristic: AWT {_fmt(best_w['wait'], 0)} s ({best_w['method']}), "
                   f"queue {_fmt(best_q['queue_length'])} ({best_q['method']}); AWT "
                   + ("below" if awt else "not below") + ", queue "
