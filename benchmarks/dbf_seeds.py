@@ -68,7 +68,8 @@ def main() -> None:
     print(reference_line(runs))
     for f in facts:
         print(f"\n{f['run']} (seed {f['seed']}): {f['updates']} updates, "
-              f"{f['episodes']:,} episodes, {f['decisions']:,} decisions, {f['wall_s']:,.0f} s of updates "
+              f"{f['episodes']:,} episodes, {f['decisions']:,} decisions, "
+              f"{f['wall_s']:,.0f} s of updates "
               f"({f['wall_to_best_s']:,.0f} s to best.pt)")
         print(f"  an update (median): rollout {f['rollout_s']:.1f} s, "
               f"update {f['update_s']:.1f} s; {f['decisions'] / f['wall_s']:,.0f} decisions/s")
