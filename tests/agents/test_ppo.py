@@ -316,3 +316,30 @@ def test_both_samplers_draw_from_the_policy(sampling):
     freq = np.bincount(a, minlength=SLOTS) / len(a)
     assert np.abs(freq - p).max() < 0.03
     np.testing.assert_allclose(logp, np.log(p[a]), rtol=1e-4)
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_training_threads_limit_numpys_blas_pool_too():
+    """`threads` bounds numpy's BLAS pool as well as torch's for the training, and both are as
+    they were afterwards (a BLAS thread per core spun beside a one-thread training)."""
+    from threadpoolctl import threadpool_limits
+    from hpcsched.agents.ppo import torch_threads
+
+    seen = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        torch_before = torch.get_num_threads()
+        assert _blas_threads() == {2}
+        with torch_threads(1):
+            assert _blas_threads() == {1} and torch.get_num_threads() == 1
+        assert _blas_threads() == {2} and torch.get_num_threads() == torch_before
+        with torch_threads(None):  # no limit: as they are
+            assert _blas_threads() == {2}
+        PPO(config(threads=1), env=fake()).learn(
+            1, callback=lambda stats: seen.append((_blas_threads(), torch.get_num_threads())))
+        assert _blas_threads() == {2}
+    assert seen == [({1}, 1)]

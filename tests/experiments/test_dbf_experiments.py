@@ -259,6 +259,71 @@ def test_the_split_window_claims_flip():
     assert set(bad.values()) == {"does not hold"}, bad
 
 
+def test_the_split_window_claims_over_seeds_name_each_seed():
+    """A model over seeds is judged on its mean, and the text says how many seeds hold alone:
+    a tail-1 mean below tail 0's with one seed above it says 2 of 3; a lower queue that is not
+    lower makes the verdict fail and names the half."""
+    def seeded(label, tail, waits, queues):
+        return _row(label, "model", window=10, tail=tail, wait=float(np.mean(waits)),
+                    wait_sd=float(np.std(waits, ddof=1)), wait_per_seed=waits,
+                    queue_length=float(np.mean(queues)), queue_length_per_seed=queues,
+                    queue_length_sd=float(np.std(queues, ddof=1)), invisible=5.0, partial=0.5)
+
+    head = seeded("10-0", 0, [1000.0, 1100.0, 1200.0], [10.0, 11.0, 12.0])
+    one = seeded("9-1", 1, [700.0, 800.0, 1150.0], [9.0, 9.0, 9.0])
+    c = next(c for c in dw.claims(dw.Sweep([head, one], {}, 0, []))
+             if c.claim.startswith("with M <= 20"))
+    assert c.verdict == "holds"
+    assert "1,100 ± 100 (1,000, 1,100, 1,200)" in c.ours
+    assert "2 of 3 on AWT, 3 of 3 on queue" in c.ours and "AWT lower, queue lower" in c.ours
+    level = seeded("9-1", 1, [700.0, 800.0, 900.0], [11.0, 11.0, 11.0])
+    c = next(c for c in dw.claims(dw.Sweep([head, level], {}, 0, []))
+             if c.claim.startswith("with M <= 20"))
+    assert c.verdict == "does not hold" and "AWT lower, queue not lower" in c.ours
+
+    def big(placed):  # 10 jobs of more than 128 cores arrive, `placed` start
+        return {"arrived": [[0] * 6] * 5 + [[0, 0, 0, 10, 0, 0]],
+                "placed": [[0] * 6] * 5 + [[0, 0, 0, placed, 0, 0]], "wait": [[0.0] * 6] * 6}
+
+    full = seeded("0-10", 10, [500.0, 600.0, 700.0], [8.0, 8.0, 8.0])
+    per_seed = [[big(5)], [big(9)], [big(4)]]  # not placed: 50%, 10%, 60%; pooled 18/30
+    sweep = dw.Sweep([head, one, full], {"10-0": [big(8)], "9-1": [big(8)],
+                                         "0-10": [p for ps in per_seed for p in ps]}, 1, [],
+                     {"0-10": per_seed})
+    starve = {r["method"]: r for r in sweep.starvation_rows()}
+    assert starve["0-10"]["big_not_placed"] == pytest.approx(0.4)
+    assert starve["0-10"]["big_not_placed_per_seed"] == pytest.approx([0.5, 0.1, 0.6])
+    assert "big_not_placed_per_seed" not in starve["10-0"]
+    c = next(c for c in dw.claims(sweep) if c.claim.startswith("the all-tail"))
+    assert c.verdict == "holds", c.ours
+    assert "40.0% with 0-10 (per seed 50.0%, 10.0%, 60.0%; 2 of 3 seeds above 10-0's)" in c.ours
+    sweep.types["0-10"] = [big(9)] * 3  # pooled 10% not placed: fewer than 10-0's 20%
+    c = next(c for c in dw.claims(sweep) if c.claim.startswith("the all-tail"))
+    assert c.verdict == "does not hold" and "big jobs placed not less often" in c.ours
+
+
+def test_the_sweep_pools_a_methods_seeds_in_its_job_types(capsys):
+    """Fig. 3.7's parts of a method over seeds are every seed's episodes (two heuristics stand in
+    for two seeds): its starvation row is their sum, each seed's share is that heuristic's."""
+    assert main(["experiment", "dbf-window-sweep", "--episodes", "2", "--heatmap-episodes", "3",
+                 "--workers", "1", "--seeds", "0-10=sqf,lcfs", "--reference", "sqf,lcfs",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    starve = {r["method"]: r for r in rows if r["table"] == "starvation"}
+    two, sjf, lcfs = starve["0-10"], starve["SJF"], starve["LCFS"]
+    assert two["big_arrived"] == sjf["big_arrived"] + lcfs["big_arrived"]
+    assert two["big_placed"] == sjf["big_placed"] + lcfs["big_placed"]
+    assert two["big_not_placed_per_seed"] == pytest.approx([sjf["big_not_placed"],
+                                                           lcfs["big_not_placed"]])
+    assert sjf["big_not_placed"] != lcfs["big_not_placed"]  # the two seeds differ
+    types = {(r["method"], r["cores"], r["runtime"]): r for r in rows
+             if r["table"] == "job_types"}
+    for (method, cores, runtime), r in types.items():
+        if method == "0-10":
+            assert r["placed"] == (types["SJF", cores, runtime]["placed"]
+                                   + types["LCFS", cores, runtime]["placed"])
+
+
 def test_mean_and_sd_over_seeds():
     row = dbf.mean_row([{"wait": 1.0, "bsld": 2.0}, {"wait": 3.0, "bsld": 2.0}], ("wait", "bsld"))
     assert row == {"wait": 2.0, "wait_sd": pytest.approx(2 ** 0.5), "bsld": 2.0, "bsld_sd": 0.0}

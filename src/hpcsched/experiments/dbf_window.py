@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -219,15 +219,27 @@ class Sweep:
     """What `window_sweep` measured: Fig. 3.5/3.6's rows, Fig. 3.7's job types, and notes."""
 
     rows: list[dict]
-    types: dict[str, list[dict]]  # label -> Fig. 3.7's job-type parts, per episode
+    #: label -> Fig. 3.7's job-type parts, per episode, of every training seed (pooled)
+    types: dict[str, list[dict]]
     heatmap_episodes: int
     notes: list[str]
+    #: label -> the same parts per training seed, where a method has more than one
+    seed_types: dict[str, list[list[dict]]] = field(default_factory=dict)
 
     def type_rows(self) -> list[dict]:
         return [r for label, parts in self.types.items() for r in job_type_rows(label, parts)]
 
     def starvation_rows(self) -> list[dict]:
-        return [{"method": label, **starvation(parts)} for label, parts in self.types.items()]
+        """Per method, its jobs of more than 128 cores over all its episodes (all seeds pooled),
+        and for a method over seeds each seed's share not placed (`big_not_placed_per_seed`)."""
+        out = []
+        for label, parts in self.types.items():
+            row = {"method": label, **starvation(parts)}
+            if len(self.seed_types.get(label, ())) > 1:
+                row["big_not_placed_per_seed"] = [starvation(p)["big_not_placed"]
+                                                  for p in self.seed_types[label]]
+            out.append(row)
+        return out
 
 
 def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
@@ -256,7 +268,7 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
     context = dbf.Context(trace, tuple(methods), episode_jobs, windows=ms, job_types=bool(heat))
     plan = {i: both if i in heat else table for i in range(len(methods))}
     results = dbf.run_online(context, plan, workers=workers, progress=progress)
-    rows, types = [], {}
+    rows, types, seed_types = [], {}, {}
     for i, m in enumerate(methods):
         runs = [results[i, k] for k in range(len(m.policies()))]
         per_seed = []
@@ -277,8 +289,11 @@ def window_sweep(trace: str = "lublin-1", models: Sequence[Method] = (), *,
             row["cycles"] = per_seed[0][f"cycles@{w}"]
             rows.append(row)
         if i in heat:
-            types[m.label] = [runs[0][k]["types"] for k in in_heat]
-    return Sweep(rows, types, heatmap_episodes if heat else 0, [])
+            each = [[eps[k]["types"] for k in in_heat] for eps in runs]
+            types[m.label] = [part for parts in each for part in parts]
+            if len(each) > 1:
+                seed_types[m.label] = each
+    return Sweep(rows, types, heatmap_episodes if heat else 0, [], seed_types)
 
 
 def simulations(models: Sequence[Method], references: Sequence[str], episodes: int,
@@ -294,7 +309,9 @@ def simulations(models: Sequence[Method], references: Sequence[str], episodes: i
 def claims(sweep: Sweep) -> list[dbf.Claim]:
     """Section 4.7's split-window facts on our rows: the queue length at M = 20 (31); with
     M <= 20 one tail slot lowers AWT and queue length; splitting cuts the invisible jobs for
-    M = 8 and 10; the all-tail window of M = 10 has the best AWT but places fewer big jobs."""
+    M = 8 and 10; the all-tail window of M = 10 has the best AWT but places fewer big jobs. A
+    model over training seeds is judged on its mean; the text gives its sd and each seed's value,
+    and how many seeds hold by themselves."""
     out = []
     models = [r for r in sweep.rows if r.get("kind") == "model"]
     at = {(r["window"], r["tail"]): r for r in models}
@@ -308,8 +325,8 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
     else:
         q = m20["queue_length"]
         out.append(dbf.Claim("mean queue length with M = 20, M_t = 0", "31",
-                             f"{q:.1f}{ref}", "holds" if 0.8 * 31 <= q <= 1.2 * 31
-                             else "does not hold"))
+                             _spread(m20, "queue_length", 1) + ref,
+                             "holds" if 0.8 * 31 <= q <= 1.2 * 31 else "does not hold"))
     pairs = [(w, at[w, 0], at[w, 1]) for w in sorted({w for w, _ in at})
              if w <= 20 and (w, 0) in at and (w, 1) in at]
     if not pairs:
@@ -317,13 +334,17 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
                              "a large gain", "no M <= 20 with both tail 0 and 1 in the grid",
                              "not judged"))
     else:
-        holds = all(b["wait"] < a["wait"] and b["queue_length"] < a["queue_length"]
-                    for _, a, b in pairs)
-        text = "; ".join(f"M = {w}: AWT {a['wait']:.0f} -> {b['wait']:.0f} s, queue "
-                         f"{a['queue_length']:.1f} -> {b['queue_length']:.1f}"
-                         for w, a, b in pairs)
+        halves = [(a["wait"] > b["wait"], a["queue_length"] > b["queue_length"])
+                  for _, a, b in pairs]
+        text = "; ".join(
+            f"M = {w}: AWT {_spread(a, 'wait', 0)} -> {_spread(b, 'wait', 0)} s, queue "
+            f"{_spread(a, 'queue_length', 1)} -> {_spread(b, 'queue_length', 1)}"
+            + _seeds_under(b, a, ("wait", "queue_length"), ("AWT", "queue"), "tail 0's mean")
+            + f" (AWT {'lower' if lw else 'not lower'}, queue {'lower' if lq else 'not lower'})"
+            for (w, a, b), (lw, lq) in zip(pairs, halves))
         out.append(dbf.Claim("with M <= 20, one tail slot lowers AWT and queue length",
-                             "a large gain", text, "holds" if holds else "does not hold"))
+                             "a large gain", text,
+                             "holds" if all(lw and lq for lw, lq in halves) else "does not hold"))
     split = []
     for w in (8, 10):
         if (w, 0) in at and any(t > 0 for ww, t in at if ww == w):
@@ -349,17 +370,51 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
         full, head = tails[w], tails[0]
         sf, sh = starve[full["method"]], starve[head["method"]]
         best = min(tails.values(), key=lambda r: r["wait"])
-        holds = best is full and (sf["big_not_placed"] or 0) > (sh["big_not_placed"] or 0)
-        text = (f"best AWT: {best['method']} ({best['wait']:.0f} s); jobs > 128 cores not "
-                f"placed: {_pct(sf['big_not_placed'])} with {full['method']} against "
-                f"{_pct(sh['big_not_placed'])} with {head['method']}")
+        fewer = (sf["big_not_placed"] or 0) > (sh["big_not_placed"] or 0)
+        each = sf.get("big_not_placed_per_seed")
+        seeds = ""
+        if each:
+            above = sum((x or 0) > (sh["big_not_placed"] or 0) for x in each)
+            seeds = (f" (per seed {', '.join(_pct(x) for x in each)}; {above} of {len(each)} "
+                     f"seeds above {head['method']}'s)")
+        text = (f"best AWT: {best['method']} ({_spread(best, 'wait', 0)} s; "
+                + ", ".join(f"{r['method']} {r['wait']:,.0f}" for r in tails.values()
+                            if r is not best)
+                + f" s); jobs > 128 cores not placed: {_pct(sf['big_not_placed'])} with "
+                f"{full['method']}{seeds} against {_pct(sh['big_not_placed'])} with "
+                f"{head['method']} (best AWT {'all-tail' if best is full else 'not all-tail'}, "
+                f"big jobs placed {'less' if fewer else 'not less'} often)")
         out.append(dbf.Claim("the all-tail window (0-10): best AWT, big jobs placed less often",
-                             "starvation risk", text, "holds" if holds else "does not hold"))
+                             "starvation risk", text,
+                             "holds" if best is full and fewer else "does not hold"))
     else:
         out.append(dbf.Claim("the all-tail window (0-10): best AWT, big jobs placed less often",
                              "starvation risk", "no 10-0 and 0-10 models in the heatmap",
                              "not judged"))
     return out
+
+
+def _spread(row: dict, key: str, digits: int) -> str:
+    """A row's `key`: the value, and for a method over seeds its sd and each seed's value."""
+    each = row.get(f"{key}_per_seed")
+    text = f"{row[key]:,.{digits}f}"
+    if each and len(each) > 1:
+        sd = row.get(f"{key}_sd")
+        text += (f" ± {sd:,.{digits}f}" if sd is not None else "") + " (" + ", ".join(
+            f"{x:,.{digits}f}" for x in each) + ")"
+    return text
+
+
+def _seeds_under(row: dict, other: dict, keys: Sequence[str], names: Sequence[str],
+                 whose: str) -> str:
+    """For a row over seeds: how many of its seeds are below `other`'s mean, per key."""
+    if not row.get(f"{keys[0]}_per_seed"):
+        return ""
+    parts = []
+    for key, name in zip(keys, names):
+        each = row[f"{key}_per_seed"]
+        parts.append(f"{sum(x < other[key] for x in each)} of {len(each)} on {name}")
+    return f"; seeds below {whose}: " + ", ".join(parts)
 
 
 def _pct(x: float | None) -> str:
