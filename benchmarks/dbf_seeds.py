@@ -2,17 +2,22 @@
 their logs, and their best.pt on the 100 test episodes beside the heuristics, from the saved rows.
 
     python benchmarks/dbf_seeds.py [ARCHIVE] [--rows ROWS.json]
+    python benchmarks/dbf_seeds.py benchmarks/data/dbf_window_seeds.tar.gz \
+        --rows benchmarks/data/dbf_window_seeds_test.json
 
 ARCHIVE (default benchmarks/data/dbf_m32_seeds.tar.gz) holds each run's log.csv, config.json and
 printed output (out.txt) of `hpcsched train dbf ...` (M = 32, tail 4, lr 1e-4, entropy 0.001,
-validated through the mask, seeds 0, 1, 2; each stopped after 140 updates). Printed per run: its
+validated through the mask, seeds 0, 1, 2; each stopped after 120 updates; or, in
+dbf_window_seeds.tar.gz, the split-window grid 10-0, 9-1, 0-10 and 20-0, three seeds each,
+stopped after the same number of updates). Printed per run: its
 seed, updates, episodes, decisions, the updates' wall time (log.csv's epoch_s summed, validation
 excluded), the sampled AWT (training episodes, sampled actions) over the first and last ten
 updates, every greedy validation (through the mask) in order, and best.pt's update and AWT, the
 lowest. ROWS (default benchmarks/data/dbf_m32_seeds_test.json) is the `--json` output of
-`hpcsched experiment dbf-baselines` with the three best.pt files as one method over seeds; from it
-the table of the methods on the test episodes and the thesis's facts, as the experiment judges
-them. Last line: `name=value` pairs.
+`hpcsched experiment dbf-baselines` with the three best.pt files as one method over seeds, or of
+`hpcsched experiment dbf-window-sweep` with each grid entry's three files; from it the table of
+the methods on the test episodes (and the sweep's jobs of more than 128 cores) and the thesis's
+facts, as the experiment judges them. Last line: `name=value` pairs.
 """
 import argparse
 import json
@@ -81,7 +86,9 @@ def main() -> None:
     pairs = {f"best_s{f['seed']}": round(f["best"]) for f in facts}
     pairs["best_mean"] = round(float(np.mean([f["best"] for f in facts])))
     pairs["updates"] = ",".join(str(f["updates"]) for f in facts)
-    if args.rows.exists():
+    if args.rows.exists() and _is_sweep(json.loads(args.rows.read_text())):
+        pairs.update(print_sweep(json.loads(args.rows.read_text()), args.rows.name))
+    elif args.rows.exists():
         from hpcsched.experiments.dbf import claims, sort_by_wait
 
         rows = sort_by_wait(json.loads(args.rows.read_text()))
@@ -105,6 +112,50 @@ def main() -> None:
         pairs.update(test_wait=round(model["wait"]), test_wait_sd=round(model["wait_sd"]),
                      test_queue=round(model["queue_length"], 1))
     print("\n" + " ".join(f"{k}={v}" for k, v in pairs.items()))
+
+
+def _is_sweep(rows: list[dict]) -> bool:
+    return bool(rows) and "table" in rows[0]
+
+
+def _per_seed(r: dict, key: str, digits: int) -> str:
+    each = r.get(f"{key}_per_seed") or []
+    return ", ".join(f"{x:,.{digits}f}" for x in each)
+
+
+def print_sweep(rows: list[dict], name: str) -> dict:
+    """The window sweep's rows: AWT and queue per configuration (seeds' mean, sd and each),
+    the jobs of more than 128 cores, and the split-window facts; returns name=value pairs."""
+    from hpcsched.experiments.dbf_window import claims_of
+
+    windows = [r for r in rows if r["table"] == "windows"]
+    starve = [r for r in rows if r["table"] == "starvation"]
+    print(f"\n{name}: {windows[0]['episodes']} test episodes")
+    print(f"{'method':12} {'M':>3} {'tail':>4} {'AWT':>8} {'sd':>6} {'queue':>6} {'sd':>5} "
+          f"{'invis':>6}  per seed (AWT; queue)")
+    for r in windows:
+        sd_w = f"{r['wait_sd']:6,.0f}" if r.get("wait_sd") is not None else f"{'':6}"
+        sd_q = (f"{r['queue_length_sd']:5.1f}" if r.get("queue_length_sd") is not None
+                else f"{'':5}")
+        tail = "-" if r.get("tail") is None else r["tail"]
+        print(f"{r['method']:12} {r['window']:3} {tail:>4} {r['wait']:8,.0f} {sd_w} "
+              f"{r['queue_length']:6.1f} {sd_q} {r['invisible']:6.2f}  "
+              f"{_per_seed(r, 'wait', 0)}; {_per_seed(r, 'queue_length', 1)}")
+    print("\njobs of more than 128 cores (all episodes of all seeds):")
+    for r in starve:
+        each = ", ".join(f"{100 * x:.1f}%" for x in r.get("big_not_placed_per_seed") or [])
+        print(f"{r['method']:12} arrived {r['big_arrived']:6,} placed {r['big_placed']:6,} "
+              f"not placed {100 * r['big_not_placed']:5.1f}%" + (f" (per seed {each})"
+                                                                    if each else ""))
+    print("\nthe thesis's facts, on these rows:")
+    for c in claims_of(windows, starve):
+        print(f"- {c.line()}")
+    pairs = {}
+    for r in windows:
+        if r.get("kind") == "model":
+            pairs[f"wait_{r['method']}"] = round(r["wait"])
+            pairs[f"queue_{r['method']}"] = round(r["queue_length"], 1)
+    return pairs
 
 
 if __name__ == "__main__":

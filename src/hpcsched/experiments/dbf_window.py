@@ -312,11 +312,17 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
     M = 8 and 10; the all-tail window of M = 10 has the best AWT but places fewer big jobs. A
     model over training seeds is judged on its mean; the text gives its sd and each seed's value,
     and how many seeds hold by themselves."""
+    return claims_of(sweep.rows, sweep.starvation_rows())
+
+
+def claims_of(rows: Sequence[dict], starvation_rows: Sequence[dict]) -> list[dbf.Claim]:
+    """`claims` on a sweep's rows and starvation rows as `--json` gives them (table "windows"
+    and "starvation"; the key `table` is ignored)."""
     out = []
-    models = [r for r in sweep.rows if r.get("kind") == "model"]
+    models = [r for r in rows if r.get("kind") == "model"]
     at = {(r["window"], r["tail"]): r for r in models}
     m20 = at.get((20, 0))
-    refs = [r for r in sweep.rows if r.get("kind") != "model" and r.get("window") == 20]
+    refs = [r for r in rows if r.get("kind") != "model" and r.get("window") == 20]
     ref = ("; on the same episodes: " + ", ".join(f"{r['method']} {r['queue_length']:.1f}"
                                                   for r in refs)) if refs else ""
     if m20 is None:
@@ -364,7 +370,7 @@ def claims(sweep: Sweep) -> list[dbf.Claim]:
                              text, "holds" if holds else "does not hold"))
     w = HEATMAP_WINDOW
     tails = {r["tail"]: r for r in models if r["window"] == w}
-    starve = {s["method"]: s for s in sweep.starvation_rows()}
+    starve = {s["method"]: s for s in starvation_rows}
     if w in tails and 0 in tails and tails[w]["method"] in starve and \
             tails[0]["method"] in starve:
         full, head = tails[w], tails[0]
