@@ -83,8 +83,11 @@ def main() -> None:
         print("  validations (through the mask): "
               + ", ".join(f"{e}: {v:,.0f}" for e, v in f["validations"]))
         print(f"  best.pt: update {f['best_epoch']}, validation AWT {f['best']:,.0f} s")
-    pairs = {f"best_s{f['seed']}": round(f["best"]) for f in facts}
-    pairs["best_mean"] = round(float(np.mean([f["best"] for f in facts])))
+    if len({f["seed"] for f in facts}) == len(facts):  # one configuration: by seed
+        pairs = {f"best_s{f['seed']}": round(f["best"]) for f in facts}
+        pairs["best_mean"] = round(float(np.mean([f["best"] for f in facts])))
+    else:  # a grid of configurations: by run
+        pairs = {f"best_{f['run']}": round(f["best"]) for f in facts}
     pairs["updates"] = ",".join(str(f["updates"]) for f in facts)
     if args.rows.exists() and _is_sweep(json.loads(args.rows.read_text())):
         pairs.update(print_sweep(json.loads(args.rows.read_text()), args.rows.name))

@@ -1,8 +1,8 @@
 """DBF over three training seeds on the 2-core machine (README, "Three seeds on the 2-core
-machine"; benchmarks/dbf_seeds.py): the README's numbers are the ones the script prints from the
-runs' logs and the saved test rows, the bundled files are those runs' best.pt, and (slow) each
-file re-scores exactly what its run's validation recorded, and the three together the saved test
-rows."""
+machine" and "Three seeds per window on the 2-core machine"; benchmarks/dbf_seeds.py): the
+README's numbers are the ones the script prints from the runs' logs and the saved test rows, the
+bundled files are those runs' best.pt, and (slow) each file re-scores exactly what its run's
+validation recorded, and the files together the saved test rows."""
 
 import importlib.util
 import json
@@ -26,10 +26,12 @@ def load_script():
     return module
 
 
-def section() -> str:
+def section(marker: str = "**Three seeds on the 2-core machine.**") -> str:
+    """The README from `marker` to the next heading, its whitespace as single spaces."""
     text = (ROOT / "README.md").read_text()
-    a = text.index("**Three seeds on the 2-core machine.**")
-    return " ".join(text[a:text.index("### ", a)].split())
+    a = text.index(marker)
+    b = text.find("\n#", a)
+    return " ".join(text[a:b if b > 0 else None].split())
 
 
 def facts() -> dict[int, dict]:
@@ -152,3 +154,150 @@ def test_the_three_files_give_the_saved_test_rows():
     for k in dbf.METRICS:
         assert got[k] == pytest.approx(saved[k], rel=1e-9), k
         assert got[f"{k}_per_seed"] == pytest.approx(saved[f"{k}_per_seed"], rel=1e-9), k
+
+
+# -- the split-window grid: 10-0, 9-1, 0-10 and 20-0, three seeds each -------------------------------
+WINDOW_MARKER = "**Three seeds per window on the 2-core machine.**"
+WINDOW_ARCHIVE = DATA / "dbf_window_seeds.tar.gz"
+WINDOW_ROWS = DATA / "dbf_window_seeds_test.json"
+WINDOW_MODELS = DATA / "dbf_window_seeds"
+#: the thesis's label (head-tail) -> (M, M_t); run folders are wM-MT-sSEED
+GRID = {"10-0": (10, 0), "9-1": (10, 1), "0-10": (10, 10), "20-0": (20, 0)}
+
+
+def window_facts() -> dict[tuple[str, int], dict]:
+    """(label, seed) -> the run's facts (benchmarks/dbf_seeds.run_facts)."""
+    script = load_script()
+    by_window = {v: k for k, v in GRID.items()}
+    out = {}
+    for name, run in script.read_archive(WINDOW_ARCHIVE).items():
+        cfg = run["config"]
+        out[by_window[cfg["window"], cfg["tail"]], cfg["seed"]] = script.run_facts(name, run)
+    return out
+
+
+def window_rows() -> list[dict]:
+    return json.loads(WINDOW_ROWS.read_text())
+
+
+def test_the_window_runs_are_the_grid_the_readme_names():
+    script = load_script()
+    runs = script.read_archive(WINDOW_ARCHIVE)
+    assert sorted((r["config"]["window"], r["config"]["tail"], r["config"]["seed"])
+                  for r in runs.values()) == sorted((m, t, s) for m, t in GRID.values()
+                                                    for s in SEEDS)
+    updates = {len(r["log"]) for r in runs.values()}
+    assert len(updates) == 1  # all stopped after the same update
+    n = updates.pop()
+    for run in runs.values():
+        cfg = run["config"]
+        assert (cfg["pi_lr"], cfg["ent_coef"], cfg["mask"], cfg["trajectories_per_epoch"]) == \
+            (1e-4, 0.001, False, 16)
+        assert cfg["run_options"]["validate_masked"] is True
+    assert f"each stopped after update {n} ({16 * n} episodes" in section(WINDOW_MARKER)
+    assert "fcfs 298,948 s, sqf 4,693 s, lcfs 3,244 s" in script.reference_line(runs)
+
+
+def test_the_window_readme_training_numbers_come_from_the_logs():
+    """The README's table of best.pt per run: update and masked validation AWT."""
+    readme = section(WINDOW_MARKER)
+    got = window_facts()
+    for label in GRID:
+        cells = " | ".join(f"{got[label, s]['best_epoch']}: {got[label, s]['best']:,.0f}"
+                           for s in SEEDS)
+        first = ", ".join(f"{got[label, s]['sampled_first10']:,.0f}" for s in SEEDS)
+        last = ", ".join(f"{got[label, s]['sampled_last10']:,.0f}" for s in SEEDS)
+        assert f"| {label} | {cells} | {first} | {last} |" in readme, label
+    minutes = [f["wall_s"] / 60 for f in got.values()]
+    assert f"{min(minutes):.0f}-{max(minutes):.0f} min of updates a run" in readme
+
+
+def test_the_window_files_are_the_runs_best_pt():
+    got = window_facts()
+    for (label, seed), f in got.items():
+        ck = read_model(WINDOW_MODELS / f"{label}-s{seed}.pt")
+        assert "training" not in ck
+        assert (ck["config"]["window"], ck["config"]["tail"], ck["config"]["seed"]) == \
+            (*GRID[label], seed)
+        recorded = [h["val_wait"] for h in ck["history"] if h.get("epoch") == ck["epoch"]]
+        assert (ck["epoch"], recorded) == (f["best_epoch"], [f["best"]]), (label, seed)
+
+
+def test_the_window_readme_rows_and_facts_are_the_saved_rows():
+    """Every configuration's AWT and queue (mean ± sd, each seed) as saved, and every fact line
+    exactly as the experiment judges the saved rows."""
+    from hpcsched.experiments.dbf_window import claims_of
+
+    readme = section(WINDOW_MARKER)
+    rows = window_rows()
+    windows = [r for r in rows if r["table"] == "windows"]
+    models = {r["method"]: r for r in windows if r.get("kind") == "model"}
+    assert set(models) == set(GRID)
+    for label, r in models.items():
+        assert r["episodes"] == 100 and (r["window"], r["tail"]) == GRID[label]
+        assert r["seeds"] == [f"dbf:benchmarks/data/dbf_window_seeds/{label}-s{s}.pt@masked"
+                              for s in SEEDS]
+        line = (f"| {label} | {r['wait']:,.0f} ± {r['wait_sd']:,.0f} | "
+                + ", ".join(f"{w:,.0f}" for w in r["wait_per_seed"])
+                + f" | {r['queue_length']:.1f} ± {r['queue_length_sd']:.1f} | "
+                + ", ".join(f"{q:.1f}" for q in r["queue_length_per_seed"]) + " |")
+        assert line in readme, label
+    starve = {r["method"]: r for r in rows if r["table"] == "starvation"}
+    for c in claims_of(windows, list(starve.values())):
+        assert " ".join(c.line().split()) in readme, c.claim
+    # the prose's other numbers: the one-tail window's and SJF's big jobs left, FCFS+EASY's AWT
+    assert f"leaves as many ({100 * starve['9-1']['big_not_placed']:.1f} %)" in readme
+    assert f"and SJF {100 * starve['SJF']['big_not_placed']:.1f} %" in readme
+    fcfs = next(r for r in windows if r["method"] == "FCFS+EASY")
+    assert f"worse than FCFS with EASY ({fcfs['wait']:,.0f} s)" in readme
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label,seed", [(g, s) for g in GRID for s in SEEDS])
+def test_a_window_file_scores_what_its_validation_recorded(label, seed):
+    """As the M = 32 files above: the masked reading on the 10 validation episodes."""
+    from hpcsched.envs.dbf import as_dbf_trace
+    from hpcsched.experiments.dbf_episodes import run_episode
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.workload.windows import dbf_starts
+
+    path = WINDOW_MODELS / f"{label}-s{seed}.pt"
+    ck = read_model(path)
+    prepared = as_dbf_trace(ck["config"]["trace"])
+    starts = dbf_starts(prepared, "validation", 10, episode_jobs=ck["config"]["episode_jobs"])
+    policy = resolve_policy(f"dbf:{path}@masked", prepared)
+    awt = np.mean([run_episode(prepared, policy, s)["wait"] for s in starts])
+    assert awt == pytest.approx(window_facts()[label, seed]["best"], rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", list(GRID))
+def test_a_windows_three_files_give_the_saved_rows(label):
+    """One configuration's three files on the 100 test episodes (and Fig. 3.7's, the same
+    starts): its row and its jobs of more than 128 cores as saved (about 8 CPU-minutes)."""
+    import os
+
+    from hpcsched.experiments import dbf, dbf_window as dw
+
+    saved = {(r["table"], r["method"]): r for r in window_rows()}
+    models = dw.grid_methods([], {label: saved["windows", label]["seeds"]})
+    models = dbf.resolve_windows(models, "lublin-1")
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        sweep = dw.window_sweep("lublin-1", models, references=(), episodes=100,
+                                heatmap_episodes=100, workers=dbf.default_workers())
+    finally:
+        os.chdir(cwd)
+    (got,) = sweep.rows
+    for k in ("wait", "queue_length", "utilization", "invisible", "partial"):
+        assert got[k] == pytest.approx(saved["windows", label][k], rel=1e-9), k
+    for k in ("wait", "queue_length"):
+        assert got[f"{k}_per_seed"] == pytest.approx(saved["windows", label][f"{k}_per_seed"],
+                                                     rel=1e-9), k
+    if GRID[label][0] == dw.HEATMAP_WINDOW:  # Fig. 3.7's configurations
+        (big,) = sweep.starvation_rows()
+        want = saved["starvation", label]
+        assert (big["big_arrived"], big["big_placed"]) == (want["big_arrived"],
+                                                           want["big_placed"])
+        assert big["big_not_placed_per_seed"] == pytest.approx(want["big_not_placed_per_seed"])
