@@ -83,6 +83,9 @@ def main() -> None:
         print("  validations (through the mask): "
               + ", ".join(f"{e}: {v:,.0f}" for e, v in f["validations"]))
         print(f"  best.pt: update {f['best_epoch']}, validation AWT {f['best']:,.0f} s")
+    total, longest = sum(f["decisions"] for f in facts), max(f["wall_s"] for f in facts)
+    print(f"\nall {len(facts)} runs: {total:,} decisions in {longest:,.0f} s (the longest run's "
+          f"updates): {total / longest:,.0f} decisions/s together")
     if len({f["seed"] for f in facts}) == len(facts):  # one configuration: by seed
         pairs = {f"best_s{f['seed']}": round(f["best"]) for f in facts}
         pairs["best_mean"] = round(float(np.mean([f["best"] for f in facts])))
