@@ -252,6 +252,22 @@ def test_the_window_readme_rows_and_facts_are_the_saved_rows():
     assert f"worse than FCFS with EASY ({fcfs['wait']:,.0f} s)" in readme
 
 
+def test_the_window_readme_greedy_facts_are_the_saved_rows():
+    """The same files read as trained (no mask): every fact line as judged on those rows."""
+    from hpcsched.experiments.dbf_window import claims_of
+
+    readme = section(WINDOW_MARKER)
+    rows = json.loads((DATA / "dbf_window_seeds_greedy.json").read_text())
+    windows = [r for r in rows if r["table"] == "windows"]
+    models = {r["method"]: r for r in windows if r.get("kind") == "model"}
+    for label, r in models.items():  # the masked files' policies, without the mask
+        assert r["episodes"] == 100
+        assert r["seeds"] == [f"dbf:benchmarks/data/dbf_window_seeds/{label}-s{s}.pt"
+                              for s in SEEDS]
+    for c in claims_of(windows, [r for r in rows if r["table"] == "starvation"]):
+        assert " ".join(c.line().split()) in readme, c.claim
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("label,seed", [(g, s) for g in GRID for s in SEEDS])
 def test_a_window_file_scores_what_its_validation_recorded(label, seed):
