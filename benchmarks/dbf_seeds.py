@@ -66,8 +66,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("archive", nargs="?", type=Path, default=ARCHIVE)
     p.add_argument("--rows", type=Path, default=ROWS)
+    p.add_argument("--only", default="", metavar="NAME,...",
+                   help="only the runs whose names start with one of these (those that ran "
+                        "together, for the decisions per second together)")
     args = p.parse_args()
     runs = read_archive(args.archive)
+    if args.only:
+        runs = {n: r for n, r in runs.items()
+                if any(n.startswith(f"{k}-s") for k in args.only.split(","))}
     facts = [run_facts(n, runs[n]) for n in sorted(runs)]
     print(f"{args.archive.name}: {len(facts)} runs")
     print(reference_line(runs))

@@ -162,7 +162,7 @@ WINDOW_ARCHIVE = DATA / "dbf_window_seeds.tar.gz"
 WINDOW_ROWS = DATA / "dbf_window_seeds_test.json"
 WINDOW_MODELS = DATA / "dbf_window_seeds"
 #: the thesis's label (head-tail) -> (M, M_t); run folders are wM-MT-sSEED
-GRID = {"10-0": (10, 0), "9-1": (10, 1), "0-10": (10, 10), "20-0": (20, 0)}
+GRID = {"10-0": (10, 0), "9-1": (10, 1), "0-10": (10, 10), "20-0": (20, 0), "19-1": (20, 1)}
 
 
 def window_facts() -> dict[tuple[str, int], dict]:
@@ -248,6 +248,12 @@ def test_the_window_readme_rows_and_facts_are_the_saved_rows():
     # the prose's other numbers: the one-tail window's and SJF's big jobs left, FCFS+EASY's AWT
     assert f"leaves as many ({100 * starve['9-1']['big_not_placed']:.1f} %)" in readme
     assert f"and SJF {100 * starve['SJF']['big_not_placed']:.1f} %" in readme
+    lcfs = next(r for r in windows if r["method"] == "LCFS+EASY")
+    one = models["19-1"]
+    below = sum(w < lcfs["wait"] for w in one["wait_per_seed"])
+    assert f"below LCFS with EASY's {lcfs['wait']:,.0f} s on the mean ({below} of 3 seeds; seed " \
+           f"2 {one['wait_per_seed'][2]:,.0f} s)" in readme
+    assert one["wait"] < lcfs["wait"] and one["queue_length"] > lcfs["queue_length"]
     fcfs = next(r for r in windows if r["method"] == "FCFS+EASY")
     assert f"worse than FCFS with EASY ({fcfs['wait']:,.0f} s)" in readme
 
