@@ -119,18 +119,22 @@ def test_the_verdict_is_the_experiments():
 def test_a_bundled_file_scores_what_its_validation_recorded(seed):
     """Through the engine, read through the mask, each file gives on DBF's validation episodes
     exactly the AWT its run's validation recorded when it chose it (about a minute each)."""
+    assert validation_awt(MODELS / f"s{seed}.pt") == pytest.approx(facts()[seed]["best"],
+                                                                     rel=1e-12)
+
+
+def validation_awt(path: Path) -> float:
+    """A model file's masked reading on its run's 10 validation episodes, as training scored it."""
     from hpcsched.envs.dbf import as_dbf_trace
     from hpcsched.experiments.dbf_episodes import run_episode
     from hpcsched.experiments.policyspec import resolve_policy
     from hpcsched.workload.windows import dbf_starts
 
-    path = MODELS / f"s{seed}.pt"
     ck = read_model(path)
     prepared = as_dbf_trace(ck["config"]["trace"])
     starts = dbf_starts(prepared, "validation", 10, episode_jobs=ck["config"]["episode_jobs"])
     policy = resolve_policy(f"dbf:{path}@masked", prepared)
-    awt = np.mean([run_episode(prepared, policy, s)["wait"] for s in starts])
-    assert awt == pytest.approx(facts()[seed]["best"], rel=1e-12)
+    return float(np.mean([run_episode(prepared, policy, s)["wait"] for s in starts]))
 
 
 @pytest.mark.slow
@@ -278,18 +282,8 @@ def test_the_window_readme_greedy_facts_are_the_saved_rows():
 @pytest.mark.parametrize("label,seed", [(g, s) for g in GRID for s in SEEDS])
 def test_a_window_file_scores_what_its_validation_recorded(label, seed):
     """As the M = 32 files above: the masked reading on the 10 validation episodes."""
-    from hpcsched.envs.dbf import as_dbf_trace
-    from hpcsched.experiments.dbf_episodes import run_episode
-    from hpcsched.experiments.policyspec import resolve_policy
-    from hpcsched.workload.windows import dbf_starts
-
-    path = WINDOW_MODELS / f"{label}-s{seed}.pt"
-    ck = read_model(path)
-    prepared = as_dbf_trace(ck["config"]["trace"])
-    starts = dbf_starts(prepared, "validation", 10, episode_jobs=ck["config"]["episode_jobs"])
-    policy = resolve_policy(f"dbf:{path}@masked", prepared)
-    awt = np.mean([run_episode(prepared, policy, s)["wait"] for s in starts])
-    assert awt == pytest.approx(window_facts()[label, seed]["best"], rel=1e-12)
+    assert validation_awt(WINDOW_MODELS / f"{label}-s{seed}.pt") == pytest.approx(
+        window_facts()[label, seed]["best"], rel=1e-12)
 
 
 @pytest.mark.slow
