@@ -214,6 +214,8 @@ def test_the_window_readme_training_numbers_come_from_the_logs():
         assert f"| {label} | {cells} | {first} | {last} |" in readme, label
     minutes = [f["wall_s"] / 60 for f in got.values()]
     assert f"{min(minutes):.0f}-{max(minutes):.0f} min of updates a run" in readme
+    late = [got["10-0", s]["sampled_last10"] for s in SEEDS]  # the prose's range for 10-0
+    assert f"({min(late):,.0f}-{max(late):,.0f} s over updates 11-20)" in readme
 
 
 def test_the_window_files_are_the_runs_best_pt():
