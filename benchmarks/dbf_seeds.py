@@ -98,31 +98,10 @@ def main() -> None:
     else:  # a grid of configurations: by run
         pairs = {f"best_{f['run']}": round(f["best"]) for f in facts}
     pairs["updates"] = ",".join(str(f["updates"]) for f in facts)
-    if args.rows.exists() and _is_sweep(json.loads(args.rows.read_text())):
-        pairs.update(print_sweep(json.loads(args.rows.read_text()), args.rows.name))
-    elif args.rows.exists():
-        from hpcsched.experiments.dbf import claims, sort_by_wait
-
-        rows = sort_by_wait(json.loads(args.rows.read_text()))
-        print(f"\n{args.rows.name}: {rows[0]['episodes']} test episodes, sorted by AWT")
-        print(f"{'method':26} {'backfill':8} {'AWT':>8} {'sd':>6} {'queue':>6} {'sd':>5} "
-              f"{'util':>6}  per seed (AWT; queue)")
-        for r in rows:
-            seeds = ""
-            if r.get("wait_per_seed"):
-                seeds = (", ".join(f"{w:,.0f}" for w in r["wait_per_seed"]) + "; "
-                         + ", ".join(f"{q:.1f}" for q in r["queue_length_per_seed"]))
-            sd_w = f"{r['wait_sd']:6,.0f}" if r.get("wait_sd") is not None else f"{'':6}"
-            sd_q = f"{r['queue_length_sd']:5.1f}" if r.get("queue_length_sd") is not None \
-                else f"{'':5}"
-            print(f"{r['method']:26} {r['backfill']:8} {r['wait']:8,.0f} {sd_w} "
-                  f"{r['queue_length']:6.1f} {sd_q} {r['utilization']:6.3f}  {seeds}")
-        print("\nthe thesis's facts, on these rows:")
-        for c in claims(rows):
-            print(f"- {c.line()}")
-        model = next(r for r in rows if r.get("wait_per_seed"))
-        pairs.update(test_wait=round(model["wait"]), test_wait_sd=round(model["wait_sd"]),
-                     test_queue=round(model["queue_length"], 1))
+    if args.rows.exists():
+        saved = json.loads(args.rows.read_text())
+        show = print_sweep if _is_sweep(saved) else print_baselines
+        pairs.update(show(saved, args.rows.name))
     print("\n" + " ".join(f"{k}={v}" for k, v in pairs.items()))
 
 
@@ -133,6 +112,34 @@ def _is_sweep(rows: list[dict]) -> bool:
 def _per_seed(r: dict, key: str, digits: int) -> str:
     each = r.get(f"{key}_per_seed") or []
     return ", ".join(f"{x:,.{digits}f}" for x in each)
+
+
+def _sd(r: dict, key: str, spec: str, width: int) -> str:
+    """A row's KEY_sd in `spec`, or blanks of `width` for a row of one seed."""
+    return format(r[f"{key}_sd"], spec) if r.get(f"{key}_sd") is not None else " " * width
+
+
+def print_baselines(rows: list[dict], name: str) -> dict:
+    """dbf-baselines' rows sorted by AWT (seeds' mean, sd and each) and Fig. 3.4's facts;
+    returns name=value pairs of the method over seeds."""
+    from hpcsched.experiments.dbf import claims, sort_by_wait
+
+    rows = sort_by_wait(rows)
+    print(f"\n{name}: {rows[0]['episodes']} test episodes, sorted by AWT")
+    print(f"{'method':26} {'backfill':8} {'AWT':>8} {'sd':>6} {'queue':>6} {'sd':>5} "
+          f"{'util':>6}  per seed (AWT; queue)")
+    for r in rows:
+        seeds = (f"{_per_seed(r, 'wait', 0)}; {_per_seed(r, 'queue_length', 1)}"
+                 if r.get("wait_per_seed") else "")
+        print(f"{r['method']:26} {r['backfill']:8} {r['wait']:8,.0f} {_sd(r, 'wait', '6,.0f', 6)} "
+              f"{r['queue_length']:6.1f} {_sd(r, 'queue_length', '5.1f', 5)} "
+              f"{r['utilization']:6.3f}  {seeds}")
+    print("\nthe thesis's facts, on these rows:")
+    for c in claims(rows):
+        print(f"- {c.line()}")
+    model = next(r for r in rows if r.get("wait_per_seed"))
+    return dict(test_wait=round(model["wait"]), test_wait_sd=round(model["wait_sd"]),
+                test_queue=round(model["queue_length"], 1))
 
 
 def print_sweep(rows: list[dict], name: str) -> dict:
@@ -146,12 +153,10 @@ def print_sweep(rows: list[dict], name: str) -> dict:
     print(f"{'method':12} {'M':>3} {'tail':>4} {'AWT':>8} {'sd':>6} {'queue':>6} {'sd':>5} "
           f"{'invis':>6}  per seed (AWT; queue)")
     for r in windows:
-        sd_w = f"{r['wait_sd']:6,.0f}" if r.get("wait_sd") is not None else f"{'':6}"
-        sd_q = (f"{r['queue_length_sd']:5.1f}" if r.get("queue_length_sd") is not None
-                else f"{'':5}")
         tail = "-" if r.get("tail") is None else r["tail"]
-        print(f"{r['method']:12} {r['window']:3} {tail:>4} {r['wait']:8,.0f} {sd_w} "
-              f"{r['queue_length']:6.1f} {sd_q} {r['invisible']:6.2f}  "
+        print(f"{r['method']:12} {r['window']:3} {tail:>4} {r['wait']:8,.0f} "
+              f"{_sd(r, 'wait', '6,.0f', 6)} {r['queue_length']:6.1f} "
+              f"{_sd(r, 'queue_length', '5.1f', 5)} {r['invisible']:6.2f}  "
               f"{_per_seed(r, 'wait', 0)}; {_per_seed(r, 'queue_length', 1)}")
     print("\njobs of more than 128 cores (all episodes of all seeds):")
     for r in starve:

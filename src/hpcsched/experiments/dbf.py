@@ -552,13 +552,18 @@ def _seeds_below(row: dict, best_w: dict, best_q: dict) -> str:
     waits, queues = row.get("wait_per_seed"), row.get("queue_length_per_seed")
     if not waits or not queues:
         return ""
-    n = len(waits)
-    on_wait = sum(w < best_w["wait"] for w in waits)
-    on_queue = sum(q < best_q["queue_length"] for q in queues)
-    return (f" (mean of {n} seeds: AWT " + ", ".join(_fmt(w, 0) for w in waits)
+    return (f" (mean of {len(waits)} seeds: AWT " + ", ".join(_fmt(w, 0) for w in waits)
             + ", queue " + ", ".join(_fmt(q) for q in queues)
-            + f"; seeds below by themselves: {on_wait} of {n} on AWT, {on_queue} of {n} "
-              f"on queue)")
+            + f"; seeds below by themselves: "
+            + seeds_below(row, best_w["wait"], best_q["queue_length"]) + ")")
+
+
+def seeds_below(row: dict, wait: float, queue: float) -> str:
+    """How many of a row's training seeds are below `wait` on AWT and below `queue` on queue
+    length, each by itself: "k of n on AWT, m of n on queue"."""
+    waits, queues = row["wait_per_seed"], row["queue_length_per_seed"]
+    return (f"{sum(w < wait for w in waits)} of {len(waits)} on AWT, "
+            f"{sum(q < queue for q in queues)} of {len(queues)} on queue")
 
 
 def _models_text(models: Sequence[dict], best_w: dict, best_q: dict) -> str:

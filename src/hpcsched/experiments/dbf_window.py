@@ -345,7 +345,9 @@ def claims_of(rows: Sequence[dict], starvation_rows: Sequence[dict]) -> list[dbf
         text = "; ".join(
             f"M = {w}: AWT {_spread(a, 'wait', 0)} -> {_spread(b, 'wait', 0)} s, queue "
             f"{_spread(a, 'queue_length', 1)} -> {_spread(b, 'queue_length', 1)}"
-            + _seeds_under(b, a, ("wait", "queue_length"), ("AWT", "queue"), "tail 0's mean")
+            + (f"; seeds below tail 0's mean: "
+               f"{dbf.seeds_below(b, a['wait'], a['queue_length'])}"
+               if b.get("wait_per_seed") else "")
             + f" (AWT {'lower' if lw else 'not lower'}, queue {'lower' if lq else 'not lower'})"
             for (w, a, b), (lw, lq) in zip(pairs, halves))
         out.append(dbf.Claim("with M <= 20, one tail slot lowers AWT and queue length",
@@ -409,18 +411,6 @@ def _spread(row: dict, key: str, digits: int) -> str:
         text += (f" ± {sd:,.{digits}f}" if sd is not None else "") + " (" + ", ".join(
             f"{x:,.{digits}f}" for x in each) + ")"
     return text
-
-
-def _seeds_under(row: dict, other: dict, keys: Sequence[str], names: Sequence[str],
-                 whose: str) -> str:
-    """For a row over seeds: how many of its seeds are below `other`'s mean, per key."""
-    if not row.get(f"{keys[0]}_per_seed"):
-        return ""
-    parts = []
-    for key, name in zip(keys, names):
-        each = row[f"{key}_per_seed"]
-        parts.append(f"{sum(x < other[key] for x in each)} of {len(each)} on {name}")
-    return f"; seeds below {whose}: " + ", ".join(parts)
 
 
 def _pct(x: float | None) -> str:
