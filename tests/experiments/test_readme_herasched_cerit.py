@@ -122,3 +122,122 @@ def test_the_test_weeks_give_the_readmes_waits():
     above = {c: v for c, v in scores.items() if v > 2}
     assert len(scores) == 21 and len(above) == count
     assert round(above[("lcfs", "first-available")], 2) == best
+
+
+# ---- the second run: random starts and an entropy bonus ------------------------------------------
+SECOND = ROOT / "benchmarks" / "data" / "herasched_cerit_ej1000"
+
+
+def second() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**A second CERIT-SC run:")
+    return " ".join(text[start:text.index("\n\n", text.index("same test file checks", start))]
+                    .split())
+
+
+def second_number(pattern: str) -> list[float]:
+    m = re.search(pattern, second())
+    assert m, f"README: no match for {pattern!r}"
+    return [float(g.replace(",", "")) for g in m.groups()]
+
+
+def name_values(printed: str) -> dict[str, str]:
+    """The last line of `benchmarks/herasched_signal.py`'s output: its name=value pairs."""
+    return dict(p.split("=") for p in printed.strip().splitlines()[-1].split())
+
+
+def signal_pairs() -> dict[str, float]:
+    """The pairs the script printed for the run's model (saved with it)."""
+    return {k: float(v) for k, v in name_values((SECOND / "signal.txt").read_text()).items()}
+
+
+def test_the_second_run_is_the_command_the_readme_prints():
+    config = json.loads((SECOND / "config.json").read_text())
+    text = second()
+    assert (config["episode_jobs"], config["ent_coef"]) == (1000, 0.01)
+    assert "--episode-jobs 1000 --ent-coef 0.01" in text
+    assert (config["selector_every"], config["allocator_every"], config["gamma"],
+            config["pi_lr"], config["seed"], config["epochs"]) == (1, 1, 0.99, 1e-4, 0, 60)
+    assert "--epochs 60 --selector-every 1 --allocator-every 1 --gamma 0.99 --pi-lr 1e-4 " \
+           "--seed 0" in text
+    assert config["cluster"] == "cerit-zewura" and config["drop_oversized"]
+    assert config["run_options"]["validate_trace"] == "cerit-validation.swf"
+
+
+def test_the_second_runs_training_figures_are_its_log():
+    with open(SECOND / "log.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    stopped, of = second_number(r"Stopped by hand after (\d+) of (\d+) updates")
+    assert (len(rows), of) == (stopped, json.loads((SECOND / "config.json").read_text())["epochs"])
+    steps, minutes = second_number(r"\(([\d,]+) selector steps, (\d+) min of updates")
+    assert sum(int(r["selector_steps"]) for r in rows) == steps
+    assert round(sum(float(r["epoch_s"]) for r in rows) / 60) == minutes
+    ended = [(int(r["epoch"]), float(r["wait"])) for r in rows if r["wait"]]
+    *waits, u1, u2, u3 = second_number(r"fell, ([\d,]+), ([\d,]+) and ([\d,]+) s at updates "
+                                       r"(\d+), (\d+) and (\d+)")
+    assert [(e, round(w)) for e, w in ended] == list(zip([u1, u2, u3], waits))
+    assert waits[0] > waits[1] > waits[2]  # "fell"
+    lo, hi = second_number(r"Forward stayed at (\d+)-(\d+) % of selector decisions")
+    forward = [100 * float(r["forward_share"]) for r in rows]
+    assert (round(min(forward)), round(max(forward))) == (lo, hi)
+    val = [(int(r["epoch"]), float(r["val_score"]), float(r["val_wait"]))
+           for r in rows if r["val_score"]]
+    score, awt_m = second_number(r"validation at update 10 read S\s+([\d.]+) \(AWT (\d+) M s\)")
+    assert [(e, round(s, 4), round(w / 1e6)) for e, s, w in val] == [(10, score, awt_m)]
+    # the first run reached that score at update 40
+    first = [int(r["epoch"]) for r in log_rows() if r["val_score"] and float(r["val_score"]) < 0.01]
+    assert first[0] == 40 and "at update 10 instead of 40" in second()
+
+
+def test_the_second_runs_signal_is_the_scripts_output():
+    got = signal_pairs()
+    assert got["greedy_forward_share"] == 1.0 and "in **100 %** of the" in second()
+    (states,) = second_number(r"of the ([\d,]+) selector states")
+    assert got["selector_decisions"] == states
+    (p,) = second_number(r"the mean probability of Forward ([\d.]+)")
+    assert round(got["mean_p_forward"], 3) == p
+    (part,) = second_number(r"reward part alone: (-[\d.]+) for a Forward")
+    signal = (SECOND / "signal.txt").read_text()
+    assert f"(reward part alone: {part:+.3f})" in signal
+    ev, value, reward = second_number(r"critic explains ([\d.]+) of the returns' variance and the "
+                                      r"advantages' value part \(sd ([\d.]+)\) outweighs their "
+                                      r"reward part \(sd ([\d.]+)\)")
+    assert round(got["selector_explained_var"], 3) == ev
+    assert round(got["selector_value_part_sd"], 1) == value
+    assert round(got["selector_reward_part_sd"], 1) == reward
+    assert value > 3 * reward
+
+
+@pytest.mark.slow
+def test_the_second_runs_model_gives_its_signal_and_sampled_scores(tmp_path, monkeypatch,
+                                                                   capsys):
+    """The model re-rolled from the training log prints the saved signal (timing aside), and its
+    sampled reading of the validation weeks gives the README's S, AWT and MWT (about a minute)."""
+    import subprocess
+    import sys
+
+    from hpcsched.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    main(["trace", "convert", "cerit-2013", "cerit-train.swf", "--from", "2013-01-01",
+          "--until", "2013-02-26"])
+    main(["trace", "convert", "cerit-2013", "cerit-validation.swf", "--from", "2013-02-26",
+          "--until", "2013-03-12"])
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_signal.py"),
+                          str(SECOND / "model.pt")], capture_output=True, text=True, check=True)
+    got, saved = name_values(out.stdout), name_values((SECOND / "signal.txt").read_text())
+    del got["rollout_s"], saved["rollout_s"]  # the one timing
+    assert got == saved
+    want = second_number(r"S ([\d.]+) \(AWT ([\d,]+) s, MWT ([\d,]+) s\) with seed 0 and "
+                         r"([\d.]+) \(([\d,]+) s,\s+([\d,]+) s\) with seed 1")
+    for seed, (score, awt, mwt) in enumerate((want[:3], want[3:])):
+        capsys.readouterr()
+        main(["compare", "cerit-validation.swf", "--cluster", "cerit-zewura", "--drop-oversized",
+              "--backfill", "easy", "--policies",
+              f"herasched:{SECOND / 'model.pt'},fcfs+best-fit", "--reference", "fcfs+best-fit",
+              "--sample", "--seed", str(seed), "--json"])
+        rows = json.loads(capsys.readouterr().out)
+        (model,) = [r for r in rows if r["policy"].startswith("herasched:")]
+        assert (round(model["score"], 3), round(model["wait"]), round(model["max_wait"])) == \
+            (score, awt, mwt), seed
+        assert model["score"] < 2  # it loses to FCFS + best-fit, sampled too
