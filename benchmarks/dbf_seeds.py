@@ -8,8 +8,9 @@ their logs, and their best.pt on the 100 test episodes beside the heuristics, fr
 ARCHIVE (default benchmarks/data/dbf_m32_seeds.tar.gz) holds each run's log.csv, config.json and
 printed output (out.txt) of `hpcsched train dbf ...` (M = 32, tail 4, lr 1e-4, entropy 0.001,
 validated through the mask, seeds 0, 1, 2; each stopped after 120 updates; or, in
-dbf_window_seeds.tar.gz, the split-window grid 10-0, 9-1, 0-10 and 20-0, three seeds each,
-stopped after the same number of updates). Printed per run: its
+dbf_window_seeds.tar.gz, the split-window grid: M = 8, 10, 16 and 20 without a tail and with
+one tail slot, and 10 all tail, three seeds each, stopped after the same number of updates).
+Printed per run: its
 seed, updates, episodes, decisions, the updates' wall time (log.csv's epoch_s summed, validation
 excluded), the sampled AWT (training episodes, sampled actions) over the first and last ten
 updates, every greedy validation (through the mask) in order, and best.pt's update and AWT, the
@@ -67,13 +68,14 @@ def main() -> None:
     p.add_argument("archive", nargs="?", type=Path, default=ARCHIVE)
     p.add_argument("--rows", type=Path, default=ROWS)
     p.add_argument("--only", default="", metavar="NAME,...",
-                   help="only the runs whose names start with one of these (those that ran "
-                        "together, for the decisions per second together)")
+                   help="only these runs (a run's name, or a window's prefix: w10-0 for its "
+                        "seeds) to show those that ran together and their decisions per second "
+                        "together")
     args = p.parse_args()
     runs = read_archive(args.archive)
     if args.only:
         runs = {n: r for n, r in runs.items()
-                if any(n.startswith(f"{k}-s") for k in args.only.split(","))}
+                if any(n == k or n.startswith(f"{k}-s") for k in args.only.split(","))}
     facts = [run_facts(n, runs[n]) for n in sorted(runs)]
     print(f"{args.archive.name}: {len(facts)} runs")
     print(reference_line(runs))

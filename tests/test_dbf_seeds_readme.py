@@ -160,13 +160,14 @@ def test_the_three_files_give_the_saved_test_rows():
         assert got[f"{k}_per_seed"] == pytest.approx(saved[f"{k}_per_seed"], rel=1e-9), k
 
 
-# -- the split-window grid: 10-0, 9-1, 0-10 and 20-0, three seeds each -------------------------------
+# -- the split-window grid: M = 8, 10, 16 and 20 without a tail and with one slot, and 0-10 ---------
 WINDOW_MARKER = "**Three seeds per window on the 2-core machine.**"
 WINDOW_ARCHIVE = DATA / "dbf_window_seeds.tar.gz"
 WINDOW_ROWS = DATA / "dbf_window_seeds_test.json"
 WINDOW_MODELS = DATA / "dbf_window_seeds"
 #: the thesis's label (head-tail) -> (M, M_t); run folders are wM-MT-sSEED
-GRID = {"10-0": (10, 0), "9-1": (10, 1), "0-10": (10, 10), "20-0": (20, 0), "19-1": (20, 1)}
+GRID = {"8-0": (8, 0), "7-1": (8, 1), "10-0": (10, 0), "9-1": (10, 1), "0-10": (10, 10),
+        "16-0": (16, 0), "15-1": (16, 1), "20-0": (20, 0), "19-1": (20, 1)}
 
 
 def window_facts() -> dict[tuple[str, int], dict]:
@@ -214,8 +215,10 @@ def test_the_window_readme_training_numbers_come_from_the_logs():
         assert f"| {label} | {cells} | {first} | {last} |" in readme, label
     minutes = [f["wall_s"] / 60 for f in got.values()]
     assert f"{min(minutes):.0f}-{max(minutes):.0f} min of updates a run" in readme
-    late = [got["10-0", s]["sampled_last10"] for s in SEEDS]  # the prose's range for 10-0
-    assert f"({min(late):,.0f}-{max(late):,.0f} s over updates 11-20)" in readme
+    late = [got["10-0", s]["sampled_last10"] for s in SEEDS]  # the prose's ranges, tail 0
+    eight = [got["8-0", s]["sampled_last10"] for s in SEEDS]
+    assert f"({min(late):,.0f}-{max(late):,.0f} s over updates 11-20 at M = 10, " \
+           f"{min(eight):,.0f}-{max(eight):,.0f} s at M = 8)" in readme
 
 
 def test_the_window_files_are_the_runs_best_pt():
@@ -262,6 +265,17 @@ def test_the_window_readme_rows_and_facts_are_the_saved_rows():
     assert one["wait"] < lcfs["wait"] and one["queue_length"] > lcfs["queue_length"]
     fcfs = next(r for r in windows if r["method"] == "FCFS+EASY")
     assert f"worse than FCFS with EASY ({fcfs['wait']:,.0f} s)" in readme
+    assert models["8-0"]["wait"] > fcfs["wait"] and models["10-0"]["wait"] > fcfs["wait"]
+    # the gain of one tail slot narrows as M grows, as the invisible jobs fall
+    cut = {m: models[f"{m}-0"]["wait"] / models[f"{m - 1}-1"]["wait"] for m in (8, 10, 16, 20)}
+    assert cut[8] > cut[10] > cut[16] > cut[20] > 1
+    assert f"{cut[8]:.0f}-fold cut of AWT at M = 8, {cut[20]:.1f}-fold at M = 20" in readme
+    assert f"({models['8-0']['invisible']:.1f} at 8-0, {models['20-0']['invisible']:.1f} at " \
+           f"20-0," in readme
+    for m in (8, 10):
+        r, one = models[f"{m}-0"], models[f"{m - 1}-1"]
+        assert f"{r['wait']:,.0f} s with {r['queue_length']:.0f}" in readme
+        assert f"{one['wait']:,.0f} s and {one['queue_length']:.0f}" in readme
 
 
 def test_the_window_readme_greedy_facts_are_the_saved_rows():
