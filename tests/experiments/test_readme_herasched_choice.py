@@ -1,0 +1,120 @@
+"""The README's "Which checkpoint: one run scored both ways" against the run's files in
+benchmarks/data/herasched_choice_s0/ (log.csv, config.json, the printed output, the slim copies
+of model.pt at each validated update, and `benchmarks/herasched_choice.py`'s output, choice.txt).
+
+Fast: the run is the command printed, the copies are the validated updates' models, the table,
+the two choices and the correlations are the script's output, the subsets' column is the log's
+val_score, and the chosen model's waits are the earlier table's row for the same update. Slow:
+the script re-run on the copies prints choice.txt exactly."""
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "benchmarks" / "data" / "herasched_choice_s0"
+
+
+def paragraph() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Which checkpoint: one run scored both ways.**")
+    return " ".join(text[start:text.index("\n#", start)].split())
+
+
+def printed() -> list[str]:
+    return (RUN / "choice.txt").read_text().splitlines()
+
+
+def table() -> dict[int, list[str]]:
+    """choice.txt's rows: update -> its cells as printed."""
+    return {int(p[0]): p for p in (ln.split() for ln in printed())
+            if p and p[0].isdigit() and len(p) == 15}
+
+
+def pairs() -> dict[str, str]:
+    return dict(p.split("=") for p in printed()[-1].split())
+
+
+def log_rows() -> list[dict]:
+    with open(RUN / "log.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_run_is_the_command_the_readme_prints():
+    config = json.loads((RUN / "config.json").read_text())
+    text = paragraph()
+    assert config["run_options"]["validate_subsets"] == 4 and "--validate-subsets 4" in text
+    assert (config["seed"], config["epochs"], config["selector_every"], config["allocator_every"],
+            config["gamma"], config["pi_lr"], config["cluster"]) == \
+        (0, 100, 1, 1, 0.99, 1e-4, "spartan-deeplearn")
+    assert "--seed 0 --epochs 100 --selector-every 1 --allocator-every 1 --gamma 0.99 " \
+           "--pi-lr 1e-4" in text
+    rows = log_rows()
+    assert len(rows) == 100
+    (steps,) = re.search(r"100 updates, ([\d,]+) selector steps", text).groups()
+    assert sum(int(r["selector_steps"]) for r in rows) == int(steps.replace(",", ""))
+
+
+def test_the_copies_are_the_validated_updates_models():
+    from hpcsched.modelfile import read_model
+
+    validated = [int(r["epoch"]) for r in log_rows() if r["val_score"]]
+    assert validated == list(range(10, 101, 10)) and "each of the 10 validated updates" in \
+        paragraph()
+    for e in validated:
+        ck = read_model(RUN / f"snap-{e}.pt")
+        assert ck["epoch"] == e and "training" not in ck  # slim
+
+
+def test_the_readme_table_is_the_scripts_output():
+    text = paragraph()
+    scores = {int(r["epoch"]): float(r["val_score"]) for r in log_rows() if r["val_score"]}
+    for update, p in table().items():
+        assert float(p[2]) == round(scores[update], 3)  # the subsets' median is the log's
+        line = (f"| {update} | {p[1]} | {p[2]} | {p[3]} / {p[5]} | {p[7]}, {p[8]} | "
+                f"{p[9]} / {p[11]} | {p[13]}, {p[14]} |")
+        assert line in text, update
+    assert len(table()) == 10
+
+
+def test_the_readme_choices_and_correlations_are_the_scripts():
+    text = paragraph()
+    got, rows = pairs(), table()
+    assert got["pick_whole"] == got["pick_median"] == "30"
+    assert "Both rules keep the same checkpoint, update 30 (whole span " \
+           f"{rows[30][1]}, median {rows[30][2]})" in text
+    # best.pt is the highest score of each column (the earliest on a tie)
+    assert max(rows, key=lambda u: (float(rows[u][1]), -u)) == 30
+    assert max(rows, key=lambda u: (float(rows[u][2]), -u)) == 30
+    assert f"it beats {rows[30][7]} of the 21 cells by S (MWT {rows[30][5]} s" in text
+    assert f"on the high-load day {rows[30][13]}." in text
+    rho = {k: float(v) for k, v in got.items() if k.startswith("rho_")}
+    assert (f"is {rho['rho_whole_test']:+.2f} for the whole span and "
+            f"{rho['rho_median_test']:+.2f} for the subsets") in text
+    assert (f"with the high-load day's {rho['rho_whole_test-high-load']:+.2f} and "
+            f"{rho['rho_median_test-high-load']:+.2f}") in text
+    best_high = sorted(u for u, p in rows.items() if p[13] == "21")
+    assert best_high == [40, 90] and "(updates 40 and 90: S > 2 against all 21 cells)" in text
+    assert rows[30][13] != "21"  # the test's choice is not the high-load day's best
+
+
+def test_the_chosen_model_is_the_earlier_runs_update_30():
+    rows = table()
+    text = " ".join((ROOT / "README.md").read_text().split())
+    awt, mwt = float(rows[30][3].replace(",", "")), rows[30][5]
+    high_awt, high_mwt = float(rows[30][9].replace(",", "")), rows[30][11]
+    assert (f"| `--pi-lr 1e-4` seed 0 (30) | 58.5 / 12,263; **21, 21** | {awt:.1f} / {mwt} | "
+            f"18, 18, 1.73 | {high_awt:,.0f} / {high_mwt} |") in text
+
+
+@pytest.mark.slow
+def test_the_script_prints_the_saved_output():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_choice.py"),
+                          "benchmarks/data/herasched_choice_s0"], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.splitlines() == printed()
