@@ -118,3 +118,89 @@ def test_the_script_prints_the_saved_output():
                           "benchmarks/data/herasched_choice_s0"], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.splitlines() == printed()
+
+
+# ---- seeds 1 and 2 beside seed 0 ----------------------------------------------------------------
+def seed_output(seed: int) -> tuple[dict[int, list[str]], dict[str, str]]:
+    lines = (RUN.parent / f"herasched_choice_s{seed}" / "choice.txt").read_text().splitlines()
+    rows = {int(p[0]): p for p in (ln.split() for ln in lines)
+            if p and p[0].isdigit() and len(p) == 15}
+    return rows, dict(p.split("=") for p in lines[-1].split())
+
+
+def whole_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Which checkpoint: one run scored both ways.**")
+    return " ".join(text[start:text.index("\n### ", start)].split())
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_each_seed_is_the_same_command(seed):
+    folder = RUN.parent / f"herasched_choice_s{seed}"
+    config = json.loads((folder / "config.json").read_text())
+    base = json.loads((RUN / "config.json").read_text())
+    assert config["seed"] == seed and "--seed 1` and `--seed 2`" in whole_section()
+    assert {k: v for k, v in config.items() if k != "seed"} == \
+        {k: v for k, v in base.items() if k != "seed"}
+    with open(folder / "log.csv", newline="") as f:
+        scores = {int(r["epoch"]): float(r["val_score"]) for r in csv.DictReader(f)
+                  if r["val_score"]}
+    rows, _ = seed_output(seed)
+    assert sorted(rows) == sorted(scores) == list(range(10, 101, 10))
+    for update, p in rows.items():
+        assert float(p[2]) == round(scores[update], 3)
+
+
+def test_the_seeds_table_and_its_reading_are_the_scripts_outputs():
+    text = whole_section()
+    means: dict[str, list[float]] = {}
+    parted = []
+    for seed in (0, 1, 2):
+        rows, got = seed_output(seed)
+        w, m = int(got["pick_whole"]), int(got["pick_median"])
+        if w != m:
+            parted.append((seed, w, m))
+        for u in (w, m):  # each pick is its column's highest score, the earliest on a tie
+            col = 1 if u == w else 2
+            assert max(rows, key=lambda e: (float(rows[e][col]), -e)) == u
+
+        def cell(u):
+            return f"{u}: {rows[u][7]}, {rows[u][8]}; {rows[u][13]}, {rows[u][14]}"
+
+        rho = {k: float(v) for k, v in got.items() if k.startswith("rho_")}
+        line = (f"| {seed} | {cell(w)} | {cell(m)} | {rho['rho_whole_test']:+.2f}, "
+                f"{rho['rho_median_test']:+.2f} | {rho['rho_whole_test-high-load']:+.2f}, "
+                f"{rho['rho_median_test-high-load']:+.2f} |")
+        assert line in text, seed
+        for k, v in rho.items():
+            means.setdefault(k, []).append(v)
+    assert [s for s, _, _ in parted] == [1] and "The two rules part on one seed of three." in text
+    (_, w, m), = parted
+    rows, _ = seed_output(1)
+    assert f"the subsets keep update {m} where the whole span keeps update {w}" in text
+    assert f"(MWT {rows[m][5]} s against {rows[w][5]} s; S > 2 against {rows[m][7]} cells " \
+           f"against none)" in text and rows[w][7] == "0"
+    assert f"({rows[w][14]} cells against {rows[m][14]})" in text
+    mean = {k: sum(v) / 3 for k, v in means.items()}
+    assert (f"(mean correlation with test S {mean['rho_whole_test']:+.2f} for the whole span, "
+            f"{mean['rho_median_test']:+.2f} for the subsets; with the high-load day's "
+            f"{mean['rho_whole_test-high-load']:+.2f} and "
+            f"{mean['rho_median_test-high-load']:+.2f})") in text
+    better = sum(means["rho_median_test"][i] > means["rho_whole_test"][i] for i in range(3))
+    assert better == 2 and "a little better on two seeds of three" in text
+    kept_mwt = [float(seed_output(s)[0][int(seed_output(s)[1][k])][5].replace(",", ""))
+                for s in (0, 1, 2) for k in ("pick_whole", "pick_median")]
+    assert min(kept_mwt) > 28_956  # no kept model's test MWT below the best cells'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_script_prints_each_seeds_saved_output(seed):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_choice.py"),
+                          f"benchmarks/data/herasched_choice_s{seed}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == seed_output_lines(seed)
+
+
+def seed_output_lines(seed: int) -> list[str]:
+    return (RUN.parent / f"herasched_choice_s{seed}" / "choice.txt").read_text().splitlines()
