@@ -25,13 +25,14 @@ def paragraph() -> str:
     return " ".join(text[start:text.index("\n\n", text.index("Its best.pt", start))].split())
 
 
-def log_rows() -> list[dict[str, str]]:
-    with open(RUN / "log.csv", newline="") as f:
+def log_rows(run: Path = RUN) -> list[dict[str, str]]:
+    with open(run / "log.csv", newline="") as f:
         return list(csv.DictReader(f))
 
 
-def number(pattern: str) -> list[float]:
-    m = re.search(pattern, paragraph())
+def number(pattern: str, text: str | None = None) -> list[float]:
+    """The numbers `pattern`'s groups find in `text` (default: the first run's paragraph)."""
+    m = re.search(pattern, paragraph() if text is None else text)
     assert m, f"README: no match for {pattern!r}"
     return [float(g.replace(",", "")) for g in m.groups()]
 
@@ -136,9 +137,7 @@ def second() -> str:
 
 
 def second_number(pattern: str) -> list[float]:
-    m = re.search(pattern, second())
-    assert m, f"README: no match for {pattern!r}"
-    return [float(g.replace(",", "")) for g in m.groups()]
+    return number(pattern, second())
 
 
 def name_values(printed: str) -> dict[str, str]:
@@ -165,8 +164,7 @@ def test_the_second_run_is_the_command_the_readme_prints():
 
 
 def test_the_second_runs_training_figures_are_its_log():
-    with open(SECOND / "log.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = log_rows(SECOND)
     stopped, of = second_number(r"Stopped by hand after (\d+) of (\d+) updates")
     assert (len(rows), of) == (stopped, json.loads((SECOND / "config.json").read_text())["epochs"])
     steps, minutes = second_number(r"\(([\d,]+) selector steps, (\d+) min of updates")
