@@ -7,8 +7,9 @@ that the two choices of best.pt can be compared where it matters.
 
 RUN is a run folder of `hpcsched train herasched` on a protocol partition (`--validate-trace`
 its validation period, `--validate-subsets K` with K > 1) holding, beside its log.csv and
-config.json, a copy of model.pt taken at each validated update, `snap-UPDATE.pt` (training does
-not keep them: a watcher copied model.pt as each validation was logged). Printed per checkpoint:
+config.json, a copy of model.pt taken at each validated update: `validated/epoch-UPDATE.pt`, which
+`train herasched --keep-validated` keeps, or `snap-UPDATE.pt` (the runs of session 31, trained
+before that option: a watcher copied model.pt as each validation was logged). Printed per checkpoint:
 the validation's whole-span S (against FCFS + best-fit with EASY, from the log's val_wait and
 val_max_wait, floored at 1 s as training scores) and the median of the K subsets' S (the log's
 val_score); then, re-run here, its AWT and MWT on the validation period (they must equal the
@@ -40,6 +41,15 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
+def kept(run: Path, epoch: int) -> Path:
+    """The copy of `run`'s model validated after update `epoch`: --keep-validated's, else a
+    watcher's snap-EPOCH.pt (the one named when neither exists)."""
+    from hpcsched.experiments.runfolder import kept_path
+
+    path, snap = kept_path(run, "epoch", epoch), run / f"snap-{epoch}.pt"
+    return snap if snap.exists() and not path.exists() else path
+
+
 def main() -> None:
     from hpcsched.experiments.herasched_eval import evaluate, period_prepared
     from hpcsched.experiments.herasched_training import floored_score
@@ -54,7 +64,7 @@ def main() -> None:
         raise SystemExit(f"{args.run}: validated whole (--validate-subsets {k}); nothing to compare")
     with open(args.run / "log.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["val_score"]]
-    snaps = {int(r["epoch"]): args.run / f"snap-{r['epoch']}.pt" for r in rows}
+    snaps = {int(r["epoch"]): kept(args.run, int(r["epoch"])) for r in rows}
     missing = [str(s) for s in snaps.values() if not s.exists()]
     if missing:
         raise SystemExit(f"no copy of the validated model: {', '.join(missing)}")

@@ -374,3 +374,26 @@ def test_validating_through_the_mask_scores_the_masked_reading(tmp_path, capsys)
     assert main(["train", "dbf", "--out", str(out), "--episodes", "4", "--resume"]) == 0
     assert "through the mask" not in capsys.readouterr().err  # said once, at the start
     assert json.loads((out / "config.json").read_text())["run_options"]["validate_masked"] is True
+
+
+def test_keep_validated_keeps_the_models_of_the_logged_validations(tmp_path):
+    """`train dbf --keep-validated`: validated/epoch-N.pt is the model its log's val_wait scored."""
+    import csv
+
+    from hpcsched.cli import main
+    from hpcsched.experiments.dbf_training import DbfValidation
+
+    out = tmp_path / "run"
+    args = ["train", "dbf", "--out", str(out), "--window", "4", "--tail", "1", "--episode-jobs",
+            "40", "--num-envs", "2", "--validate-every", "2",
+            "--validate-episodes", "2"]
+    assert main(args + ["--episodes", "6", "--keep-validated"]) == 0  # 3 updates
+    with open(out / "log.csv") as f:
+        logged = {int(r["epoch"]): float(r["val_wait"]) for r in csv.DictReader(f)
+                  if r["val_wait"]}
+    assert sorted(logged) == [2, 3]
+    assert sorted(p.name for p in (out / "validated").iterdir()) == ["epoch-2.pt", "epoch-3.pt"]
+    for n, wait in logged.items():
+        model = PPO.load(out / "validated" / f"epoch-{n}.pt")
+        assert model.epoch == n
+        assert DbfValidation(model.config, 2).score(model) == pytest.approx(wait, rel=1e-12)

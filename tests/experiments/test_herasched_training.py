@@ -255,3 +255,34 @@ def test_more_subsets_than_jobs_is_refused():
 
     with pytest.raises(ValueError, match="validate_subsets 11: the 10 validated jobs"):
         HeraValidation(HeraSchedConfig(**SETTINGS), 10, subsets=11)
+
+
+def test_keep_validated_keeps_each_validated_model_as_it_was_scored(tmp_path, capsys):
+    from hpcsched.experiments.herasched_training import HeraValidation
+
+    out = tmp_path / "run"
+    base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
+            "--episode-jobs", "300", "--update-every", "64", "--validate-every", "2",
+            "--validate-jobs", str(SPAN), "--validate-subsets", "1"]
+    assert main(base + ["--epochs", "3", "--keep-validated"]) == 0
+    kept = out / "validated"
+    assert sorted(p.name for p in kept.iterdir()) == ["epoch-2.pt", "epoch-3.pt"]  # and the last
+    logged = {int(r["epoch"]): float(r["val_score"]) for r in rows(out / "log.csv")
+              if r["val_score"]}
+    assert sorted(logged) == [2, 3]
+    for n, score in logged.items():
+        model = HeraSched.load(kept / f"epoch-{n}.pt")
+        assert model.epoch == n
+        validation = HeraValidation(model.config, SPAN, None, 1)
+        assert validation.score(model) == pytest.approx(score, rel=1e-12)
+    best = max(logged, key=logged.get)
+    x = HeraSched.load(out / "best.pt").selector_policy.state_dict()
+    y = HeraSched.load(kept / f"epoch-{best}.pt").selector_policy.state_dict()
+    assert all(torch.equal(x[k], y[k]) for k in x)
+    assert main(base + ["--epochs", "4", "--resume"]) == 0  # validated, not kept: not asked
+    assert not (kept / "epoch-4.pt").exists()
+    assert main(base + ["--epochs", "6", "--resume", "--keep-validated"]) == 0  # given again
+    assert sorted(p.name for p in kept.iterdir()) == ["epoch-2.pt", "epoch-3.pt", "epoch-6.pt"]
+    plain = tmp_path / "plain"
+    assert main(base[:3] + [str(plain)] + base[4:] + ["--epochs", "2"]) == 0
+    assert not (plain / "validated").exists()

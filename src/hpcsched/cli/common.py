@@ -164,8 +164,16 @@ def add_validation_args(g, *, windows: int, jobs: int) -> None:
 #: continue it, the file of options; they keep their defaults and are given on the command line
 NOT_SETTINGS = ("out", "resume", "config")
 #: options that a config file may give like the settings, but that are not settings either
-#: (`option_values` leaves them out): how long to train
-NOT_COMPARED = ("epochs",)
+#: (`option_values` leaves them out): how long to train, which checkpoints to keep
+NOT_COMPARED = ("epochs", "keep_validated")
+
+
+def add_keep_validated(g) -> None:
+    """`--keep-validated` (a trainer's `keep_validated`) on group `g`."""
+    g.add_argument("--keep-validated", action="store_true", default=False,
+                   help="also keep a copy of model.pt at every validated update "
+                        "(validated/epoch-N.pt), to choose a checkpoint another way afterwards; "
+                        "may be given on --resume")
 
 CONFIG_HELP = ("take options from a TOML file (JSON when FILE ends in .json) whose keys are the "
                "options' names, dashes or underscores alike (epochs = 20, pi-lr = 3e-4); an "

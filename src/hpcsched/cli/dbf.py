@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
+from hpcsched.cli.common import (add_keep_validated, nonnegative_float, positive_float,
+                                 positive_int)
 
 EPILOG_TRAIN = """examples:
   hpcsched train dbf --trace lublin-1 --window 32 --tail 4 --out runs/dbf32
@@ -62,6 +63,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate-masked", action="store_true",
                    help="validate (and choose best.pt) reading the actor through the mask, as "
                         "dbf:PATH@masked does, though it trains without one")
+    add_keep_validated(g)
 
 
 RUN_OPTIONS = ("validate_every", "validate_episodes", "validate_masked")
@@ -91,6 +93,7 @@ def cmd_train(args) -> int:
         config = DBFConfig(**settings)
         epochs = epochs_for(episodes, config)
     model = train(config, args.out, epochs, resume=args.resume, device=device,
+                  keep_validated=args.keep_validated,
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     c = model.config
     print(f"{model.epoch} updates, {model.epoch * c.trajectories_per_epoch} episodes, "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsched.cli.common import nonnegative_float, positive_float, positive_int
+from hpcsched.cli.common import (add_keep_validated, nonnegative_float, positive_float,
+                                 positive_int)
 from hpcsched.experiments.herasched_training import RUN_OPTIONS as _DEFAULTS
 
 VALIDATE_SUBSETS = _DEFAULTS["validate_subsets"]
@@ -111,6 +112,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         f"i mod K), score each and take the median, so that one job's wait "
                         f"hardly moves it (default {VALIDATE_SUBSETS}; 1: the span scored whole, "
                         f"the score of runs from before this option, which resume with it)")
+    add_keep_validated(g)
 
 RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets")
 
@@ -124,7 +126,7 @@ def cmd_train(args) -> int:
     epochs = args.epochs
     settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS}
     config = settings if args.resume else HeraSchedConfig(**settings)
-    model = train(config, args.out, epochs, resume=args.resume,
+    model = train(config, args.out, epochs, resume=args.resume, keep_validated=args.keep_validated,
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     steps = sum(h.get("selector_steps", 0) for h in model.history)
     print(f"{model.epoch} updates, {steps} selector steps; model: {args.out}/model.pt")

@@ -73,20 +73,23 @@ class DbfValidation:
 
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
-          progress: bool | None = None, log=None, device: str = "cpu", **options):
+          progress: bool | None = None, log=None, keep_validated: bool = False,
+          device: str = "cpu", **options):
     """Train (or, with `resume`, continue) the DBF run in folder `out` until `epochs` updates are
     done in all; returns the model. `options`: those of `RUN_OPTIONS` (`validate_every=0` turns
-    validation and best.pt off). `device`: where the updates run (`PPO.to`)."""
+    validation and best.pt off). `keep_validated`: a copy of model.pt at every validated update
+    too (`runfolder.kept_path`). `device`: where the updates run (`PPO.to`)."""
     from hpcsched.agents.dbf import DBFConfig
     from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, DBFConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
                       plot_every=plot_every, progress=progress, log=log, options=options,
-                      device=device)
+                      keep_validated=keep_validated, device=device)
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
-           progress: bool | None, log, options: dict[str, Any], device: str = "cpu"):
+           progress: bool | None, log, options: dict[str, Any],
+           keep_validated: bool = False, device: str = "cpu"):
     from hpcsched.agents.ppo import PPO
     from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
@@ -125,7 +128,8 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                  curve=lambda: training_curve(
                      model.history, out / "curve.png", "wait",
                      title=f"DBF {config.trace} M={config.window} tail={config.tail}: AWT"),
-                 plot_every=plot_every, progress=progress, say=say)
+                 plot_every=plot_every, progress=progress, say=say,
+                 keep_validated=keep_validated)
     return model
 
 

@@ -163,19 +163,22 @@ def floored_score(metrics, reference) -> float:
 
 
 def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_every: int = 10,
-          progress: bool | None = None, log=None, **options):
+          progress: bool | None = None, log=None, keep_validated: bool = False, **options):
     """Train (or, with `resume`, continue) the HeraSched run in folder `out` until `epochs`
     updates are done in all; returns the model. `options`: those of `RUN_OPTIONS`
-    (`validate_every=0` turns validation and best.pt off)."""
+    (`validate_every=0` turns validation and best.pt off); `keep_validated`: a copy
+    of model.pt at every validated update too (`runfolder.kept_path`)."""
     from hpcsched.agents.herasched import HeraSchedConfig
     from hpcsched.experiments.runfolder import locked_run
 
     return locked_run(_train, HeraSchedConfig, RUN_OPTIONS, config, out, epochs, resume=resume,
-                      plot_every=plot_every, progress=progress, log=log, options=options)
+                      plot_every=plot_every, progress=progress, log=log, options=options,
+                      keep_validated=keep_validated)
 
 
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
-           progress: bool | None, log, options: dict[str, Any]):
+           progress: bool | None, log, options: dict[str, Any],
+           keep_validated: bool = False):
     from hpcsched.agents.herasched import HeraSched
     from hpcsched.experiments.runfolder import learn_epochs, open_run
     from hpcsched.experiments.training import LOG_FIRST, LOG_LAST
@@ -218,7 +221,8 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                  curve=lambda: training_curve(
                      model.history, out / "curve.png", "mean_reward",
                      title=f"HeraSched {config.cluster}: reward per update"),
-                 plot_every=plot_every, progress=progress, say=say)
+                 plot_every=plot_every, progress=progress, say=say,
+                 keep_validated=keep_validated)
     return model
 
 

@@ -6,6 +6,7 @@
     best.pt      the checkpoint with the best greedy validation score so far (with validation)
     log.csv      one row per epoch: the epoch's metrics, losses, timings, validation scores
     curve.png    the training curve (redrawn every few epochs and at the end)
+    validated/   with `keep_validated`: a copy of model.pt at every validated epoch (STEP-N.pt)
     config.json  the run's settings, readable without torch
     tb/          TensorBoard events, when the tensorboard package is installed
     .lock        held (flock) by the training writing the folder: a second one is refused
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -211,12 +213,17 @@ def locked_run(body: Callable, config_class, run_options: dict[str, Any], config
         return body(config, Path(out), epochs, resume=resume, options=options, **kw)
 
 
+def kept_path(out: Path, step: str, n: int) -> Path:
+    """Where `learn_epochs(keep_validated=True)` keeps the model validated after `step` `n`."""
+    return out / "validated" / f"{step}-{n}.pt"
+
+
 def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[[float, Any], bool],
                  start_counts: bool, columns: list[str], label: str, curve: Callable[[], None],
                  note: Callable[[dict[str, Any]], str], say, validation=None,
                  validate_every: int = 1, started: Callable[[float], str] | None = None,
                  plot_every: int = 10, progress: bool | None = None, step: str = "epoch",
-                 logged: Callable[[list], list] | None = None) -> None:
+                 logged: Callable[[list], list] | None = None, keep_validated: bool = False) -> None:
     """What every trainer does once its run is open: `model.learn` until `epochs` epochs (`step`s)
     are done in all. A new run's starting policy is scored by `validation` first (when `started`
     says how to tell it), a candidate for best.pt only with `start_counts`; every epoch is then
@@ -224,7 +231,8 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
     epoch's stats, which the model may also give itself), best.pt when `key` `improves` on the
     best so far (`best_so_far`), model.pt, the log (`RunLog`: log.csv of `logged(history)`, by
     default the rows with a mean reward; progress with `note(stats)`) and, every `plot_every`
-    epochs and at the end, `curve()`."""
+    epochs and at the end, `curve()`. `keep_validated`: also a copy of model.pt at every validated
+    epoch, `validated/STEP-N.pt` (`kept_path`), to choose a checkpoint another way afterwards."""
     from hpcsched.experiments.runlog import RunLog
 
     todo = max(0, epochs - model.epoch)
@@ -248,6 +256,10 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
                     best = stats[key]
                     model.save(out / "best.pt")
                 model.save(out / "model.pt")
+                if keep_validated and key in stats:
+                    kept = kept_path(out, step, n)
+                    kept.parent.mkdir(exist_ok=True)
+                    shutil.copyfile(out / "model.pt", kept)
                 runlog.epoch(stats, logged(model.history), note(stats))
                 if plot_every and n % plot_every == 0:
                     curve()
@@ -258,5 +270,6 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
             curve()
 
 
-__all__ = ["NOT_SHAPING", "RunInUseError", "best_so_far", "check_options", "learn_epochs",
-           "locked_run", "open_run", "refusal", "resumed_config", "resumed_options", "run_lock"]
+__all__ = ["NOT_SHAPING", "RunInUseError", "best_so_far", "check_options", "kept_path",
+           "learn_epochs", "locked_run", "open_run", "refusal", "resumed_config", "resumed_options",
+           "run_lock"]
