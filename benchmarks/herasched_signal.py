@@ -10,10 +10,13 @@ did) plus lambda-weighted value differences (the value part: what the critic thi
 rewards are rare and the critic cannot predict the return, the value part is noise, and the
 per-update normalisation makes it the policy's whole signal. Printed per agent: decisions,
 rewards that fell due, the reward part's and value part's spread and their correlation with the
-advantage, the returns' spread, the critic's explained variance; then the selector's choices.
-Last line: `name=value` pairs.
+advantage, the returns' spread, the critic's explained variance; then the selector's choices, and
+how often a pick took a job that had waited less than the window's mean (Eq. 4.1 averages the
+queue's waits, so such a pick raises the penalty of the rewards after it). Last line: `name=value`
+pairs.
 """
 import argparse
+import math
 import time
 
 import numpy as np
@@ -21,6 +24,7 @@ import torch
 
 from hpcsched.agents.herasched import HeraSched, HeraSchedConfig, selector_choice
 from hpcsched.agents.herasched_rollout import advantages
+from hpcsched.envs.hera_observation import JOB_FEATURES, TIME_CAP
 
 p = argparse.ArgumentParser()
 p.add_argument("model", nargs="?", help="a HeraSched model file (default: an untrained model)")
@@ -106,5 +110,18 @@ with torch.no_grad():  # what greedy decoding (validation, herasched:PATH) would
 choice["greedy_forward_share"] = float((probs.argmax(1) == model.layout.window).mean())
 choice["mean_p_forward"] = float(probs[:, model.layout.window].mean())
 print("\nselector: " + ", ".join(f"{k} {v:.3f}" for k, v in choice.items()))
+# Eq. 4.1 averages the waits over the queue: a pick of a job that has waited less than the
+# queue's mean raises the mean of those left, and so the next rewards' penalty
+w = model.layout.window
+picks = np.flatnonzero(d.actions < w)
+if picks.size:
+    jobs = d.obs[picks, :JOB_FEATURES * w].reshape(picks.size, w, JOB_FEATURES).astype(np.float64)
+    present = jobs[..., 2] > 0
+    waits = np.expm1(jobs[..., 0] * math.log1p(TIME_CAP))
+    mean = (waits * present).sum(1) / np.maximum(present.sum(1), 1)
+    picked = waits[np.arange(picks.size), d.actions[picks]]
+    choice["picks_below_window_mean_wait"] = float((picked < mean).mean())
+    print(f"picks: {picks.size}; of a job that had waited less than the window's mean wait: "
+          f"{(picked < mean).mean():.1%}")
 pairs.update({k: round(v, 3) for k, v in choice.items()})
 print(" ".join(f"{k}={v}" for k, v in pairs.items()))

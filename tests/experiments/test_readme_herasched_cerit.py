@@ -206,6 +206,59 @@ def test_the_second_runs_signal_is_the_scripts_output():
     assert value > 3 * reward
 
 
+def longer() -> str:
+    """The paragraph on the second run's model over 8,192 selector steps, with its list."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**The same model over a longer rollout")
+    return " ".join(text[start:text.index("Next: a run with", start)].split())
+
+
+def pairs_of(name: str) -> dict[str, float]:
+    return {k: float(v) for k, v in name_values((SECOND / name).read_text()).items()}
+
+
+def test_the_longer_rollouts_signal_is_the_scripts_output():
+    short, long = signal_pairs(), pairs_of("signal-8192.txt")
+    text = longer()
+    (ev,) = number(r"The critic explains \*\*([\d.]+)\*\* of the returns' variance", text)
+    (ev_short,) = number(r"\(([\d.]+) over 2,048 steps\)", text)
+    assert (round(long["selector_explained_var"], 3), round(short["selector_explained_var"], 3)) \
+        == (ev, ev_short)
+    reward, value = number(r"reward part \(sd ([\d.]+)\) now outweighs their value part "
+                           r"\(sd ([\d.]+)\)", text)
+    assert (round(long["selector_reward_part_sd"], 1), round(long["selector_value_part_sd"], 1)) \
+        == (reward, value)
+    assert reward > value and short["selector_value_part_sd"] > short["selector_reward_part_sd"]
+    (gap,) = number(r"favours Forward over a pick \(\+([\d.]+)\)", text)
+    assert long["forward_minus_pick"] == gap > 0
+    (states,) = number(r"Forward in 100 % of the ([\d,]+) states", text)
+    assert long["greedy_forward_share"] == 1.0 and long["selector_decisions"] == states
+    share, picks = number(r"([\d.]+) % of this rollout's ([\d,]+) picks", text)
+    assert round(100 * long["picks_below_window_mean_wait"], 1) == share
+    assert f"picks: {int(picks)};" in (SECOND / "signal-8192.txt").read_text()
+    # the first 512 decisions of each episode: smaller returns than the longer rollout's
+    sd_short, sd_long = number(r"returns are still small \(sd ([\d.]+), against ([\d.]+) over",
+                               text)
+    returns = [number(r"selector: .*\n\s+returns: mean \S+ sd ([\d.]+)",
+                      (SECOND / name).read_text())[0] for name in ("signal.txt", "signal-8192.txt")]
+    assert [round(r, 1) for r in returns] == [sd_short, sd_long]
+    assert sd_short < sd_long
+
+
+def test_the_critic_check_is_the_scripts_output():
+    got = name_values((SECOND / "critic.txt").read_text())
+    got = {k: float(v) for k, v in got.items()}
+    text = longer()
+    (own,) = number(r"Monte Carlo returns the trained critic explains (\d\.\d+)", text)
+    raw, standardised, fresh, linear = number(
+        r"gives ([\d.]+) and ([\d.]+), a fresh critic\s+([\d.]+), a least-squares fit on four "
+        r"pooled numbers \(L\(t\), the window's count, mean and\s+largest wait\) (\d\.\d+)", text)
+    assert (got["own_held_out"], got["own_fitted_held_out"], got["own_standardised_held_out"],
+            got["fresh_standardised_held_out"], got["linear_held_out"]) == \
+        (own, raw, standardised, fresh, linear)
+    assert own > max(raw, standardised, fresh)  # "more value fitting would not help"
+
+
 @pytest.mark.slow
 def test_the_second_runs_model_gives_its_signal_and_sampled_scores(tmp_path, monkeypatch,
                                                                    capsys):
@@ -239,3 +292,24 @@ def test_the_second_runs_model_gives_its_signal_and_sampled_scores(tmp_path, mon
         assert (round(model["score"], 3), round(model["wait"]), round(model["max_wait"])) == \
             (score, awt, mwt), seed
         assert model["score"] < 2  # it loses to FCFS + best-fit, sampled too
+
+
+@pytest.mark.slow
+def test_the_longer_rollout_and_the_critic_check_rerun(tmp_path, monkeypatch):
+    """Both scripts re-run on the saved model print the saved pairs, timing aside (4-5 min)."""
+    import subprocess
+    import sys
+
+    from hpcsched.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    main(["trace", "convert", "cerit-2013", "cerit-train.swf", "--from", "2013-01-01",
+          "--until", "2013-02-26"])
+    for script, extra, saved in (("herasched_signal.py", ["--steps", "8192"], "signal-8192.txt"),
+                                 ("herasched_critic.py", [], "critic.txt")):
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script),
+                              str(SECOND / "model.pt"), *extra], capture_output=True, text=True,
+                             check=True)
+        got, want = name_values(out.stdout), name_values((SECOND / saved).read_text())
+        got.pop("rollout_s", None), want.pop("rollout_s", None)
+        assert got == want, script
