@@ -239,6 +239,61 @@ def test_rewards_worked_by_hand():
     assert info["metrics"]["max_wait"] == 34
 
 
+def test_the_accrued_selector_reward_worked_by_hand():
+    """The schedule of `test_rewards_worked_by_hand` with `selector_reward="accrued"`: the
+    selector is paid when time moves on after its action, the waits that accrued meanwhile.
+
+    j0's start (step 3): nothing fits until t=10, j1 and j2 wait 8 + 7: -15. The Forward at
+    t=10: both wait until j3 arrives at 30: -40. j3's start (step 8): j1 alone waits until
+    j2 ends at 36: -6. Picks at an instant pay 0; the episode's end pays no remainder. The sum,
+    -61, is minus the jobs' total wait (0 + 34 + 27 + 0); the allocator's rewards are Eq. 4.2's
+    as before."""
+    cluster = Cluster.identical(2, 1)
+    env = env_on([(0, 10, 2), (2, 4, 2), (3, 6, 1), (30, 1, 1)], cluster, window=4, tail=0,
+                 selector_every=2, allocator_every=2, reward_scale=1.0,
+                 selector_reward="accrued")
+    env.reset(seed=0)
+    got = []
+    for a in [0, 0, 1, "fwd", 1, 0, 1, 1, 0, 0, 1]:
+        _, reward, terminated, _, info = env.step(env.forward if a == "fwd" else a)
+        got.append(tuple(info["rewards"]))
+        assert reward == pytest.approx(sum(info["rewards"]))
+    assert terminated
+    np.testing.assert_allclose([g[0] for g in got], [0, 0, -15, -40, 0, 0, 0, -6, 0, 0, 0])
+    np.testing.assert_allclose([g[1] for g in got], [0, 0, 0, 0, 0, -13.75, 0, 0, 0, 0, -17])
+    assert env.engine.result().start.tolist() == [0, 36, 30, 30]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_accrued_rewards_add_up_to_minus_the_total_wait(seed):
+    """Random valid actions (Forwards among them) over a Deeplearn stretch: whatever the
+    choices, the selector's accrued rewards add up to minus the jobs' total wait in hours, and
+    Eq. 4.1's do not."""
+    sums = {}
+    for mode in ("accrued", "average"):
+        env = HeraSchedEnv(None, "spartan-deeplearn", episode_jobs=150, selector_every=1,
+                           selector_reward=mode)
+        env.reset(seed=seed, options={"start": 400})
+        env.action_space.seed(seed)
+        total, terminated = 0.0, False
+        while not terminated:
+            _, _, terminated, _, info = env.step(env.action_space.sample())
+            total += info["rewards"][SELECTOR]
+        sums[mode] = total
+        metrics = info["metrics"]
+    waits = env.engine.result().start - env.episode.observer.submit
+    assert metrics["wait"] * 150 == pytest.approx(waits.sum())
+    assert sums["accrued"] == pytest.approx(-waits.sum() / 3600, rel=1e-9)
+    assert waits.sum() > 3600  # the jobs did wait
+    assert sums["average"] != pytest.approx(sums["accrued"], rel=1e-3)
+
+
+def test_an_unknown_selector_reward_is_refused():
+    with pytest.raises(ValueError, match="unknown selector reward 'sum'; choose one of: "
+                                         "average, accrued"):
+        env_on([(0, 1, 1)], Cluster.identical(1, 1), selector_reward="sum")
+
+
 def test_rewards_are_in_hours_by_default():
     cluster = Cluster.identical(1, 1)
     env = env_on([(0, 3600, 1), (0, 10, 1)], cluster, window=2, tail=0, selector_every=1)

@@ -56,6 +56,25 @@ def test_the_command_line_trains_and_the_model_schedules(tmp_path, capsys):
     assert code == 0 and '"policy": "herasched:' in captured.out  # the default net carries over
 
 
+def test_the_command_line_sets_the_accrued_selector_reward_and_a_resume_keeps_it(tmp_path,
+                                                                                capsys):
+    out = tmp_path / "run"
+    base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
+            "--episode-jobs", "300", "--update-every", "64", "--validate-every", "0"]
+    assert main(base + ["--epochs", "1", "--selector-reward", "accrued"]) == 0
+    model = HeraSched.load(out / "model.pt")
+    assert model.config.selector_reward == "accrued"
+    assert model.config.make_env().reward_args[-1] == "accrued"  # the training env's
+    assert main(base + ["--epochs", "2", "--resume"]) == 0
+    assert HeraSched.load(out / "model.pt").config.selector_reward == "accrued"
+    capsys.readouterr()
+    assert main(base + ["--epochs", "3", "--resume", "--selector-reward", "average"]) != 0
+    assert "selector_reward='accrued', not 'average'" in capsys.readouterr().err
+    from hpcsched.agents.herasched import HeraSchedConfig
+
+    assert HeraSchedConfig().selector_reward == "average"  # the default stays Eq. 4.1
+
+
 def test_the_floored_score_ranks_where_the_reference_never_waits():
     ref = {"wait": 0.0, "max_wait": 0.0}
     assert floored_score({"wait": 0.0, "max_wait": 0.0}, ref) == 2.0

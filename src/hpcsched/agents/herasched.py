@@ -67,6 +67,7 @@ class HeraSchedConfig(PPOSettings):
     selector_every: int = SELECTOR_EVERY  # A_s
     allocator_every: int = ALLOCATOR_EVERY  # A_a
     reward_scale: float = REWARD_SCALE
+    selector_reward: str = "average"  # Eq. 4.1, or "accrued" (ours: `envs.herasched`)
     drop_oversized: bool = False
     #: episodes stepped side by side (each network called once per step for all of them)
     num_envs: int = 4
@@ -105,7 +106,7 @@ class HeraSchedConfig(PPOSettings):
     def env_kwargs(self) -> dict[str, Any]:
         return dict(window=self.window, tail=self.tail, episode_jobs=self.episode_jobs,
                     selector_every=self.selector_every, allocator_every=self.allocator_every,
-                    reward_scale=self.reward_scale)
+                    reward_scale=self.reward_scale, selector_reward=self.selector_reward)
 
     def prepared(self):
         """The training trace, prepared (once per config object)."""

@@ -79,6 +79,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "4.1 at every action)")
     p.add_argument("--allocator-every", type=positive_int, default=100,
                    help="A_a: placed jobs per allocator reward (Table 4.2: 100)")
+    p.add_argument("--selector-reward", choices=["average", "accrued"], default="average",
+                   help="average: Eq. 4.1 (the thesis's); accrued (ours): minus the waiting time "
+                        "that accrues as time moves on after the selector's action, so that an "
+                        "episode's rewards add up to minus its jobs' total wait")
     g = p.add_argument_group("PPO, both agents (defaults: Table 4.2, SB3 where it is silent)")
     g.add_argument("--pi-lr", type=positive_float, default=3e-4,
                    help="the actors' Adam learning rate (3e-4)")

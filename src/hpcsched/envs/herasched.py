@@ -50,6 +50,14 @@ scales so too, spec hpcsim-semantics.md §0; spec item 29):
   has accumulated since its last reward, over |Q| + L(t) (L = 0 then): Q_s and Q_a do not carry
   over episodes (spec item 29).
 
+Ours, beside Eq. 4.1 (`selector_reward="accrued"`; Eq. 4.2 stays the allocator's): the selector
+is paid minus the waiting time that accrues, in all the episode's jobs, whenever time moves on
+after its action (a Forward, or the start of its pick's job when nothing else fits then), and 0
+when it does not (a pick at the same instant; A_s does not apply). An episode's rewards then add up
+to minus the total wait of its jobs (AWT times their number): a Forward costs what the queue
+waits until the next instant, and a pick costs nothing, where Eq. 4.1's average over the queue
+can rise when a pick takes a job that has waited less than the others.
+
 The step's `reward` is the sum of what fell due (the acting agent's, and at the last step the
 other's remainder); `info["rewards"]` gives them apart, (selector, allocator), for the hierarchical
 learner (`agents.herasched`), which credits each to its own agent's last action.
@@ -106,6 +114,8 @@ SELECTOR_EVERY = 512
 ALLOCATOR_EVERY = 100
 #: rewards in hours
 REWARD_SCALE = 3600.0
+#: the selector's reward: Eq. 4.1 ("average"), or ours, the waiting time accrued ("accrued")
+SELECTOR_REWARDS = ("average", "accrued")
 #: Table 4.2's windows (W, T) by bundled cluster; (100, 10) elsewhere
 THESIS_WINDOWS = {"spartan-physical": (512, 64), "spartan-deeplearn": (100, 10)}
 DEFAULT_WINDOW = (100, 10)
@@ -178,12 +188,18 @@ class WaitRewards:
     reward, and how many actions (selector) or jobs (allocator) they span."""
 
     __slots__ = ("selector_every", "allocator_every", "scale", "s_actions", "s_waits", "s_jobs",
-                 "a_jobs", "a_waits")
+                 "a_jobs", "a_waits", "accrued")
 
-    def __init__(self, selector_every: int, allocator_every: int, scale: float) -> None:
+    def __init__(self, selector_every: int, allocator_every: int, scale: float,
+                 selector_reward: str = "average") -> None:
         self.selector_every, self.allocator_every = int(selector_every), int(allocator_every)
         if self.selector_every < 1 or self.allocator_every < 1:
             raise ValueError(f"A_s ({selector_every}) and A_a ({allocator_every}) must be >= 1")
+        if selector_reward not in SELECTOR_REWARDS:
+            raise ValueError(f"unknown selector reward {selector_reward!r}; choose one of: "
+                             f"{', '.join(SELECTOR_REWARDS)}")
+        #: the selector is paid the waiting time that accrues as time moves, not Eq. 4.1
+        self.accrued = selector_reward == "accrued"
         self.scale = float(scale)
         self.s_actions = self.s_jobs = self.a_jobs = 0
         self.s_waits = self.a_waits = 0.0
@@ -194,7 +210,10 @@ class WaitRewards:
 
     def selector(self, started_wait: float | None, queued: int, waiting: float) -> float:
         """A selector action (a pick whose job waited `started_wait`, or a Forward: None) with
-        `queued` jobs waiting `waiting` seconds in all after it; its reward (Eq. 4.1) or 0."""
+        `queued` jobs waiting `waiting` seconds in all after it; its reward (Eq. 4.1) or 0 (0
+        always with the accrued reward: `moved` pays that one)."""
+        if self.accrued:
+            return 0.0
         self.s_actions += 1
         if started_wait is not None:
             self.s_jobs += 1
@@ -205,6 +224,11 @@ class WaitRewards:
         self.s_actions = self.s_jobs = 0
         self.s_waits = 0.0
         return r
+
+    def moved(self, before: float, after: float) -> float:
+        """The accrued reward of time moving on, the waits of all the episode's jobs so far
+        having gone from `before` to `after` seconds in all (0 with Eq. 4.1)."""
+        return -(after - before) / self.scale if self.accrued else 0.0
 
     def allocated(self, wait: float, queued: int, waiting: float) -> float:
         """A job the allocator placed, started after waiting `wait`; its reward (Eq. 4.2) or 0."""
@@ -242,6 +266,7 @@ class HeraEpisode:
         self.row = -1
         self.chosen: list[int] = []
         self.started = 0
+        self.realised = 0.0  # the waits of the jobs started so far, in seconds
         self.view = None
         self.moved = 0  # instants time moved on because nothing in the window fit
         self.next_instant(self.engine.next_decision())
@@ -249,6 +274,11 @@ class HeraEpisode:
     @property
     def done(self) -> bool:
         return self.view is None
+
+    def waited(self) -> float:
+        """The waits of all the episode's jobs so far, in seconds: realised (started jobs) and
+        still growing (the queue's)."""
+        return self.realised + (0.0 if self.done else self.observer.snapshot.total_wait)
 
     def next_instant(self, view) -> None:
         """Observe `view`; while no job of the window fits, let time move on (no agent acts)."""
@@ -269,9 +299,10 @@ class HeraEpisode:
         snap = self.observer.snapshot
         if slot < 0:
             reward = self.rewards.selector(None, snap.queued, snap.total_wait)
+            before = self.waited()
             self.engine.apply(Wait())
             self.next_instant(self.engine.next_decision())
-            return reward
+            return reward + self.rewards.moved(before, self.waited())
         row = int(snap.rows[slot])
         wait = float(self.view.now - self.observer.submit[row])
         reward = self.rewards.selector(wait, snap.queued - 1, snap.total_wait - wait)
@@ -290,13 +321,16 @@ class HeraEpisode:
         wait = float(self.view.now - self.observer.submit[self.row])
         self.engine.apply(Start(self.row, tuple(self.chosen)))
         self.started += 1
+        before = self.waited()  # the start moves its wait from the queue's to the realised
+        self.realised += wait
         r_alloc = self.rewards.allocated(wait, snap.queued - 1, snap.total_wait - wait)
         self.slot, self.row, self.chosen = -1, -1, []
         self.next_instant(self.engine.next_decision())
+        r_moved = self.rewards.moved(before, self.waited())  # time moved if nothing fits now
         if self.done:
             r_sel, rest = self.rewards.flush()
-            return r_sel, r_alloc + rest
-        return 0.0, r_alloc
+            return r_sel + r_moved, r_alloc + rest
+        return r_moved, r_alloc
 
     def mask(self, out: np.ndarray) -> np.ndarray:
         """The acting agent's valid actions, in `out` (the env's action space, padded False)."""
@@ -328,6 +362,7 @@ class HeraSchedEnv(gym.Env):
         episode_jobs: an episode is this many jobs from a random start (None: the whole trace).
         profile: of a trace not yet prepared (default hpcsim, the thesis's simulator).
         selector_every, allocator_every: A_s and A_a (512 and 100).
+        selector_reward: "average" (Eq. 4.1) or "accrued" (see the module docstring).
         reward_scale: seconds per reward unit (3,600: hours).
         start_range: (lo, hi), the starts random episodes draw from, both included.
         drop_oversized: drop (and count) jobs that can never run on the cluster instead of
@@ -341,7 +376,7 @@ class HeraSchedEnv(gym.Env):
                  episode_jobs: int | None = None, profile: str | None = None,
                  selector_every: int = SELECTOR_EVERY, allocator_every: int = ALLOCATOR_EVERY,
                  reward_scale: float = REWARD_SCALE, start_range: tuple[int, int] | None = None,
-                 drop_oversized: bool = False) -> None:
+                 drop_oversized: bool = False, selector_reward: str = "average") -> None:
         super().__init__()
         self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
         self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
@@ -356,8 +391,9 @@ class HeraSchedEnv(gym.Env):
             raise ValueError(f"start_range must be (lo, hi) with 0 <= lo <= hi <= {last}, got "
                              f"{start_range}")
         self.start_range = (lo, hi)
-        WaitRewards(selector_every, allocator_every, reward_scale)  # checked now
-        self.reward_args = (int(selector_every), int(allocator_every), float(reward_scale))
+        WaitRewards(selector_every, allocator_every, reward_scale, selector_reward)  # checked now
+        self.reward_args = (int(selector_every), int(allocator_every), float(reward_scale),
+                            str(selector_reward))
         lay = self.layout
         self.n_actions = max(lay.window + 1, lay.nodes)
         # unbounded above: a wait past 30 days and a queue past the window read more than 1
