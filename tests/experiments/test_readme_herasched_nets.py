@@ -144,3 +144,22 @@ def test_the_weight_counts_are_the_networks():
     assert f"({total / 1e6:.1f} M in the four networks)" in text
     assert f"against {counts['default', 'selector'][0]:,} and " \
            f"{counts['default', 'allocator'][0]:,} in ours" in text
+    ours = sum(a + c for (net, _), (a, c) in counts.items() if net == "default")
+    bench = " ".join((ROOT / "BENCHMARKS.md").read_text().split())
+    assert f"{total / 1e6:.1f} M weights in the four networks against {ours / 1e3:.1f} k in " \
+           f"ours" in bench
+
+
+def test_the_benchmarks_table_is_the_logs():
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    for seed in (0, 1):
+        r = rows(seed)
+        updates = sum(float(x["epoch_s"]) for x in r)
+        line = re.search(rf"\| `--net thesis --seed {seed}` \| (\d+) \| ([\d,]+) / ([\d,]+) \| "
+                         rf"([\d,]+) s \| (\d+) \| (\d+) % \|", text)
+        assert line, seed
+        sel = sum(int(x["selector_steps"]) for x in r)
+        assert (int(line[1]), num(line[2]), num(line[3]), num(line[4])) == \
+            (len(r), sel, sum(int(x["allocator_steps"]) for x in r), round(updates))
+        assert int(line[5]) == round(sel / updates)
+        assert int(line[6]) == round(100 * sum(float(x["rollout_s"]) for x in r) / updates)
