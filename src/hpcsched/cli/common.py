@@ -164,12 +164,13 @@ def add_validation_args(g, *, windows: int, jobs: int) -> None:
 #: continue it, the file of options; they keep their defaults and are given on the command line
 NOT_SETTINGS = ("out", "resume", "config")
 #: options that a config file may give like the settings, but that are not settings either
-#: (`option_values` leaves them out): how long to train, which checkpoints to keep
-NOT_COMPARED = ("epochs", "keep_validated")
+#: (`option_values` leaves them out): how long to train
+NOT_COMPARED = ("epochs",)
 
 
 def add_keep_validated(g) -> None:
-    """`--keep-validated` (a trainer's `keep_validated`) on group `g`."""
+    """`--keep-validated` (a trainer's `keep_validated` argument, not a setting of the run: the
+    command pops it from `option_values`) on group `g`."""
     g.add_argument("--keep-validated", action="store_true", default=False,
                    help="also keep a copy of model.pt at every validated update "
                         "(validated/epoch-N.pt), to choose a checkpoint another way afterwards; "

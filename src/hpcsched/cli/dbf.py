@@ -75,6 +75,7 @@ def cmd_train(args) -> int:
     from hpcsched.experiments.dbf_training import train
 
     values = option_values(args, given_only=args.resume)
+    values.pop("keep_validated", None)  # what to keep, no setting of the run
     episodes = values.pop("episodes", None) or args.option_defaults["episodes"]
     device = values.pop("device", None) or "cpu"
     settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS and v is not None}
@@ -93,7 +94,7 @@ def cmd_train(args) -> int:
         config = DBFConfig(**settings)
         epochs = epochs_for(episodes, config)
     model = train(config, args.out, epochs, resume=args.resume, device=device,
-                  keep_validated=args.keep_validated,
+                  keep_validated=bool(args.keep_validated),
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     c = model.config
     print(f"{model.epoch} updates, {model.epoch * c.trajectories_per_epoch} episodes, "
