@@ -10,11 +10,13 @@ from the moment the cluster is busy), one torch thread, and prints the seconds p
 each agent (wall and CPU) and the update they add up to for a rollout of `--selector-steps` selector and
 `--allocator-steps` allocator decisions (defaults: the Physical runs' 2,048 and 2,050). With
 `--thesis`, Table 4.2's MLPs too: on Physical four networks of 155 M weights, about 10 GB with
-their gradients and Adam's moments. Ends with `name=value` pairs and the load average.
+their gradients and Adam's moments. Ends with `name=value` pairs: the times, the process's
+largest resident memory (`max_rss_gb`) and the load average.
 """
 import argparse
 import math
 import os
+import resource
 import time
 
 import numpy as np
@@ -108,6 +110,7 @@ for net in nets:
                     f"{net}_allocator_minibatch_cpu_s": alloc[1],
                     f"{net}_update_s": update[0], f"{net}_update_cpu_s": update[1]})
     del networks
+results["max_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KB on Linux
 results["load"] = os.getloadavg()[0]
 print(f"minibatch steps per update: {per_update[0]} selector, {per_update[1]} allocator")
 print(" ".join(f"{k}={v:.0f}" if k.endswith("weights") else f"{k}={v:.4g}"

@@ -11,16 +11,22 @@ import re
 
 import pytest
 
-from hpcsched.experiments.herasched_training import HeraValidation, floored_score
+from hpcsched.experiments.herasched_training import (HeraValidation, floored_score,
+                                                     subset_scores, validation_score)
 from hpcsched.modelfile import read_model
 from hpcsched.recipes import PRETRAINED
 from hpcsched.workload.hera_periods import hera_period
 from hpcsched.workload.spartan_format import write_sacct
 
-#: name -> partition; each run validated on the whole of its partition's validation period
-#: (`--validate-trace dl-validation.txt --validate-jobs 5000`, which that period's jobs are fewer
-#: than), scored whole (one subset: the runs predate `--validate-subsets`)
-SHIPPED = {f"herasched-deeplearn-s{seed}": "spartan-deeplearn" for seed in range(3)}
+#: name -> (partition, validated jobs, subsets). The Deeplearn runs validated on the whole of
+#: their validation period (`--validate-jobs 5000`, which that period's 2,566 jobs are fewer
+#: than), scored whole (one subset: the runs predate `--validate-subsets`); the Physical runs on
+#: the last 5,000 jobs of theirs, scored as the median S of 4 subsets (the default).
+SHIPPED = {**{f"herasched-deeplearn-s{seed}": ("spartan-deeplearn", 5000, 1) for seed in range(3)},
+           **{f"herasched-physical-s{seed}": ("spartan-physical", 5000, 4) for seed in range(3)}}
+
+#: the shipped files whose best.pt's validation S equals their untrained model's
+UNTRAINED_SCORED_IT = {"herasched-physical-s1"}
 
 
 def models_md_rows() -> dict[tuple[str, str], tuple[float, float]]:
@@ -44,24 +50,34 @@ def test_a_shipped_model_scores_what_its_validation_recorded(name, tmp_path):
 
     ck = read_model(PRETRAINED / f"{name}.pt")
     assert ck["recipe"] == "herasched"
-    partition = SHIPPED[name]
+    partition, jobs, subsets = SHIPPED[name]
     assert ck["config"]["cluster"] == partition
     recorded = [h["val_score"] for h in ck["history"]
                 if h.get("epoch") == ck["epoch"] and "val_score" in h]
     assert len(recorded) == 1
     path = tmp_path / "validation.txt"  # the run's validation period, as `trace generate` writes it
-    write_sacct(hera_period(partition, "validation").generate(), path)
+    period = hera_period(partition, "validation")
+    write_sacct(period.generate(), path)
     config = HeraSchedConfig.from_dict(ck["config"])
-    validation = HeraValidation(config, 5000, str(path))
-    assert validation.start == 0  # the whole period
+    validation = HeraValidation(config, jobs, str(path), subsets)
+    n = validation.start + validation.jobs
+    assert validation.start == max(0, n - jobs) and validation.jobs == min(n, jobs)
     policy = load_herasched(PRETRAINED / f"{name}.pt")
-    metrics = simulate(validation.prepared, policy, start=validation.start,
-                       jobs=validation.jobs).metrics
-    s = floored_score(metrics, validation.reference)
+    result = simulate(validation.prepared, policy, start=validation.start, jobs=validation.jobs)
+    if subsets == 1:  # the whole span's S
+        s = floored_score(result.metrics, validation.reference)
+    else:  # the median over the subsets of each one's S
+        s = validation_score(subset_scores(validation.split(result),
+                                           validation.reference_subsets))
     assert s == pytest.approx(recorded[0], rel=1e-12)
-    # best.pt: the highest S of the run, above its untrained model's (update 0)
+    # best.pt: the highest S of the run, above its untrained model's (update 0), but for the
+    # seed whose untrained model already scored it (MODELS.md says so)
     scores = {h["epoch"]: h["val_score"] for h in ck["history"] if "val_score" in h}
-    assert s == max(scores.values()) > scores[0]
+    assert s == max(scores.values())
+    if name in UNTRAINED_SCORED_IT:
+        assert s == scores[0]
+    else:
+        assert s > scores[0]
 
 
 @pytest.mark.slow
@@ -69,7 +85,7 @@ def test_a_shipped_model_scores_what_its_validation_recorded(name, tmp_path):
 def test_a_shipped_model_gives_the_test_numbers_models_md_states(name):
     from hpcsched.experiments.herasched_eval import period_prepared, run_model
 
-    partition = SHIPPED[name]
+    partition = SHIPPED[name][0]
     stated = {p: v for (n, p), v in models_md_rows().items() if n == name}
     assert set(stated) == {"test", "test-high-load"}
     for period, (awt, mwt) in stated.items():
@@ -90,5 +106,10 @@ def test_models_md_states_each_files_own_training_to_best_pt(name):
     history = [h for h in ck["history"] if h["epoch"] >= 1]
     assert int(seed) == ck["config"]["seed"] and int(epoch) == ck["epoch"] == history[-1]["epoch"]
     assert f"{ck['history'][-1]['val_score']:.3f}" == score
+    said = "seed 1's **untrained** model already scored it (its update 0)"
+    if name in UNTRAINED_SCORED_IT:
+        assert said in text and f"| {name} | {seed} |" in text
+        assert ck["history"][0]["epoch"] == 0 and ck["history"][0]["val_score"] == \
+            ck["history"][-1]["val_score"]
     assert int(steps.replace(",", "")) == sum(int(h["selector_steps"]) for h in history)
     assert int(wall.replace(",", "")) == round(sum(h["epoch_s"] for h in history))

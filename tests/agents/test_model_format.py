@@ -31,7 +31,7 @@ CONVERTED_AT = "b3080096321c43914ce23155ec346a3be40d3fef"
 def test_every_shipped_file_is_in_the_one_format_and_loads_through_the_one_reader():
     from hpcsched import recipes
 
-    assert len(FILES) == 125  # 122, then the three HeraSched seeds
+    assert len(FILES) == 128  # 122, then the three HeraSched Deeplearn seeds, then the three Physical
     by_prefix = {r.name: r for r in recipes.recipes()}
     for path in FILES:
         raw = torch.load(path, map_location="cpu", weights_only=True)

@@ -294,3 +294,26 @@ def test_a_model_schedules_the_cerit_period_and_a_thesis_model_of_another_shape_
                            "--models", str(tmp_path / "thesis.pt"), "--jobs", "200")
     assert_one_line_error(code, err, f"herasched:{tmp_path / 'thesis.pt'} cannot schedule "
                                      f"cerit-zewura", "30 nodes", "68 nodes")
+
+
+def test_each_partition_takes_its_shipped_models_unless_told_none():
+    from hpcsched.cli.herasched_eval import models_by_cluster
+
+    got = models_by_cluster(None, ["spartan-physical", "spartan-deeplearn", "cerit-zewura"])
+    assert got == {"spartan-physical": [f"pretrained/herasched-physical-s{s}" for s in range(3)],
+                   "spartan-deeplearn": [f"pretrained/herasched-deeplearn-s{s}" for s in range(3)],
+                   "cerit-zewura": []}
+    # none: that partition alone runs the grid; the other still takes its own
+    got = models_by_cluster(["spartan-physical=none"], ["spartan-physical", "spartan-deeplearn"])
+    assert got["spartan-physical"] == [] and len(got["spartan-deeplearn"]) == 3
+    assert models_by_cluster(["none"], ["spartan-physical"]) == {"spartan-physical": []}
+    with pytest.raises(ValueError, match="'none' .* cannot go with models"):
+        models_by_cluster(["none,pretrained/herasched-physical-s0"], ["spartan-physical"])
+
+
+def test_models_none_runs_the_grid_alone(capsys):
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--cluster", "spartan-physical",
+                             "--periods", "validation", "--jobs", "300", "--models", "none")
+    assert code == 0, err
+    assert "no HeraSched model given for spartan-physical (--models): the grid alone" in out
+    assert "herasched:" not in out

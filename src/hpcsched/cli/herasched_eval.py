@@ -50,7 +50,8 @@ gpus_KIND) and HeraSched's mean (policy herasched, wait_sd, max_wait_sd, seeds =
 each with cluster and period. Without a model: the cells' rows alone, without score.
 
 A partition without --models takes its shipped models (pretrained/herasched-PARTITION*: three
-Deeplearn seeds ship); where none ships, the grid alone.
+Deeplearn seeds and three Physical seeds ship); where none ships (cerit-zewura), and with
+--models none, the grid alone.
 
 --baselines adds learned baselines, issue 17's "RLScheduler and DRAS-PG trained on the same data
 (jobs seen as total cores) with the engine's best-fit allocator": rl:MODEL and dras:MODEL specs
@@ -87,8 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"(default: spartan-deeplearn)")
     p.add_argument("--models", action="append", metavar="[CLUSTER=]MODEL[,MODEL...]",
                    help="HeraSched models, one per training seed: files, run folders or "
-                        "pretrained/NAME; with several --cluster, give --models once per "
-                        "partition, CLUSTER= in front")
+                        "pretrained/NAME; none: no model (the grid alone); with several "
+                        "--cluster, give --models once per partition, CLUSTER= in front")
     p.add_argument("--baselines", action="append", metavar="[CLUSTER=]SPEC[,SPEC...]",
                    help="learned baselines: rl:MODEL, dras:MODEL (jobs seen as total cores, "
                         "placed by best-fit unless SPEC+ALLOCATOR, EASY); with several --cluster, "
@@ -139,12 +140,19 @@ def by_cluster(given: list[str] | None, clusters: list[str], option: str = "--mo
 
 def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str, list[str]]:
     """{cluster: [model, ...]} from the --models options, each model checked to exist; a cluster
-    without any takes its shipped models, if any ([]: the grid alone)."""
+    without any takes its shipped models, if any ([]: the grid alone), and one given `none` has
+    none."""
     from hpcsched import recipes
 
     out = by_cluster(given, clusters)
     recipe = recipes.get("herasched")
     for cluster, models in out.items():
+        if "none" in models:
+            if len(models) > 1:
+                raise ValueError(f"--models for {cluster}: 'none' (no model, the grid alone) "
+                                 f"cannot go with models ({', '.join(models)})")
+            models.clear()
+            continue
         if not models:
             models += _default_models(cluster)
         for m in models:
