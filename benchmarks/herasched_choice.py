@@ -6,7 +6,7 @@ that the two choices of best.pt can be compared where it matters.
     python benchmarks/herasched_choice.py RUN [--periods test,test-high-load]
 
 RUN is a run folder of `hpcsched train herasched` on a protocol partition (`--validate-trace`
-its validation period, `--validate-subsets K` with K > 1) holding, beside its log.csv and
+its validation period, or its last `--validate-jobs` jobs, `--validate-subsets K` with K > 1) holding, beside its log.csv and
 config.json, a copy of model.pt taken at each validated update: `validated/epoch-UPDATE.pt`, which
 `train herasched --keep-validated` keeps, or `snap-UPDATE.pt` (the runs of session 31, trained
 before that option: a watcher copied model.pt as each validation was logged). Printed per checkpoint:
@@ -21,6 +21,7 @@ pairs.
 import argparse
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -72,8 +73,11 @@ def main() -> None:
     order = sorted(snaps)
     paths = [str(snaps[e]) for e in order]
 
-    val = evaluate(period_prepared(cluster, "validation"), paths, cluster=cluster,
-                   period="validation")
+    prepared = period_prepared(cluster, "validation")
+    n, span = len(prepared.jobs), int(config["run_options"]["validate_jobs"])
+    if span < n:  # training validated the period's last `span` jobs (on Physical, 5,000 of 12,019)
+        prepared = replace(prepared, jobs=prepared.jobs.window(n - span, span))
+    val = evaluate(prepared, paths, cluster=cluster, period="validation")
     ref = val.grid.metrics["fcfs", "best-fit"]
     by_epoch = {int(r["epoch"]): r for r in rows}
     whole, median = {}, {}

@@ -313,3 +313,40 @@ def test_the_longer_rollout_and_the_critic_check_rerun(tmp_path, monkeypatch):
         got, want = name_values(out.stdout), name_values((SECOND / saved).read_text())
         got.pop("rollout_s", None), want.pop("rollout_s", None)
         assert got == want, script
+
+
+ACCRUED = ROOT / "benchmarks" / "data" / "herasched_cerit_accrued"
+
+
+def accrued_paragraph() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**A third CERIT-SC run: the accrued reward;")
+    end = text.index("**The shipped Deeplearn models", start)
+    return " ".join(text[start:end].replace("\\\n", " ").split())
+
+
+def test_the_accrued_run_is_the_command_printed_and_its_figures_are_its_log():
+    c = json.loads((ACCRUED / "config.json").read_text())
+    assert (c["selector_reward"], c["seed"], c["episode_jobs"], c["ent_coef"], c["pi_lr"],
+            c["gamma"], c["drop_oversized"], c["cluster"]) == \
+        ("accrued", 0, 1000, 0.01, 1e-4, 0.99, True, "cerit-zewura")
+    text = accrued_paragraph()
+    assert "--episode-jobs 1000 --ent-coef 0.01 --selector-reward accrued --keep-validated" in text
+    rows = log_rows(ACCRUED)
+    assert [int(r["epoch"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert f"stopped by hand after update {len(rows)}" in text
+    assert f"({sum(float(r['epoch_s']) for r in rows) / 60:.0f} min of updates" in text
+    share = [float(r["forward_share"]) for r in rows]
+    assert (f"fell from {100 * sum(share[:10]) / 10:.1f} % (mean of updates 1-10) to "
+            f"{100 * sum(share[-10:]) / 10:.1f} % (updates {len(rows) - 9}-{len(rows)})") in text
+    scores = [(int(r["epoch"]), float(r["val_score"])) for r in rows if r["val_score"]]
+    assert [e for e, _ in scores] == [10, 20, 30, 40, 50, 60]
+    assert "S " + ", ".join(f"{s:.3f}" for _, s in scores[:-1]) + \
+        f" and {scores[-1][1]:.3f} at updates 10 to 60" in text
+    out = (ACCRUED / "output.txt").read_text()
+    untrained = float(re.search(r"untrained greedy model: validation S ([\d.]+)", out)[1])
+    assert f"below the untrained model's {untrained:.3f}" in text
+    assert max(s for _, s in scores) < min(untrained, 2)  # "every one below"
+    last = next(r for r in rows if r["epoch"] == "60")
+    assert f"at update 60 it waited {float(last['val_wait']):,.0f} s" in text
+    assert "FCFS + best-fit + EASY there: AWT 231 s" in out and "(FCFS + best-fit: 231 s)" in text
