@@ -305,3 +305,54 @@ def test_keep_validated_keeps_each_validated_model_as_it_was_scored(tmp_path, ca
     plain = tmp_path / "plain"
     assert main(base[:3] + [str(plain)] + base[4:] + ["--epochs", "2"]) == 0
     assert not (plain / "validated").exists()
+
+
+def test_validate_also_scores_the_lower_of_two_periods_keeps_it_and_refuses_a_change(tmp_path,
+                                                                                     capsys):
+    import json
+
+    from hpcsched.experiments.herasched_training import HeraValidation
+    from hpcsched.workload.spartan import generate
+    from hpcsched.workload.spartan_format import write_trace
+
+    also = tmp_path / "busy.txt"  # a second period: 2 generated Deeplearn days
+    write_trace(generate("spartan-deeplearn", 2, seed=5), also)
+    out = tmp_path / "run"
+    base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
+            "--episode-jobs", "300", "--update-every", "64", "--validate-every", "1",
+            "--validate-jobs", str(SPAN), "--validate-subsets", "1"]
+    assert main(base + ["--epochs", "2", "--validate-also", str(also)]) == 0
+    printed = capsys.readouterr().err
+    assert f"and the whole of {also}" in printed and "the lower of the two S" in printed
+    assert json.loads((out / "config.json").read_text())["run_options"]["validate_also"] == \
+        str(also)
+    logged = rows(out / "log.csv")
+    model = HeraSched.load(out / "model.pt")
+    first = HeraValidation(model.config, SPAN, None, 1)
+    second = HeraValidation(model.config, 10 ** 9, str(also), 1)
+    assert second.start == 0 and second.jobs == len(second.prepared.jobs)  # the whole period
+    row = logged[-1]
+    # each S recomputed here from its own run; the score is the lower one
+    s1 = floored_score(first.run(model).metrics, first.reference)
+    run2 = second.run(model)
+    s2 = floored_score(run2.metrics, second.reference)
+    assert s1 != s2  # two periods that score differently: the lower one is a choice
+    assert float(row["val_first_score"]) == pytest.approx(s1, rel=1e-12)
+    assert float(row["val_also_score"]) == pytest.approx(s2, rel=1e-12)
+    assert float(row["val_score"]) == pytest.approx(min(s1, s2), rel=1e-12)
+    assert float(row["val_also_wait"]) == pytest.approx(run2.metrics["wait"])
+    for r in logged:  # at every validated update, the lower of the two
+        assert float(r["val_score"]) == min(float(r["val_first_score"]),
+                                            float(r["val_also_score"]))
+    # best.pt: the update of the highest lower S
+    best = max(logged, key=lambda r: float(r["val_score"]))
+    assert HeraSched.load(out / "best.pt").epoch == int(best["epoch"])
+    # kept on resume; a change refused; a run without it has no such columns
+    assert main(base + ["--epochs", "3", "--resume"]) == 0
+    assert rows(out / "log.csv")[-1]["val_also_score"] != ""
+    capsys.readouterr()
+    assert main(base + ["--epochs", "4", "--resume", "--validate-also", str(tmp_path / "x")]) != 0
+    assert "validate_also" in capsys.readouterr().err
+    plain = tmp_path / "plain"
+    assert main(["train", "herasched", "--out", str(plain)] + base[4:] + ["--epochs", "1"]) == 0
+    assert "val_also_score" not in rows(plain / "log.csv")[0]

@@ -295,3 +295,13 @@ def test_what_the_two_day_rule_changed_follows_from_the_outputs():
     assert f"rests mostly on seed 0 ({seed0} cells)" in text
     assert int(s1) > int(s0) and int(b1) > int(b0)  # "both improve" on the high-load day
     assert float(lowest(test1)) > float(lowest(test0))
+
+
+def test_the_validate_also_example_names_the_protocols_validation_high_load_day():
+    from hpcsched.workload.hera_periods import hera_period
+
+    text = flat(readme())
+    command = hera_period("spartan-physical", "validation-high-load").command("X")
+    assert command.startswith("hpcsched trace generate spartan-physical --seed 1714 --high-load-day")
+    assert f"`{command.removesuffix(' -o X')}`" in text
+    assert "--validate-also ph-validation-high-load.txt" in text

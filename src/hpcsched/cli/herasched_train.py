@@ -41,7 +41,8 @@ Validation: the greedy model on the last --validate-jobs jobs of the trace (or o
 --validate-trace: the protocol's validation period, hpcsched.workload.hera_periods), every
 --validate-every updates, scored by the thesis's S = AWT_ref/AWT + MWT_ref/MWT against FCFS +
 best-fit + EASY in each of --validate-subsets interleaved subsets of those jobs (from one run of
-them), the median of the subsets' S the score (best.pt: the highest). The run folder gets model.pt
+them), the median of the subsets' S the score (best.pt: the highest); with --validate-also TRACE,
+the lower of that and S on the whole of TRACE. The run folder gets model.pt
 (every update), best.pt, log.csv, curve.png, config.json; --resume continues exactly where the run
 stopped (its episodes replayed).
 """
@@ -116,9 +117,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         f"i mod K), score each and take the median, so that one job's wait "
                         f"hardly moves it (default {VALIDATE_SUBSETS}; 1: the span scored whole, "
                         f"the score of runs from before this option, which resume with it)")
+    g.add_argument("--validate-also", metavar="TRACE",
+                   help="a second validation period, scored whole (e.g. the protocol's "
+                        "validation high-load day); the validation score is then the lower of "
+                        "the two S, so that best.pt holds on both")
     add_keep_validated(g)
 
-RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets")
+RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets",
+               "validate_also")
 
 
 def cmd_train(args) -> int:

@@ -13,6 +13,10 @@ weighing of its two metrics (2: as good as the reference; higher is better), eac
 validation score; val_wait and val_max_wait (AWT and MWT, seconds) are logged beside it. The
 reference's own AWT and MWT are said at the start.
 Which window validates, and which tests, is part of the evaluation protocol (issue 17 part 4).
+With `validate_also` (a second trace: the protocol's validation high-load day) the model is also
+run on the whole of that period, scored whole against the same reference, and the validation score
+is the lower of the two S (`PairedValidation`): on Physical, the validation day alone chose models
+that serve a light day and starve the high-load test day (README, "The shipped Physical models").
 
 **Subsets** (`validate_subsets`, K, default 4). Half of S is one job's wait, so a single job held
 a day longer moves S by 0.84 on average (up to 1.5) on Deeplearn's validation period, between two
@@ -54,9 +58,11 @@ import numpy as np
 
 #: `train`'s options that shape a run besides its config, with their defaults
 RUN_OPTIONS = {"validate_every": 10, "validate_jobs": 2000, "validate_trace": None,
-               "validate_subsets": 4}
+               "validate_subsets": 4, "validate_also": None}
 #: what a run written before an option existed had in effect: the span scored whole
 LEGACY_OPTIONS = {"validate_subsets": 1}
+#: "every job" of a validation period (HeraValidation validates at most the period's own count)
+ALL_JOBS = 10 ** 9
 LOG_METRICS = ["wait", "max_wait", "episodes_ended", "selector_steps", "allocator_steps",
                "allocator_loss_pi", "allocator_loss_v", "allocator_kl", "allocator_entropy",
                "forward_share", "forward_with_fit_share", "selector_choice_share",
@@ -149,6 +155,27 @@ def subset_scores(subsets: list[dict], references: list[dict]) -> list[float]:
     return [floored_score(w, r) for w, r in zip(subsets, references)]
 
 
+class PairedValidation:
+    """Validation on two periods (`validate_also`): the first as its `HeraValidation` scores it,
+    the second (the protocol's validation high-load day, say) whole, in one subset, against the
+    same reference; the score is the lower of the two S, so that best.pt has to hold on both. The
+    second's S, AWT and MWT join the update's statistics as val_also_score, val_also_wait and
+    val_also_max_wait (val_score is the lower S; val_wait and val_max_wait stay the first's)."""
+
+    def __init__(self, first: HeraValidation, also: HeraValidation):
+        self.first, self.also = first, also
+
+    def score(self, model) -> float:
+        first = self.first.score(model)
+        scores, m = self.also.scores(model)
+        also = validation_score(scores)
+        if model.history:
+            model.history[-1].update({"val_first_score": first, "val_also_score": also,
+                                      "val_also_wait": float(m["wait"]),
+                                      "val_also_max_wait": float(m["max_wait"])})
+        return min(first, also)
+
+
 def validation_score(scores: list[float]) -> float:
     """The subsets' scores as one: their median (the score itself for one subset)."""
     return float(np.median(scores))
@@ -194,6 +221,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     validation = (HeraValidation(config, opts["validate_jobs"], opts.get("validate_trace"),
                                  opts["validate_subsets"])
                   if opts["validate_every"] and opts["validate_jobs"] else None)
+    if validation is not None and opts.get("validate_also"):
+        validation = PairedValidation(validation, HeraValidation(config, ALL_JOBS,
+                                                                 opts["validate_also"], 1))
     if validation is not None and model.epoch == 0:
         say(validation_plan(validation))
 
@@ -209,6 +239,10 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
             if per:
                 text += f"; subsets {min(per):.2f}-{max(per):.2f}"
             text += ")"
+            if "val_also_score" in stats:
+                text += (f", {stats['val_first_score']:.3f} there and {stats['val_also_score']:.3f}"
+                         f" on the second period (AWT {stats['val_also_wait']:,.0f} s, MWT "
+                         f"{stats['val_also_max_wait']:,.0f} s)")
         return text
 
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
@@ -226,8 +260,14 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     return model
 
 
-def validation_plan(validation: HeraValidation) -> str:
+def validation_plan(validation: HeraValidation | PairedValidation) -> str:
     """What validates and the reference's waits there, for the start of a run."""
+    if isinstance(validation, PairedValidation):
+        also = validation.also
+        return (validation_plan(validation.first) + f"; and the whole of {also.trace} "
+                f"({also.jobs} jobs), FCFS + best-fit + EASY there: AWT "
+                f"{also.reference['wait']:,.0f} s, MWT {also.reference['max_wait']:,.0f} s; the "
+                f"validation score is the lower of the two S")
     ref = validation.reference
     where = validation.trace or "the trace"
     text = (f"validation: the last {validation.jobs} jobs of {where}; FCFS + best-fit + EASY "
@@ -241,5 +281,6 @@ def validation_plan(validation: HeraValidation) -> str:
     return text
 
 
-__all__ = ["HeraValidation", "LEGACY_OPTIONS", "REFERENCE", "RUN_OPTIONS", "floored_score",
+__all__ = ["ALL_JOBS", "HeraValidation", "LEGACY_OPTIONS", "PairedValidation", "REFERENCE",
+           "RUN_OPTIONS", "floored_score",
            "subset_scores", "subset_waits", "train", "validation_plan", "validation_score"]
