@@ -6,10 +6,11 @@ that the two choices of best.pt can be compared where it matters.
     python benchmarks/herasched_choice.py RUN [--periods test,test-high-load]
 
 RUN is a run folder of `hpcsched train herasched` on a protocol partition (`--validate-trace`
-its validation period, or its last `--validate-jobs` jobs, `--validate-subsets K` with K > 1) holding, beside its log.csv and
-config.json, a copy of model.pt taken at each validated update: `validated/epoch-UPDATE.pt`, which
-`train herasched --keep-validated` keeps, or `snap-UPDATE.pt` (the runs of session 31, trained
-before that option: a watcher copied model.pt as each validation was logged). Printed per checkpoint:
+its validation period, or its last `--validate-jobs` jobs, `--validate-subsets K` with K > 1)
+holding, beside its log.csv and config.json, a copy of model.pt taken at each validated
+update: `validated/epoch-UPDATE.pt`, which `train herasched --keep-validated` keeps, or
+`snap-UPDATE.pt` (the runs of session 31, trained before that option: a watcher copied model.pt
+as each validation was logged). Printed per checkpoint:
 the validation's whole-span S (against FCFS + best-fit with EASY, from the log's val_wait and
 val_max_wait, floored at 1 s as training scores) and the median of the K subsets' S (the log's
 val_score); then, re-run here, its AWT and MWT on the validation period (they must equal the

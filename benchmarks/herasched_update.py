@@ -7,10 +7,10 @@ minibatches of 64, each a forward and backward pass of the actor (masked log-pro
 the critic (squared error), then an Adam step of each. This times exactly that on 64 observations
 the environment produced (the cluster's generated high-load day, FCFS on first-available nodes,
 from the moment the cluster is busy), one torch thread, and prints the seconds per minibatch of
-each agent (wall and CPU) and the update they add up to for a rollout of `--selector-steps` selector and
-`--allocator-steps` allocator decisions (defaults: the Physical runs' 2,048 and 2,050). With
-`--thesis`, Table 4.2's MLPs too: on Physical four networks of 155 M weights, about 10 GB with
-their gradients and Adam's moments. Ends with `name=value` pairs: the times, the process's
+each agent (wall and CPU) and the update they add up to for a rollout of `--selector-steps`
+selector and `--allocator-steps` allocator decisions (defaults: the Physical runs' 2,048 and
+2,050). With `--thesis`, Table 4.2's MLPs too: on Physical four networks of 155 M weights, about
+9 GB with their gradients and Adam's moments. Ends with `name=value` pairs: the times, the process's
 largest resident memory (`max_rss_gb`) and the load average.
 """
 import argparse
@@ -102,10 +102,11 @@ for net in nets:
     alloc = minibatch_seconds(networks["allocator_policy"], networks["allocator_value"],
                               batches[1], steps)
     update = [per_update[0] * s + per_update[1] * a for s, a in zip(sel, alloc)]
-    print(f"{net:<8} {weights:>13,} " + " ".join(
-        f"{w:>7.4f} / {c:<7.4f}" for w, c in (sel, alloc)) + f" {update[0]:>7.1f} / {update[1]:.1f}")
+    steps_s = " ".join(f"{w:>7.4f} / {c:<7.4f}" for w, c in (sel, alloc))
+    print(f"{net:<8} {weights:>13,} {steps_s} {update[0]:>7.1f} / {update[1]:.1f}")
     results.update({f"{net}_weights": weights,
-                    f"{net}_selector_minibatch_s": sel[0], f"{net}_selector_minibatch_cpu_s": sel[1],
+                    f"{net}_selector_minibatch_s": sel[0],
+                    f"{net}_selector_minibatch_cpu_s": sel[1],
                     f"{net}_allocator_minibatch_s": alloc[0],
                     f"{net}_allocator_minibatch_cpu_s": alloc[1],
                     f"{net}_update_s": update[0], f"{net}_update_cpu_s": update[1]})

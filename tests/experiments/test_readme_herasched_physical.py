@@ -1,7 +1,9 @@
-"""The README's "The shipped Physical models" and "The two networks on Physical", and BENCHMARKS.md's
-"HeraSched training: Physical", against the files in benchmarks/data/herasched_physical/: each
-run's log.csv, config.json and printed output, `experiment herasched`'s output on the shipped seeds
-(experiment.txt) and on two of seed 0's checkpoints (checkpoints-s0.txt), and
+"""The README's "The shipped Physical models" and "The two networks on Physical", and
+BENCHMARKS.md's "HeraSched training: Physical", against the files in
+benchmarks/data/herasched_physical/: each run's log.csv, config.json and printed output,
+`experiment herasched`'s output on the shipped seeds (experiment.txt), on two of seed 0's
+checkpoints (checkpoints-s0.txt) and on the checkpoints the two-day rule re-chose (rechosen.txt,
+with choice-s*.txt), and
 `benchmarks/herasched_update.py --thesis`'s output (update.txt). The shipped files themselves are
 re-scored by tests/agents/test_herasched_pretrained.py (slow)."""
 
@@ -24,7 +26,8 @@ def flat(text: str) -> str:
 
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
-    start = text.index("**The shipped Physical models: three seeds, judged on the held-out periods.**")
+    start = text.index("**The shipped Physical models: three seeds, judged on the held-out "
+                       "periods.**")
     return text[start:text.index("Not yet here:", start)]
 
 
@@ -113,12 +116,12 @@ def test_the_tables_are_the_experiments_output(output, keys, model):
         models = re.findall(model + r": AWT ([\d,.]+) s, MWT ([\d,]+) s;"
                             r".*?\(below (\d+) of 21\); S > 2 against (\d+) of 21", part)
         assert [int(m[0]) for m in models] == list(SEEDS)
-        mean = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ± ([\d,.]+) \| ([\d,]+) ± ([\d,]+) \|",
-                         part)
+        mean = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ± ([\d,.]+) \| "
+                         r"([\d,]+) ± ([\d,]+) \|", part)
         assert awt == ", ".join(m[1] for m in models) + f"; {mean[1]} ± {mean[2]}"
         assert mwt == ", ".join(m[2] for m in models) + f"; {mean[3]} ± {mean[4]}"
-        crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 3 models; the lowest "
-                         r"cell's ([\d,]+) s, .*?; below (\d+) of 21 cells\)", part)
+        crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 3 models; the "
+                         r"lowest cell's ([\d,]+) s, .*?; below (\d+) of 21 cells\)", part)
         assert below in (f"{crit[1]} (lowest cell {crit[2]} s; below {crit[3]} of 21)",
                          f"{crit[1]} (below {crit[3]} of 21)")
         s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models; lowest S "
@@ -207,13 +210,15 @@ def test_the_update_benchmark_and_what_follows_from_it():
     text, bench = flat(readme()), flat(benchmarks())
     ours, theirs = u["default_update_cpu_s"], u["thesis_update_cpu_s"]
     ratio = round(theirs / ours)
-    assert f"ours {ours:.1f} CPU s, the thesis's **{theirs:,.0f} CPU s**, {ratio} times as much" in text
+    assert (f"ours {ours:.1f} CPU s, the thesis's **{theirs:,.0f} CPU s**, {ratio} times as "
+            f"much") in text
     assert f"costs {ratio} times ours in CPU per update" in bench
     hours = round(100 * theirs / 3600)
     assert f"100 updates of the thesis's network would be {hours} hours of one core" in text
     assert f"100 of its updates would be {hours} hours of one core" in bench
     most = math.floor(8 * 3600 * 2 / theirs)
-    assert f"buy at most {most} of its updates ({round(most * 2048 / 1000)} k selector steps)" in text
+    steps = round(most * 2048 / 1000)
+    assert f"buy at most {most} of its updates ({steps} k selector steps)" in text
     weights = int(u["thesis_weights"])
     assert f"{weights / 1e6:.1f} M weights in the four networks" in text
     assert f"our {u['default_weights'] / 1e3:.1f} k" in text
@@ -302,6 +307,7 @@ def test_the_validate_also_example_names_the_protocols_validation_high_load_day(
 
     text = flat(readme())
     command = hera_period("spartan-physical", "validation-high-load").command("X")
-    assert command.startswith("hpcsched trace generate spartan-physical --seed 1714 --high-load-day")
+    assert command.startswith("hpcsched trace generate spartan-physical --seed 1714 "
+                              "--high-load-day")
     assert f"`{command.removesuffix(' -o X')}`" in text
     assert "--validate-also ph-validation-high-load.txt" in text
