@@ -397,3 +397,71 @@ def test_keep_validated_keeps_the_models_of_the_logged_validations(tmp_path):
         model = PPO.load(out / "validated" / f"epoch-{n}.pt")
         assert model.epoch == n
         assert DbfValidation(model.config, 2).score(model) == pytest.approx(wait, rel=1e-12)
+
+
+
+def test_init_starts_a_new_run_from_another_models_networks(tmp_path, capsys):
+    """`train dbf --init FILE`: the new run's networks start as the file's (actor and critic from
+    a full file, the actor alone from a slim one), with its own settings (here the mask and a
+    rate the file was not trained with), epoch 0 and new optimisers; the starting actor is
+    validated and counts for best.pt; the option is kept with the run and another one refused on
+    resume; a file whose networks read another window is refused by name."""
+    import json
+    from dataclasses import replace
+
+    from hpcsched.cli import main
+    from hpcsched.experiments.dbf_training import warm_start
+    from hpcsched.modelfile import read_model, slim
+
+    small = ["--window", "4", "--tail", "1", "--episode-jobs", "30", "--num-envs", "2"]
+    first = tmp_path / "first" / "model.pt"
+    assert main(["train", "dbf", "--out", str(first.parent), *small, "--episodes", "4",
+                 "--validate-every", "0", "--seed", "3"]) == 0
+    source = read_model(first)
+    trained = PPO.load(first).config
+    # the loading itself: weights equal, optimisers and epoch new, the run's own settings kept
+    model = PPO(replace(trained, mask=True, pi_lr=3e-5))
+    assert warm_start(model, first) == (2, True)
+    for part in ("policy", "value"):
+        mine = getattr(model, part).state_dict()
+        assert all(torch.equal(mine[k], v) for k, v in source["weights"][part].items()), part
+    assert model.epoch == 0 and model.pi_optimizer.state_dict()["state"] == {}
+    assert model.config.mask and model.config.pi_lr == 3e-5
+    slim(first, tmp_path / "slim.pt")  # the actor alone
+    fresh = PPO(trained)
+    assert warm_start(fresh, tmp_path / "slim.pt") == (2, False)
+    mine = fresh.policy.state_dict()
+    assert all(torch.equal(mine[k], v) for k, v in source["weights"]["policy"].items())
+    assert not all(torch.equal(fresh.value.state_dict()[k], v)
+                   for k, v in source["weights"]["value"].items())
+    with pytest.raises(ValueError, match=r"window \(4 there, 6 here\)"):
+        warm_start(PPO(replace(trained, window=6)), first)
+    # the command: said, validated before the first update, kept with the run
+    out = tmp_path / "tuned"
+    args = ["train", "dbf", "--out", str(out), *small, "--mask", "--lr", "3e-5",
+            "--validate-every", "1", "--validate-episodes", "2", "--init", str(first)]
+    assert main(args + ["--episodes", "2"]) == 0  # one update
+    err = capsys.readouterr().err
+    assert f"starting from the networks of {first} (its update 2; new optimisers)" in err
+    assert "starting greedy actor: validation AWT" in err
+    run = PPO.load(out / "model.pt")
+    start = next(h["val_wait"] for h in run.history if h["epoch"] == 0)  # before any update
+    assert run.epoch == 1 and run.config.mask and run.config.pi_lr == 3e-5
+    assert json.loads((out / "config.json").read_text())["run_options"]["init"] == str(first)
+    after = next(h["val_wait"] for h in run.history if h["epoch"] == 1)
+    best = read_model(out / "best.pt")
+    if after < start:  # the update improved on the start: best.pt is it
+        assert best["epoch"] == 1
+    else:  # else the starting actor, the file's own weights, stays best.pt
+        assert best["epoch"] == 0
+        assert all(torch.equal(best["weights"]["policy"][k], v)
+                   for k, v in source["weights"]["policy"].items())
+    assert main(["train", "dbf", "--out", str(out), "--resume", "--episodes", "4",
+                 "--init", str(tmp_path / "slim.pt")]) != 0
+    assert "init" in capsys.readouterr().err
+    assert main(["train", "dbf", "--out", str(out), "--resume", "--episodes", "4"]) == 0
+    assert "starting from" not in capsys.readouterr().err  # a resumed run's networks are its own
+    assert main(["train", "dbf", "--out", str(tmp_path / "bad"), "--window", "6", "--tail", "1",
+                 "--episode-jobs", "30", "--num-envs", "2", "--episodes", "2",
+                 "--init", str(first)]) != 0
+    assert "window (4 there, 6 here)" in capsys.readouterr().err

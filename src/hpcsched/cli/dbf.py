@@ -11,6 +11,8 @@ from hpcsched.cli.common import (add_keep_validated, nonnegative_float, positive
 EPILOG_TRAIN = """examples:
   hpcsched train dbf --trace lublin-1 --window 32 --tail 4 --out runs/dbf32
   hpcsched train dbf --out runs/dbf32 --episodes 3200 --resume     # continue that run
+  hpcsched train dbf --window 32 --tail 4 --mask --lr 3e-5 --init runs/dbf32/best.pt \\
+      --out runs/dbf32-masked                                       # fine-tune it with the mask
   hpcsched compare lublin-1 --policies fcfs,sjf,lcfs,dbf:runs/dbf32 --backfill none,easy \\
       --episodes 100 --jobs 1000                                    # its best.pt, on DBF's test episodes
 
@@ -36,6 +38,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tail", type=int, default=0, help="M_t of them show the newest jobs (0)")
     p.add_argument("--mask", action="store_true",
                    help="mask invalid picks (the thesis does not: an invalid pick is Fwd)")
+    p.add_argument("--init", metavar="FILE",
+                   help="start from the networks of this DBF model file (slim or full: the same "
+                        "trace, window, tail and network), with new optimisers; to fine-tune "
+                        "another way, e.g. with --mask (kept with the run)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=positive_int, default=16,
                    help="episodes side by side, then one update (16)")
@@ -66,7 +72,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     add_keep_validated(g)
 
 
-RUN_OPTIONS = ("validate_every", "validate_episodes", "validate_masked")
+RUN_OPTIONS = ("validate_every", "validate_episodes", "validate_masked", "init")
 
 
 def cmd_train(args) -> int:

@@ -10,18 +10,27 @@ With the run option `validate_masked` an actor trained without the mask is valid
 (as `dbf:PATH@masked` reads it): without a mask the greedy actor of a short run can keep picking a
 job that does not fit, which waits like FCFS, so the unmasked score then says little about the
 model that would be used.
+
+The run option `init` (`--init FILE`) starts a new run from the networks of another DBF model file
+(`warm_start`), with new optimisers: to fine-tune a model in another way than it was trained (with
+the mask, a lower rate). Its starting actor is then validated before the first update and may be
+best.pt itself, if no update improves on it.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 #: `train`'s options that shape a run besides its config, with their defaults
-RUN_OPTIONS = {"validate_every": 5, "validate_episodes": 10, "validate_masked": False}
+RUN_OPTIONS = {"validate_every": 5, "validate_episodes": 10, "validate_masked": False,
+               "init": ""}
+#: the settings a warm start's file must share with the run: what the networks read and are
+WARM_SHARED = ("trace", "window", "tail", "hidden", "activation")
 LOG_METRICS = ["wait", "bsld", "utilization", "queue_length", "job_load"]
 #: the heuristics whose validation AWT is said at the start (the thesis's baselines)
 REFERENCE = ("fcfs", "sqf", "lcfs")
@@ -87,6 +96,30 @@ def train(config, out: str | Path, epochs: int, *, resume: bool = False, plot_ev
                       keep_validated=keep_validated, device=device)
 
 
+def warm_start(model, path) -> tuple[int, bool]:
+    """Load the actor's and the critic's weights of the DBF model file `path` into the new
+    `model`, whose optimisers, epoch and history stay new; returns the file's epoch and whether
+    it had a critic (a slim file keeps the actor alone: the critic then starts new). The
+    file must share `WARM_SHARED` with the run (else `ValueError` naming the settings), since
+    those fix what the networks read and their shapes; the rest (the mask, the rate, the
+    entropy bonus...) may differ: that is what a warm start is for."""
+    from hpcsched.agents.ppo import recipe_of
+    from hpcsched.modelfile import read_model, restore_state
+
+    ck = read_model(path, recipe=recipe_of(model.config))
+    theirs, ours = ck["config"], asdict(model.config)
+    differ = {k: (theirs.get(k), ours[k]) for k in WARM_SHARED if theirs.get(k) != ours[k]}
+    if differ:
+        raise ValueError(f"--init {path}: its model differs from this run in "
+                         + ", ".join(f"{k} ({a!r} there, {b!r} here)"
+                                     for k, (a, b) in differ.items()))
+    restore_state(path, model.policy, ck["weights"], "policy")
+    critic = "value" in ck["weights"]
+    if critic:
+        restore_state(path, model.value, ck["weights"], "value")
+    return int(ck["epoch"]), critic
+
+
 def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
            progress: bool | None, log, options: dict[str, Any],
            keep_validated: bool = False, device: str = "cpu"):
@@ -99,8 +132,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     model = open_run(out, config, resume=resume, load=PPO.load, create=lambda: PPO(config),
                      say=say, options=options, run_options=RUN_OPTIONS,
                      info=lambda c: {"epochs": epochs, "episodes": epochs * c.trajectories_per_epoch})
-    model.to(device)
     config, opts = model.config, model.run_options
+    if opts.get("init") and model.epoch == 0 and not resume:
+        epoch, critic = warm_start(model, opts["init"])
+        say(f"starting from the {'networks' if critic else 'actor'} of {opts['init']} (its "
+            f"update {epoch}; {'' if critic else 'a new critic, '}new optimisers)")
+    model.to(device)
     validation = (DbfValidation(config, opts["validate_episodes"],
                                 masked=opts.get("validate_masked", False))
                   if opts["validate_every"] and opts["validate_episodes"] else None)
@@ -120,8 +157,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
                  key="val_wait", improves=lambda v, best: best is None or v < best,
-                 start_counts=False, started=lambda score: (
-                     f"untrained greedy actor: validation AWT {score:,.0f} s"),
+                 start_counts=bool(opts.get("init")), started=lambda score: (
+                     f"{'starting' if opts.get('init') else 'untrained'} greedy actor: "
+                     f"validation AWT {score:,.0f} s"),
                  columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
                  label=f"training dbf {config.trace} M={config.window} tail={config.tail}",
                  note=note,
@@ -133,4 +171,5 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     return model
 
 
-__all__ = ["DbfValidation", "REFERENCE", "RUN_OPTIONS", "train"]
+__all__ = ["DbfValidation", "REFERENCE", "RUN_OPTIONS", "WARM_SHARED", "train",
+           "warm_start"]
