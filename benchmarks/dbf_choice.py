@@ -15,9 +15,10 @@ checkpoint with the lowest `margin = max(AWT / lowest heuristic AWT, queue / low
 queue)` on the validation episodes; below 1 it is below every heuristic on both, which is what
 the issue asks of DBF on the test episodes. Ties: the earlier update. Printed per checkpoint:
 update, the log's 10-episode AWT, then AWT, queue length and utilisation on the episodes, and
-the margin; per run the choice of this rule and of the log's (best.pt). With --test, the chosen
-checkpoints (each rule's) are also read on the 100 test episodes and printed beside the
-heuristics there. Last line: name=value pairs.
+the margin; per run the choice of this rule and of the log's lowest validation (best.pt's, but
+in a run started from another model with `--init`, whose best.pt may be the starting model, update
+0, which is said). With --test, the chosen checkpoints (each rule's) are also read on the 100
+test episodes and printed beside the heuristics there. Last line: name=value pairs.
 """
 import argparse
 import csv
@@ -66,6 +67,7 @@ def margin(row, best_wait, best_queue) -> float:
 
 def main(argv=None) -> int:
     from hpcsched.experiments.dbf import Method
+    from hpcsched.modelfile import read_model
     from hpcsched.workload.windows import dbf_starts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -104,21 +106,24 @@ def main(argv=None) -> int:
         rule = min(scored, key=lambda s: (s[0], s[1]))
         best_u = min(logged.items(), key=lambda kv: (kv[1], kv[0]))[0]
         log_pick = next(s for s in scored if s[1] == best_u)
+        kept = read_model(run / "best.pt")["epoch"] if (run / "best.pt").exists() else best_u
+        said = (f"best.pt is update {best_u}" if kept == best_u else
+                f"the log's lowest is update {best_u}; best.pt is update {kept}, not kept here")
         print(f"  margin rule keeps update {rule[1]} (margin {rule[0]:.3f}); "
-              f"best.pt is update {best_u} (margin {log_pick[0]:.3f})")
-        pairs.append((run.name, rule, log_pick))
-    summary = {f"{name}_margin_update": rule[1] for name, rule, _ in pairs}
-    summary.update({f"{name}_best_update": lp[1] for name, _, lp in pairs})
+              f"{said} (margin {log_pick[0]:.3f})")
+        pairs.append((run.name, rule, log_pick, "best.pt" if kept == best_u else "lowest"))
+    summary = {f"{name}_margin_update": rule[1] for name, rule, _, _ in pairs}
+    summary.update({f"{name}_best_update": lp[1] for name, _, lp, _ in pairs})
     if a.test:
         test = dbf_starts(10000, "test", 100)
         picks = [Method(f"{name}@{s[1]}", f"dbf:{s[2]}@masked", kind="model")
-                 for name, rule, lp in pairs for s in (rule, lp)]
+                 for name, rule, lp, _ in pairs for s in (rule, lp)]
         trows = score(heur + picks, test, a.workers)
         th, tp = trows[:len(heur)], trows[len(heur):]
         tw, tq = min(r["wait"] for r in th), min(r["queue_length"] for r in th)
         print(f"\n100 test episodes; lowest heuristic AWT {tw:,.0f} s, queue {tq:.2f}")
-        for (name, _, _), k in zip(pairs, range(0, len(tp), 2)):
-            for which, r, m in (("margin", tp[k], picks[k]), ("best.pt", tp[k + 1], picks[k + 1])):
+        for (name, _, _, second), k in zip(pairs, range(0, len(tp), 2)):
+            for which, r, m in (("margin", tp[k], picks[k]), (second, tp[k + 1], picks[k + 1])):
                 print(f"  {m.label:14s} ({which:7s}) AWT {r['wait']:8,.0f} s  queue "
                       f"{r['queue_length']:6.2f}  util {r['utilization']:.3f}")
         for which, off in (("margin", 0), ("best", 1)):
