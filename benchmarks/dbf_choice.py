@@ -28,9 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-HEURISTICS = [("FCFS", "fcfs", "none"), ("FCFS+EASY", "fcfs", "easy"), ("SJF", "sqf", "none"),
-              ("SJF+EASY", "sqf", "easy"), ("LCFS", "lcfs", "none"),
-              ("LCFS+EASY", "lcfs", "easy")]
+TRACE = "lublin-1"
 KEYS = ("wait", "queue_length", "utilization")
 
 
@@ -56,7 +54,7 @@ def score(methods, starts, workers):
     """Mean over `starts` of each method's AWT, queue length and utilisation."""
     from hpcsched.experiments.dbf import Context, episode_means, run_online
 
-    ctx = Context("lublin-1", tuple(methods))
+    ctx = Context(TRACE, tuple(methods))
     res = run_online(ctx, {i: list(starts) for i in range(len(methods))}, workers=workers)
     return [episode_means(res[(i, 0)], KEYS) for i in range(len(methods))]
 
@@ -66,7 +64,8 @@ def margin(row, best_wait, best_queue) -> float:
 
 
 def main(argv=None) -> int:
-    from hpcsched.experiments.dbf import Method
+    from hpcsched.envs.dbf import as_dbf_trace
+    from hpcsched.experiments.dbf import Method, heuristic_methods
     from hpcsched.modelfile import read_model
     from hpcsched.workload.windows import dbf_starts
 
@@ -77,18 +76,19 @@ def main(argv=None) -> int:
     ap.add_argument("--test", action="store_true", help="also read the choices on the test")
     a = ap.parse_args(argv)
 
-    heur = [Method(label, p, b) for label, p, b in HEURISTICS]
+    heur = heuristic_methods()  # Fig. 3.4's six: FCFS, SJF (sqf), LCFS, without and with EASY
+    n_jobs = len(as_dbf_trace(TRACE).jobs)
     runs = {run: checkpoints(run) for run in a.runs}
     models = [Method(f"{run.name}@{u}", f"dbf:{f}@masked", kind="model")
               for run, found in runs.items() for u, f in found]
-    starts = dbf_starts(10000, "validation", a.episodes)
+    starts = dbf_starts(n_jobs, "validation", a.episodes)
     rows = score(heur + models, starts, a.workers)
     href, mrows = rows[:len(heur)], rows[len(heur):]
     best_wait = min(r["wait"] for r in href)
     best_queue = min(r["queue_length"] for r in href)
     print(f"{a.episodes} validation episodes (dbf_starts 'validation': {starts[0]}..{starts[-1]})")
-    for (label, _, _), r in zip(HEURISTICS, href):
-        print(f"  {label:10s} AWT {r['wait']:8,.0f} s  queue {r['queue_length']:6.2f}  "
+    for method, r in zip(heur, href):
+        print(f"  {method.label:10s} AWT {r['wait']:8,.0f} s  queue {r['queue_length']:6.2f}  "
               f"util {r['utilization']:.3f}")
     print(f"  lowest heuristic AWT {best_wait:,.0f} s, queue {best_queue:.2f}")
     pairs, i = [], 0
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     summary = {f"{name}_margin_update": rule[1] for name, rule, _, _ in pairs}
     summary.update({f"{name}_best_update": lp[1] for name, _, lp, _ in pairs})
     if a.test:
-        test = dbf_starts(10000, "test", 100)
+        test = dbf_starts(n_jobs, "test", 100)
         picks = [Method(f"{name}@{s[1]}", f"dbf:{s[2]}@masked", kind="model")
                  for name, rule, lp, _ in pairs for s in (rule, lp)]
         trows = score(heur + picks, test, a.workers)

@@ -133,7 +133,7 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                      say=say, options=options, run_options=RUN_OPTIONS,
                      info=lambda c: {"epochs": epochs, "episodes": epochs * c.trajectories_per_epoch})
     config, opts = model.config, model.run_options
-    if opts.get("init") and model.epoch == 0 and not resume:
+    if opts.get("init") and not resume:  # a new run: epoch 0
         epoch, critic = warm_start(model, opts["init"])
         say(f"starting from the {'networks' if critic else 'actor'} of {opts['init']} (its "
             f"update {epoch}; {'' if critic else 'a new critic, '}new optimisers)")
