@@ -356,3 +356,79 @@ def test_validate_also_scores_the_lower_of_two_periods_keeps_it_and_refuses_a_ch
     plain = tmp_path / "plain"
     assert main(["train", "herasched", "--out", str(plain)] + base[4:] + ["--epochs", "1"]) == 0
     assert "val_also_score" not in rows(plain / "log.csv")[0]
+
+
+def test_init_starts_a_new_run_from_another_models_four_networks(tmp_path, capsys):
+    """`train herasched --init FILE`: the new run's four networks start as the file's (the actors
+    alone from a slim file, with new critics), with its own trace and settings, epoch 0 and new
+    optimisers; the starting model is validated (its score is the file's model's own, recomputed)
+    and counts for best.pt; the option is kept with the run and another one refused on resume; a
+    file that observes another window, or has another network, is refused by name."""
+    import json
+    from dataclasses import replace
+
+    from hpcsched.experiments.herasched_training import HeraValidation, warm_start
+    from hpcsched.modelfile import read_model, slim
+    from hpcsched.workload.spartan import generate
+    from hpcsched.workload.spartan_format import write_trace
+
+    small = ["--window", "16", "--tail", "4", "--episode-jobs", "300", "--update-every", "64"]
+    first = tmp_path / "first" / "model.pt"
+    assert main(["train", "herasched", "--out", str(first.parent), *small, "--epochs", "2",
+                 "--validate-every", "0", "--seed", "3"]) == 0
+    source = read_model(first)
+    trained = HeraSched.load(first).config
+    nets = ("selector_policy", "selector_value", "allocator_policy", "allocator_value")
+
+    def same(model, name):
+        mine = getattr(model, name).state_dict()
+        return all(torch.equal(mine[k], v) for k, v in source["weights"][name].items())
+
+    # the loading itself: weights equal, optimisers and epoch new, the run's own settings kept
+    model = HeraSched(replace(trained, pi_lr=3e-5, gamma=0.9))
+    assert not any(same(model, n) for n in nets)  # a new model's weights are not the file's
+    assert warm_start(model, first) == (2, True)
+    assert all(same(model, n) for n in nets)
+    assert model.epoch == 0 and all(a.pi_optimizer.state_dict()["state"] == {}
+                                    for a in model.agents)
+    assert model.config.pi_lr == 3e-5 and model.config.gamma == 0.9
+    slim(first, tmp_path / "slim.pt")  # the actors alone
+    fresh = HeraSched(trained)
+    assert warm_start(fresh, tmp_path / "slim.pt") == (2, False)
+    assert same(fresh, "selector_policy") and same(fresh, "allocator_policy")
+    assert not same(fresh, "selector_value") and not same(fresh, "allocator_value")
+    with pytest.raises(ValueError, match=r"window \(16 there, 20 here\)"):
+        warm_start(HeraSched(replace(trained, window=20)), first)
+    with pytest.raises(ValueError, match=r"width \(32 there, 16 here\)"):
+        warm_start(HeraSched(replace(trained, width=16)), first)
+    # the command, on another trace: said, validated before the first update, kept with the run
+    other = tmp_path / "other.txt"
+    write_trace(generate("spartan-deeplearn", 3, seed=11), other)
+    out = tmp_path / "tuned"
+    args = ["train", "herasched", "--out", str(out), *small, "--trace", str(other),
+            "--pi-lr", "3e-5", "--validate-every", "1", "--validate-jobs", str(SPAN),
+            "--validate-subsets", "1", "--init", str(first)]
+    assert main(args + ["--epochs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"starting from the networks of {first} (its update 2; new optimisers)" in err
+    assert "starting greedy model: validation S" in err
+    run = HeraSched.load(out / "model.pt")
+    assert run.epoch == 1 and run.config.trace == str(other) and run.config.pi_lr == 3e-5
+    assert json.loads((out / "config.json").read_text())["run_options"]["init"] == str(first)
+    start = next(h["val_score"] for h in run.history if h["epoch"] == 0)  # before any update
+    check = HeraValidation(run.config, SPAN, None, 1)
+    assert start == pytest.approx(floored_score(check.run(HeraSched.load(first)).metrics,
+                                                check.reference), rel=1e-12)
+    after = next(h["val_score"] for h in run.history if h["epoch"] == 1)
+    best = read_model(out / "best.pt")
+    if after > start:  # the update improved on the start: best.pt is it
+        assert best["epoch"] == 1
+    else:  # else the starting model, the file's own weights, stays best.pt
+        assert best["epoch"] == 0
+        assert all(torch.equal(best["weights"]["selector_policy"][k], v)
+                   for k, v in source["weights"]["selector_policy"].items())
+    assert main(["train", "herasched", "--out", str(out), "--resume", "--epochs", "2",
+                 "--init", str(tmp_path / "slim.pt")]) != 0
+    assert "init" in capsys.readouterr().err
+    assert main(["train", "herasched", "--out", str(out), "--resume", "--epochs", "2"]) == 0
+    assert "starting from" not in capsys.readouterr().err  # a resumed run's networks are its own

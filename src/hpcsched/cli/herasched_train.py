@@ -14,6 +14,8 @@ EPILOG_TRAIN = """examples:
   hpcsched trace generate spartan-deeplearn --seed 1 -o deeplearn-train.txt
   hpcsched train herasched --cluster spartan-deeplearn --trace deeplearn-train.txt --out runs/hs-dl
   hpcsched train herasched --out runs/hs-dl --epochs 400 --resume        # continue that run
+  hpcsched train herasched --cluster spartan-deeplearn --trace more.txt --init runs/hs-dl/best.pt \
+      --out runs/hs-dl-more                                  # train that model on more data
   hpcsched train herasched --cluster spartan-physical --trace week.txt --net thesis --out runs/hs-ph
   hpcsched trace convert cerit-2013 cerit-train.swf --from 2013-01-01 --until 2013-02-26
   hpcsched trace convert cerit-2013 cerit-validation.swf --from 2013-02-26 --until 2013-03-12
@@ -100,6 +102,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="PPO's clip range (0.2)")
     g.add_argument("--ent-coef", type=nonnegative_float, default=0.0,
                    help="entropy bonus of the policy loss (0)")
+    p.add_argument("--init", metavar="FILE",
+                   help="start from the networks of this HeraSched model file (slim: its actors, "
+                        "with new critics), with new optimisers, to train it on this run's trace "
+                        "and settings; the same cluster layout, window, tail and network (kept "
+                        "with the run)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
@@ -124,7 +131,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     add_keep_validated(g)
 
 RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets",
-               "validate_also")
+               "validate_also", "init")
 
 
 def cmd_train(args) -> int:

@@ -18,6 +18,12 @@ run on the whole of that period, scored whole against the same reference, and th
 is the lower of the two S (`PairedValidation`): on Physical, the validation day alone chose models
 that serve a light day and starve the high-load test day (README, "The shipped Physical models").
 
+The run option `init` (`--init FILE`) starts a new run from the four networks of another HeraSched
+model file (`warm_start`; a slim file has the actors alone, and the critics then start new), with
+new optimisers and the run's own trace and settings: to train a model on more, or other, data than
+it was trained on. Its starting model is validated before the first update and may be best.pt
+itself, if no update improves on it.
+
 **Subsets** (`validate_subsets`, K, default 4). Half of S is one job's wait, so a single job held
 a day longer moves S by 0.84 on average (up to 1.5) on Deeplearn's validation period, between two
 updates that schedule everything else alike, and best.pt is chosen by that job. With K, the validated jobs are dealt into K disjoint subsets, job i of the
@@ -58,7 +64,10 @@ import numpy as np
 
 #: `train`'s options that shape a run besides its config, with their defaults
 RUN_OPTIONS = {"validate_every": 10, "validate_jobs": 2000, "validate_trace": None,
-               "validate_subsets": 4, "validate_also": None}
+               "validate_subsets": 4, "validate_also": None, "init": None}
+#: the settings a warm start's file must share with the run besides the observation's layout
+#: (`HeraSched.norm`: window, tail, nodes, numbers observed): the networks' family and sizes
+WARM_SHARED = ("net", "hidden", "width")
 #: what a run written before an option existed had in effect: the span scored whole
 LEGACY_OPTIONS = {"validate_subsets": 1}
 #: "every job" of a validation period (HeraValidation validates at most the period's own count)
@@ -218,6 +227,10 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                      info=lambda c: {"epochs": epochs,
                                      "selector_steps": epochs * c.update_every})
     config, opts = model.config, model.run_options
+    if opts.get("init") and not resume:  # a new run: epoch 0
+        epoch, critics = warm_start(model, opts["init"])
+        say(f"starting from the {'networks' if critics else 'actors'} of {opts['init']} (its "
+            f"update {epoch}; {'' if critics else 'new critics, '}new optimisers)")
     validation = (HeraValidation(config, opts["validate_jobs"], opts.get("validate_trace"),
                                  opts["validate_subsets"])
                   if opts["validate_every"] and opts["validate_jobs"] else None)
@@ -247,8 +260,9 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
                  key="val_score", improves=lambda v, best: best is None or v > best,
-                 start_counts=False, started=lambda score: (
-                     f"untrained greedy model: validation S {score:.3f}"),
+                 start_counts=bool(opts.get("init")), started=lambda score: (
+                     f"{'starting' if opts.get('init') else 'untrained'} greedy model: "
+                     f"validation S {score:.3f}"),
                  columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
                  label=f"training herasched {config.cluster} ({config.net} network)",
                  note=note,
@@ -258,6 +272,38 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
                  plot_every=plot_every, progress=progress, say=say,
                  keep_validated=keep_validated)
     return model
+
+
+def warm_start(model, path) -> tuple[int, bool]:
+    """Load the four networks of the HeraSched model file `path` into the new `model` (its
+    optimisers, epoch and history stay new); returns the file's epoch and whether it had the
+    critics (a slim file keeps the actors alone: the critics then start new). The file must
+    observe as the run does (`HeraSched.norm`: window, tail, nodes and the numbers observed) and
+    share `WARM_SHARED` (else `ValueError` naming what differs), since those fix the networks'
+    shapes; the trace, the rewards and PPO's settings may differ: that is what a warm start is
+    for."""
+    from dataclasses import asdict
+
+    from hpcsched.agents.herasched import RECIPE
+    from hpcsched.agents.herasched_rollout import AGENT_NAMES
+    from hpcsched.modelfile import read_model, restore_state
+
+    ck = read_model(path, recipe=RECIPE)
+    theirs = {**ck["norm"], **{k: ck["config"].get(k) for k in WARM_SHARED}}
+    ours = {**model.norm, **{k: asdict(model.config)[k] for k in WARM_SHARED}}
+    for k in ("hidden",):  # a list in the file's JSON-like config, a tuple here
+        theirs[k] = None if theirs[k] is None else tuple(theirs[k])
+    differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
+    if differ:
+        raise ValueError(f"--init {path}: its model differs from this run in "
+                         + ", ".join(f"{k} ({a!r} there, {b!r} here)"
+                                     for k, (a, b) in differ.items()))
+    critics = all(f"{name}_value" in ck["weights"] for name in AGENT_NAMES)
+    for name, ppo in zip(AGENT_NAMES, model.agents):
+        restore_state(path, ppo.policy, ck["weights"], f"{name}_policy")
+        if critics:
+            restore_state(path, ppo.value, ck["weights"], f"{name}_value")
+    return int(ck["epoch"]), critics
 
 
 def validation_plan(validation: HeraValidation | PairedValidation) -> str:
@@ -282,5 +328,5 @@ def validation_plan(validation: HeraValidation | PairedValidation) -> str:
 
 
 __all__ = ["ALL_JOBS", "HeraValidation", "LEGACY_OPTIONS", "PairedValidation", "REFERENCE",
-           "RUN_OPTIONS", "floored_score",
-           "subset_scores", "subset_waits", "train", "validation_plan", "validation_score"]
+           "RUN_OPTIONS", "WARM_SHARED", "floored_score", "subset_scores", "subset_waits", "train",
+           "validation_plan", "validation_score", "warm_start"]
