@@ -144,7 +144,8 @@ def cmd_train(args) -> int:
     epochs = args.epochs
     settings = {k: v for k, v in values.items() if k not in RUN_OPTIONS}
     config = settings if args.resume else HeraSchedConfig(**settings)
-    model = train(config, args.out, epochs, resume=args.resume, keep_validated=bool(args.keep_validated),
+    model = train(config, args.out, epochs, resume=args.resume,
+                  keep_validated=bool(args.keep_validated),
                   **{k: v for k, v in values.items() if k in RUN_OPTIONS})
     steps = sum(h.get("selector_steps", 0) for h in model.history)
     print(f"{model.epoch} updates, {steps} selector steps; model: {args.out}/model.pt")

@@ -26,8 +26,8 @@ itself, if no update improves on it.
 
 **Subsets** (`validate_subsets`, K, default 4). Half of S is one job's wait, so a single job held
 a day longer moves S by 0.84 on average (up to 1.5) on Deeplearn's validation period, between two
-updates that schedule everything else alike, and best.pt is chosen by that job. With K, the validated jobs are dealt into K disjoint subsets, job i of the
-span into subset i mod K; each subset's AWT and MWT are those of its jobs in the one run of the
+updates that schedule everything else alike, and best.pt is chosen by that job. With K, the
+validated jobs are dealt into K disjoint subsets, job i of the span into subset i mod K; each subset's AWT and MWT are those of its jobs in the one run of the
 span (the schedule K = 1 scores: its AWT and MWT are still val_wait and val_max_wait), each subset
 gets its own S against the reference's waits on the same jobs, and the validation score is the
 median of the K scores. A starved job sits in one subset and moves the median only as far as it
