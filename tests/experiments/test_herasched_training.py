@@ -341,6 +341,9 @@ def test_validate_also_scores_the_lower_of_two_periods_keeps_it_and_refuses_a_ch
     assert float(row["val_also_score"]) == pytest.approx(s2, rel=1e-12)
     assert float(row["val_score"]) == pytest.approx(min(s1, s2), rel=1e-12)
     assert float(row["val_also_wait"]) == pytest.approx(run2.metrics["wait"])
+    zero = next(h for h in model.history if h["epoch"] == 0)  # the untrained model's, kept too
+    assert zero["val_score"] == min(zero["val_first_score"], zero["val_also_score"])
+    assert "val_also_max_wait" in zero and "mean_reward" not in zero
     for r in logged:  # at every validated update, the lower of the two
         assert float(r["val_score"]) == min(float(r["val_first_score"]),
                                             float(r["val_also_score"]))
@@ -415,10 +418,12 @@ def test_init_starts_a_new_run_from_another_models_four_networks(tmp_path, capsy
     run = HeraSched.load(out / "model.pt")
     assert run.epoch == 1 and run.config.trace == str(other) and run.config.pi_lr == 3e-5
     assert json.loads((out / "config.json").read_text())["run_options"]["init"] == str(first)
-    start = next(h["val_score"] for h in run.history if h["epoch"] == 0)  # before any update
+    zero = next(h for h in run.history if h["epoch"] == 0)  # before any update
+    start = zero["val_score"]
     check = HeraValidation(run.config, SPAN, None, 1)
-    assert start == pytest.approx(floored_score(check.run(HeraSched.load(first)).metrics,
-                                                check.reference), rel=1e-12)
+    metrics = check.run(HeraSched.load(first)).metrics
+    assert start == pytest.approx(floored_score(metrics, check.reference), rel=1e-12)
+    assert (zero["val_wait"], zero["val_max_wait"]) == (metrics["wait"], metrics["max_wait"])
     after = next(h["val_score"] for h in run.history if h["epoch"] == 1)
     best = read_model(out / "best.pt")
     if after > start:  # the update improved on the start: best.pt is it

@@ -237,8 +237,9 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
 
     todo = max(0, epochs - model.epoch)
     if validation is not None and started is not None and model.epoch == 0 and todo:
-        score = validation.score(model)
-        model.history.append({step: 0, key: score})
+        start = {step: 0}  # in the history first: a validation that adds its details to the
+        model.history.append(start)  # latest entry (HeraSched's) adds the start's to this one
+        score = start[key] = validation.score(model)
         if start_counts:
             model.save(out / "best.pt")
         say(started(score))
