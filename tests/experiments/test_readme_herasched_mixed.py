@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiments.test_readme_herasched_physical import columns, summary
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "herasched_physical_mixed"
 SHIPPED = ROOT / "benchmarks" / "data" / "herasched_physical"
@@ -138,15 +140,8 @@ def test_the_table_is_the_experiments_output():
             "test high-load day, trained on a high-load day too")
     for key, part in zip(keys, periods(DATA / "experiment.txt")):
         awt, mwt, below, beaten = got[key]
-        models = re.findall(r"hm-s(\d): AWT ([\d,.]+) s, MWT ([\d,]+) s;"
-                            r".*?\(below (\d+) of 21\); S > 2 against (\d+) of 21", part)
-        assert [int(m[0]) for m in models] == list(SEEDS)
-        mean = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ± ([\d,.]+) \| "
-                         r"([\d,]+) ± ([\d,]+) \|", part)
-        assert awt == ", ".join(m[1] for m in models) + f"; {mean[1]} ± {mean[2]}"
-        assert mwt == ", ".join(m[2] for m in models) + f"; {mean[3]} ± {mean[4]}"
-        crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 3 models; the "
-                         r"lowest cell's ([\d,]+) s, .*?; below (\d+) of 21 cells\)", part)
+        models, mean, crit = summary(part, r"hm-s(\d)")
+        assert (awt, mwt) == columns(models, mean)
         assert below == f"{crit[1]} (below {crit[3]} of 21)"
         s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
         assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"

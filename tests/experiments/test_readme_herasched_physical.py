@@ -105,6 +105,26 @@ def table() -> dict[str, list[str]]:
 RECHOSEN = {0: 60, 1: 50, 2: 50}  # the checkpoints the two-day rule picks (checked below)
 
 
+def summary(part: str, model: str):
+    """One period of an experiment's output: each model's line (`model`, a pattern whose group is
+    the seed: seed, AWT, MWT, cells below, cells beaten), the mean ± sd row (AWT, sd, MWT, sd)
+    and the criterion's line (yes or no, the lowest cell's MWT, cells below)."""
+    models = re.findall(model + r": AWT ([\d,.]+) s, MWT ([\d,]+) s;"
+                        r".*?\(below (\d+) of 21\); S > 2 against (\d+) of 21", part)
+    assert [int(m[0]) for m in models] == list(SEEDS)
+    mean = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ± ([\d,.]+) \| "
+                     r"([\d,]+) ± ([\d,]+) \|", part)
+    crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 3 models; the "
+                     r"lowest cell's ([\d,]+) s, .*?; below (\d+) of 21 cells\)", part)
+    return models, mean, crit
+
+
+def columns(models, mean) -> tuple[str, str]:
+    """A README table's AWT and MWT cells for that period: per seed, then mean ± sd."""
+    return (", ".join(m[1] for m in models) + f"; {mean[1]} ± {mean[2]}",
+            ", ".join(m[2] for m in models) + f"; {mean[3]} ± {mean[4]}")
+
+
 @pytest.mark.parametrize("output, keys, model", [
     ("experiment.txt", ("test", "test high-load day"), r"pretrained/herasched-physical-s(\d)"),
     ("rechosen.txt", ("test, chosen with both days", "test high-load day, chosen with both days"),
@@ -113,15 +133,8 @@ def test_the_tables_are_the_experiments_output(output, keys, model):
     got = table()
     for key, part in zip(keys, periods(output)):
         awt, mwt, below, beaten = got[key]
-        models = re.findall(model + r": AWT ([\d,.]+) s, MWT ([\d,]+) s;"
-                            r".*?\(below (\d+) of 21\); S > 2 against (\d+) of 21", part)
-        assert [int(m[0]) for m in models] == list(SEEDS)
-        mean = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ± ([\d,.]+) \| "
-                         r"([\d,]+) ± ([\d,]+) \|", part)
-        assert awt == ", ".join(m[1] for m in models) + f"; {mean[1]} ± {mean[2]}"
-        assert mwt == ", ".join(m[2] for m in models) + f"; {mean[3]} ± {mean[4]}"
-        crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 3 models; the "
-                         r"lowest cell's ([\d,]+) s, .*?; below (\d+) of 21 cells\)", part)
+        models, mean, crit = summary(part, model)
+        assert (awt, mwt) == columns(models, mean)
         assert below in (f"{crit[1]} (lowest cell {crit[2]} s; below {crit[3]} of 21)",
                          f"{crit[1]} (below {crit[3]} of 21)")
         s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models; lowest S "
