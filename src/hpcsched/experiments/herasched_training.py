@@ -27,11 +27,12 @@ itself, if no update improves on it.
 **Subsets** (`validate_subsets`, K, default 4). Half of S is one job's wait, so a single job held
 a day longer moves S by 0.84 on average (up to 1.5) on Deeplearn's validation period, between two
 updates that schedule everything else alike, and best.pt is chosen by that job. With K, the
-validated jobs are dealt into K disjoint subsets, job i of the span into subset i mod K; each subset's AWT and MWT are those of its jobs in the one run of the
-span (the schedule K = 1 scores: its AWT and MWT are still val_wait and val_max_wait), each subset
-gets its own S against the reference's waits on the same jobs, and the validation score is the
-median of the K scores. A starved job sits in one subset and moves the median only as far as it
-moves that subset's rank; a model that starves jobs in most subsets loses in the median.
+validated jobs are dealt into K disjoint subsets, job i of the span into subset i mod K; each
+subset's AWT and MWT are those of its jobs in the one run of the span (the schedule K = 1 scores:
+its AWT and MWT are still val_wait and val_max_wait), each subset gets its own S against the
+reference's waits on the same jobs, and the validation score is the median of the K scores. A
+starved job sits in one subset and moves the median only as far as it moves that subset's rank; a
+model that starves jobs in most subsets loses in the median.
 
 Why interleaved subsets and not K consecutive windows: on the protocol's validation periods the
 reference waits in one stretch only (in 4 consecutive windows its AWT is 0, 0, 0 and 318 s on
@@ -291,8 +292,8 @@ def warm_start(model, path) -> tuple[int, bool]:
     ck = read_model(path, recipe=RECIPE)
     theirs = {**ck["norm"], **{k: ck["config"].get(k) for k in WARM_SHARED}}
     ours = {**model.norm, **{k: asdict(model.config)[k] for k in WARM_SHARED}}
-    for k in ("hidden",):  # a list in the file's JSON-like config, a tuple here
-        theirs[k] = None if theirs[k] is None else tuple(theirs[k])
+    if theirs["hidden"] is not None:  # a list in the file's config, a tuple in the run's
+        theirs["hidden"] = tuple(theirs["hidden"])
     differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
     if differ:
         raise ValueError(f"--init {path}: its model differs from this run in "
