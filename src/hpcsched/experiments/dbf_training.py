@@ -104,15 +104,14 @@ def warm_start(model, path) -> tuple[int, bool]:
     those fix what the networks read and their shapes; the rest (the mask, the rate, the
     entropy bonus...) may differ: that is what a warm start is for."""
     from hpcsched.agents.ppo import recipe_of
+    from hpcsched.experiments.runfolder import warm_refusal
     from hpcsched.modelfile import read_model, restore_state
 
     ck = read_model(path, recipe=recipe_of(model.config))
-    theirs, ours = ck["config"], asdict(model.config)
-    differ = {k: (theirs.get(k), ours[k]) for k in WARM_SHARED if theirs.get(k) != ours[k]}
-    if differ:
-        raise ValueError(f"--init {path}: its model differs from this run in "
-                         + ", ".join(f"{k} ({a!r} there, {b!r} here)"
-                                     for k, (a, b) in differ.items()))
+    ours = asdict(model.config)
+    problem = warm_refusal(path, ck["config"], {k: ours[k] for k in WARM_SHARED})
+    if problem:
+        raise ValueError(problem)
     restore_state(path, model.policy, ck["weights"], "policy")
     critic = "value" in ck["weights"]
     if critic:

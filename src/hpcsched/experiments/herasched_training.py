@@ -287,6 +287,7 @@ def warm_start(model, path) -> tuple[int, bool]:
 
     from hpcsched.agents.herasched import RECIPE
     from hpcsched.agents.herasched_rollout import AGENT_NAMES
+    from hpcsched.experiments.runfolder import warm_refusal
     from hpcsched.modelfile import read_model, restore_state
 
     ck = read_model(path, recipe=RECIPE)
@@ -294,11 +295,9 @@ def warm_start(model, path) -> tuple[int, bool]:
     ours = {**model.norm, **{k: asdict(model.config)[k] for k in WARM_SHARED}}
     if theirs["hidden"] is not None:  # a list in the file's config, a tuple in the run's
         theirs["hidden"] = tuple(theirs["hidden"])
-    differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
-    if differ:
-        raise ValueError(f"--init {path}: its model differs from this run in "
-                         + ", ".join(f"{k} ({a!r} there, {b!r} here)"
-                                     for k, (a, b) in differ.items()))
+    problem = warm_refusal(path, theirs, ours)
+    if problem:
+        raise ValueError(problem)
     critics = all(f"{name}_value" in ck["weights"] for name in AGENT_NAMES)
     for name, ppo in zip(AGENT_NAMES, model.agents):
         restore_state(path, ppo.policy, ck["weights"], f"{name}_policy")

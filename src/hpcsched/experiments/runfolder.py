@@ -120,6 +120,17 @@ def refusal(path: Path, changed: dict[str, tuple[Any, Any]]) -> str:
             f"was, or start a new run in another --out)")
 
 
+def warm_refusal(path, theirs: dict[str, Any], ours: dict[str, Any]) -> str | None:
+    """The one-line refusal of `--init path` when the file's settings that fix what the networks
+    read and their shapes (`theirs`) differ from the new run's (`ours`, {name: value}); None when
+    they agree."""
+    differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
+    if not differ:
+        return None
+    return (f"--init {path}: its model differs from this run in "
+            + ", ".join(f"{k} ({a!r} there, {b!r} here)" for k, (a, b) in differ.items()))
+
+
 def check_options(given: dict[str, Any], defaults: dict[str, Any]) -> None:
     unknown = sorted(set(given) - set(defaults))
     if unknown:
@@ -273,4 +284,4 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
 
 __all__ = ["NOT_SHAPING", "RunInUseError", "best_so_far", "check_options", "kept_path",
            "learn_epochs", "locked_run", "open_run", "refusal", "resumed_config", "resumed_options",
-           "run_lock"]
+           "run_lock", "warm_refusal"]
