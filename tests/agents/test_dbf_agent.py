@@ -261,6 +261,37 @@ def test_train_dbf_sets_the_open_choices_and_keeps_the_device_out_of_the_run(tmp
     capsys.readouterr()
 
 
+
+def test_reward_weights_reach_the_training_env_and_stay_with_the_run(tmp_path, capsys):
+    import json
+
+    from hpcsched.cli import main
+    from hpcsched.envs.dbf import ALPHAS
+
+    assert DBFConfig().reward_weights == ALPHAS == (1 / 3, 1 / 3, 1 / 3)  # the thesis's
+    # an old model file's settings (no weights) read as the thesis's
+    assert DBFConfig.from_dict({"window": 8}).reward_weights == ALPHAS
+    out = tmp_path / "run"
+    args = ["train", "dbf", "--out", str(out), "--window", "4", "--episode-jobs", "24",
+            "--num-envs", "2", "--episodes", "2", "--validate-every", "0"]
+    assert main(args + ["--reward-weights", "1/5, 0.6,1/5"]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["reward_weights"] == [0.2, 0.6, 0.2]
+    model = PPO.load(out / "model.pt")
+    assert model.config.reward_weights == (0.2, 0.6, 0.2)
+    assert model.config.make_env(model).alphas == (0.2, 0.6, 0.2)  # in this order
+    assert main(["train", "dbf", "--out", str(out), "--episodes", "4", "--resume"]) == 0
+    assert PPO.load(out / "model.pt").config.reward_weights == (0.2, 0.6, 0.2)
+    capsys.readouterr()
+    for bad, says in [("1,2", "got 2"), ("0,0,0", "not all 0"), ("1,-1,1", "none negative"),
+                      ("1/0,0,1", "division by zero"), ("a,1,1", "'a,1,1'")]:
+        assert main(args[:4] + [str(tmp_path / "bad"), "--reward-weights", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--reward-weights" in err and says in err, err
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ValueError, match="three numbers"):
+        DBFConfig(reward_weights=(1.0, 1.0))
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where no GPU is")
 def test_a_device_torch_cannot_see_is_refused_by_name():
     model = PPO(tiny_config())

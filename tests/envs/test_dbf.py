@@ -34,6 +34,21 @@ def env():
     return e
 
 
+
+def test_the_reward_weights_weigh_idle_machine_queue_and_wait_in_that_order():
+    """Eq. 3.1 with unequal (a1, a2, a3) = (0.6, 0.3, 0.1) on the hand-worked episode's first two
+    cycles (below): the first fixes a1 + a2, the second a1 (the three sum to 1), so any other
+    order of the weights gives other rewards."""
+    e = dbf(JOBS, window=4, episode_jobs=4, alphas=(0.6, 0.3, 0.1))
+    e.reset(options={"start": 0})
+    assert e.step(0)[1] == 0.0
+    # R(0): 1 - 2/4 of the machine idle, L / L_max = 1/2, W / W_max = 0/0 -> 0
+    assert e.step(0)[1] == pytest.approx(-(0.6 * 0.5 + 0.3 * 0.5 + 0.1 * 0))
+    # R(10): 1/2 idle, L / L_max = 3/3, W / W_max = 10/10
+    assert e.step(e.fwd)[1] == pytest.approx(-(0.6 * 0.5 + 0.3 * 1 + 0.1 * 1))
+    with pytest.raises(ValueError, match="three weights"):
+        dbf(JOBS, window=4, episode_jobs=4, alphas=(0.5, 0.5))
+
 def test_a_hand_worked_episode(env):
     fwd = env.fwd
     assert fwd == 4

@@ -52,6 +52,9 @@ class DBFConfig(PPOSettings):
     episode_jobs: int = 1000  # the thesis: an episode ends when 1,000 jobs are placed
     lookahead: int | None = None  # jobs beyond episode_jobs the engine holds (None: as many)
     mask: bool = False  # the thesis masks nothing: an invalid pick is Fwd
+    #: (a1, a2, a3) of Eq. 3.1, the weights of idle machine, queue length and total wait in the
+    #: reward; the thesis: 1/3 each (envs.dbf.ALPHAS)
+    reward_weights: tuple[float, ...] = (1 / 3, 1 / 3, 1 / 3)
     num_envs: int = 16  # episodes side by side; an update after each round of them
     # -- the thesis's PPO settings ----------------------------------------------------------------
     trajectories_per_epoch: int = 16  # = num_envs: one episode per env, then the update
@@ -87,6 +90,7 @@ class DBFConfig(PPOSettings):
 
     def __post_init__(self) -> None:
         self.hidden = tuple(int(h) for h in self.hidden)
+        self.reward_weights = check_weights(self.reward_weights)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation {self.activation!r}: choose one of "
                              f"{', '.join(ACTIVATIONS)}")
@@ -124,15 +128,30 @@ class DBFConfig(PPOSettings):
         from hpcsched.workload.windows import dbf_starts
 
         prepared = as_dbf_trace(self.trace)
+        starts = dbf_starts(prepared, "train", episode_jobs=self.episode_jobs)
         env = VecDBF(self.num_envs, prepared, window=self.window, tail=self.tail,
                      episode_jobs=self.episode_jobs, lookahead=self.lookahead, mask=self.mask,
-                     copy=False, start_range=tuple(dbf_starts(prepared, "train",
-                                                              episode_jobs=self.episode_jobs)))
+                     alphas=self.reward_weights, copy=False, start_range=tuple(starts))
         env.norm = asdict(env.scale)  # kept in the model file
         return env
 
     def extra_state(self) -> dict[str, Any]:
         return {}
+
+
+def check_weights(weights: Sequence[float]) -> tuple[float, float, float]:
+    """Eq. 3.1's (a1, a2, a3) as floats: three finite weights, none negative, not all 0; else
+    `ValueError` saying which."""
+    try:
+        w = tuple(float(x) for x in weights)
+    except (TypeError, ValueError):
+        raise ValueError(f"reward weights: three numbers (a1, a2, a3), got {weights!r}") from None
+    if len(w) != 3:
+        raise ValueError(f"reward weights: three numbers (a1, a2, a3) for idle machine, queue "
+                         f"length and total wait, got {len(w)}: {weights!r}")
+    if not all(math.isfinite(x) and x >= 0 for x in w) or not any(w):
+        raise ValueError(f"reward weights: finite, none negative and not all 0, got {w!r}")
+    return w
 
 
 # -- the networks ----------------------------------------------------------------------------------
@@ -331,5 +350,5 @@ def epochs_for(episodes: int, config: DBFConfig) -> int:
 
 
 __all__ = ["ACTIVATIONS", "DBFConfig", "DbfActor", "DbfCritic", "DbfPolicy", "HIDDEN",
-           "activation_mlp", "as_policy", "epochs_for", "load_dbf", "load_dbf_checkpoint",
+           "activation_mlp", "as_policy", "check_weights", "epochs_for", "load_dbf", "load_dbf_checkpoint",
            "numpy_forward"]

@@ -62,6 +62,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "(0: off, the default)")
     g.add_argument("--minibatch", type=positive_int,
                    help="decisions per minibatch (the thesis: 128)")
+    g.add_argument("--reward-weights", type=reward_weights, metavar="A1,A2,A3",
+                   help="Eq. 3.1's weights of idle machine, queue length and total wait (the "
+                        "thesis: 1/3 each), e.g. 0.2,0.6,0.2 to weigh the queue more")
     g = p.add_argument_group("validation")
     g.add_argument("--validate-every", type=int, default=5,
                    help="greedy validation every K updates, keeping best.pt (0: off)")
@@ -70,6 +73,21 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="validate (and choose best.pt) reading the actor through the mask, as "
                         "dbf:PATH@masked does, though it trains without one")
     add_keep_validated(g)
+
+
+def reward_weights(text: str) -> tuple[float, float, float]:
+    """`--reward-weights A1,A2,A3` (fractions allowed: 1/3)."""
+    from fractions import Fraction
+
+    from hpcsched.agents.dbf import check_weights
+
+    try:
+        parts = [float(Fraction(x.strip())) for x in text.split(",")]
+        return check_weights(parts)
+    except ZeroDivisionError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a division by zero") from None
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
 
 
 RUN_OPTIONS = ("validate_every", "validate_episodes", "validate_masked", "init")
