@@ -243,3 +243,31 @@ def test_train_rlscheduler_starts_from_a_run_folders_best_pt(capsys, tmp_path):
                        "--out", tmp_path / "other")
     assert code == 2 and "no model file at" in err and err.count("\n") == 1
     assert not (tmp_path / "other").exists()
+
+
+def test_every_help_example_shows_its_line_breaks():
+    """An example broken over lines in a help text keeps its `\\` (a lone backslash at the end of
+    a line in the source string joins the lines instead: `... best.pt      --out ...`), and the
+    line after one is the command's continuation, indented."""
+    import argparse
+    import re
+
+    from hpcsched.cli import build_parser
+
+    def walk(parser, path):
+        parser.filled()
+        yield path, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{path} {name}")
+
+    seen = 0
+    for path, parser in walk(build_parser(), "hpcsched"):
+        lines = (parser.epilog or "").splitlines()
+        for i, line in enumerate(lines):
+            assert not re.search(r"\S {4,}--", line), f"`{path} --help`: joined lines: {line!r}"
+            if line.endswith("\\"):
+                seen += 1
+                assert i + 1 < len(lines) and lines[i + 1].startswith("   "), (path, line)
+    assert seen >= 5  # the walk reached the commands' examples

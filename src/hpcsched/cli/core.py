@@ -27,7 +27,7 @@ EPILOG_COMPARE = """examples:
   hpcsched compare hpc2n --profile rlscheduler --policies fcfs,wfp3-rls,unicep-rls,sjf,f1 \\
       --backfill none,schedgym --windows 10 --jobs 1024 --first 10000      # the paper's own windows
   hpcsched compare ctc-sp2 --policies fcfs,sjf --starts 0,5000 --jobs 2048 --markdown
-  hpcsched compare lublin-1 --policies fcfs,sqf,lcfs,dbf:pretrained/dbf-m32 --backfill none,easy \
+  hpcsched compare lublin-1 --policies fcfs,sqf,lcfs,dbf:pretrained/dbf-m32 --backfill none,easy \\
       --episodes 100 --jobs 1000      # DBF's protocol: episodes, not windows (see --episodes)
   hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \\
       --policies herasched:runs/hs-dl,fcfs+best-fit,unicep+topology   # SELECTOR+ALLOCATOR

@@ -19,7 +19,7 @@ EPILOG_TRAIN = """examples:
   hpcsched train dras --config dras.toml --seed 1 --out runs/dras-s1         # options from a file
   hpcsched trace convert ph-train.txt ph-train-cores.swf --cores-of spartan-physical
   hpcsched trace convert ph-validation.txt ph-validation-cores.swf --cores-of spartan-physical
-  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \
+  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \\
       --validate-first-days 1 --out runs/dras-ph     # a cluster's jobs seen as cores, its own periods
 
 One episode per jobset of the curriculum (sampled, then real, then synthetic), each from an empty

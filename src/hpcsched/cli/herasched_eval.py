@@ -63,7 +63,7 @@ node and the partition as its total cores; one is trained on the partition's job
 
   hpcsched trace convert ph-train.txt ph-train-cores.swf --cores-of spartan-physical
   hpcsched train rlscheduler --trace ph-train-cores.swf --first 0 --out runs/rl-ph
-  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \
+  hpcsched train dras --trace ph-train-cores.swf --validate-trace ph-validation-cores.swf \\
       --validate-first-days 1 --out runs/dras-ph
 
 A spec that cannot run on the partition (a heuristic, a model of another scheduler, a DRAS model
