@@ -264,13 +264,33 @@ def test_the_accrued_selector_reward_worked_by_hand():
     assert env.engine.result().start.tolist() == [0, 36, 30, 30]
 
 
+def test_the_squared_selector_reward_worked_by_hand():
+    """The same schedule with `selector_reward="squared"`: what accrues in the squares of the
+    waits. j0's start (step 3): j1 goes from 0 to 8 s, j2 from 0 to 7: -(64 + 49) = -113. The
+    Forward at t=10: 8 -> 28 and 7 -> 27: -(720 + 680) = -1400. j3's start (step 8): j1 alone,
+    28 -> 34: -372. The sum, -1885, is minus 34^2 + 27^2 (the two jobs that waited)."""
+    cluster = Cluster.identical(2, 1)
+    env = env_on([(0, 10, 2), (2, 4, 2), (3, 6, 1), (30, 1, 1)], cluster, window=4, tail=0,
+                 selector_every=2, allocator_every=2, reward_scale=1.0,
+                 selector_reward="squared")
+    env.reset(seed=0)
+    got = []
+    for a in [0, 0, 1, "fwd", 1, 0, 1, 1, 0, 0, 1]:
+        _, reward, terminated, _, info = env.step(env.forward if a == "fwd" else a)
+        got.append(tuple(info["rewards"]))
+    assert terminated
+    np.testing.assert_allclose([g[0] for g in got], [0, 0, -113, -1400, 0, 0, 0, -372, 0, 0, 0])
+    np.testing.assert_allclose([g[1] for g in got], [0, 0, 0, 0, 0, -13.75, 0, 0, 0, 0, -17])
+    assert env.engine.result().start.tolist() == [0, 36, 30, 30]
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_accrued_rewards_add_up_to_minus_the_total_wait(seed):
     """Random valid actions (Forwards among them) over a Deeplearn stretch: whatever the
-    choices, the selector's accrued rewards add up to minus the jobs' total wait in hours, and
-    Eq. 4.1's do not."""
+    choices, the selector's accrued rewards add up to minus the jobs' total wait in hours (the
+    squared ones to minus the sum of the squared waits in hours squared), and Eq. 4.1's do
+    not."""
     sums = {}
-    for mode in ("accrued", "average"):
+    for mode in ("accrued", "average", "squared"):
         env = HeraSchedEnv(None, "spartan-deeplearn", episode_jobs=150, selector_every=1,
                            selector_reward=mode)
         env.reset(seed=seed, options={"start": 400})
@@ -284,13 +304,14 @@ def test_accrued_rewards_add_up_to_minus_the_total_wait(seed):
     waits = env.engine.result().start - env.episode.observer.submit
     assert metrics["wait"] * 150 == pytest.approx(waits.sum())
     assert sums["accrued"] == pytest.approx(-waits.sum() / 3600, rel=1e-9)
+    assert sums["squared"] == pytest.approx(-(waits @ waits) / 3600 ** 2, rel=1e-9)
     assert waits.sum() > 3600  # the jobs did wait
     assert sums["average"] != pytest.approx(sums["accrued"], rel=1e-3)
 
 
 def test_an_unknown_selector_reward_is_refused():
     with pytest.raises(ValueError, match="unknown selector reward 'sum'; choose one of: "
-                                         "average, accrued"):
+                                         "average, accrued, squared"):
         env_on([(0, 1, 1)], Cluster.identical(1, 1), selector_reward="sum")
 
 

@@ -56,20 +56,21 @@ def test_the_command_line_trains_and_the_model_schedules(tmp_path, capsys):
     assert code == 0 and '"policy": "herasched:' in captured.out  # the default net carries over
 
 
-def test_the_command_line_sets_the_accrued_selector_reward_and_a_resume_keeps_it(tmp_path,
-                                                                                capsys):
+@pytest.mark.parametrize("reward", ["accrued", "squared"])
+def test_the_command_line_sets_our_selector_rewards_and_a_resume_keeps_them(tmp_path, capsys,
+                                                                           reward):
     out = tmp_path / "run"
     base = ["train", "herasched", "--out", str(out), "--window", "16", "--tail", "4",
             "--episode-jobs", "300", "--update-every", "64", "--validate-every", "0"]
-    assert main(base + ["--epochs", "1", "--selector-reward", "accrued"]) == 0
+    assert main(base + ["--epochs", "1", "--selector-reward", reward]) == 0
     model = HeraSched.load(out / "model.pt")
-    assert model.config.selector_reward == "accrued"
-    assert model.config.make_env().reward_args[-1] == "accrued"  # the training env's
+    assert model.config.selector_reward == reward
+    assert model.config.make_env().reward_args[-1] == reward  # the training env's
     assert main(base + ["--epochs", "2", "--resume"]) == 0
-    assert HeraSched.load(out / "model.pt").config.selector_reward == "accrued"
+    assert HeraSched.load(out / "model.pt").config.selector_reward == reward
     capsys.readouterr()
     assert main(base + ["--epochs", "3", "--resume", "--selector-reward", "average"]) != 0
-    assert "selector_reward='accrued', not 'average'" in capsys.readouterr().err
+    assert f"selector_reward='{reward}', not 'average'" in capsys.readouterr().err
     from hpcsched.agents.herasched import HeraSchedConfig
 
     assert HeraSchedConfig().selector_reward == "average"  # the default stays Eq. 4.1

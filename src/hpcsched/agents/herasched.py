@@ -67,7 +67,7 @@ class HeraSchedConfig(PPOSettings):
     selector_every: int = SELECTOR_EVERY  # A_s
     allocator_every: int = ALLOCATOR_EVERY  # A_a
     reward_scale: float = REWARD_SCALE
-    selector_reward: str = "average"  # Eq. 4.1, or "accrued" (ours: `envs.herasched`)
+    selector_reward: str = "average"  # Eq. 4.1, or "accrued", "squared" (ours: `envs.herasched`)
     drop_oversized: bool = False
     #: episodes stepped side by side (each network called once per step for all of them)
     num_envs: int = 4

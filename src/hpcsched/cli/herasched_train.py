@@ -51,6 +51,8 @@ stopped (its episodes replayed).
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    from hpcsched.envs.herasched import SELECTOR_REWARDS
+
     p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
@@ -82,10 +84,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "4.1 at every action)")
     p.add_argument("--allocator-every", type=positive_int, default=100,
                    help="A_a: placed jobs per allocator reward (Table 4.2: 100)")
-    p.add_argument("--selector-reward", choices=["average", "accrued"], default="average",
+    p.add_argument("--selector-reward", choices=SELECTOR_REWARDS, default="average",
                    help="average: Eq. 4.1 (the thesis's); accrued (ours): minus the waiting time "
                         "that accrues as time moves on after the selector's action, so that an "
-                        "episode's rewards add up to minus its jobs' total wait")
+                        "episode's rewards add up to minus its jobs' total wait; squared (ours): "
+                        "the same of the waits' squares (hours squared), which weighs the longest "
+                        "waits more")
     g = p.add_argument_group("PPO, both agents (defaults: Table 4.2, SB3 where it is silent)")
     g.add_argument("--pi-lr", type=positive_float, default=3e-4,
                    help="the actors' Adam learning rate (3e-4)")

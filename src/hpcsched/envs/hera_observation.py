@@ -168,6 +168,7 @@ class Snapshot:
     can_wait: bool  # whether letting time pass can change anything
     queued: int  # L(t)
     total_wait: float  # the sum of the waiting jobs' waits now, in seconds
+    total_sq_wait: float = 0.0  # the sum of their squares, in seconds squared
 
 
 class HeraObserver:
@@ -253,8 +254,9 @@ class HeraObserver:
         out[JOB_FEATURES * lay.window] = math.log1p(queued) / math.log1p(lay.window)
         out[-1] = 0.0
         total_wait = float(now * queued - self.submit[queue].sum()) if queued else 0.0
+        waits = now - self.submit[queue]
         self.snapshot = Snapshot(rows, fits, class_of_slot, node_fits, bool(view.can_wait),
-                                 queued, total_wait)
+                                 queued, total_wait, float(waits @ waits) if queued else 0.0)
         return self.snapshot
 
     # -- masks -------------------------------------------------------------------------------------

@@ -56,7 +56,11 @@ after its action (a Forward, or the start of its pick's job when nothing else fi
 when it does not (a pick at the same instant; A_s does not apply). An episode's rewards then add up
 to minus the total wait of its jobs (AWT times their number): a Forward costs what the queue
 waits until the next instant, and a pick costs nothing, where Eq. 4.1's average over the queue
-can rise when a pick takes a job that has waited less than the others.
+can rise when a pick takes a job that has waited less than the others. With
+`selector_reward="squared"` it is paid the same way what accrues in the squares of the waits (in
+the reward's unit squared: hours squared by default), so an episode's rewards add up to minus the
+sum of its jobs' squared waits: a job that has waited long costs more with every hour (2 w per
+hour), which weighs the longest waits, and so the maximum wait, more than the total does.
 
 The step's `reward` is the sum of what fell due (the acting agent's, and at the last step the
 other's remainder); `info["rewards"]` gives them apart, (selector, allocator), for the hierarchical
@@ -114,8 +118,9 @@ SELECTOR_EVERY = 512
 ALLOCATOR_EVERY = 100
 #: rewards in hours
 REWARD_SCALE = 3600.0
-#: the selector's reward: Eq. 4.1 ("average"), or ours, the waiting time accrued ("accrued")
-SELECTOR_REWARDS = ("average", "accrued")
+#: the selector's reward: Eq. 4.1 ("average"), or ours, the waiting time accrued ("accrued") or
+#: the squared waiting time accrued ("squared")
+SELECTOR_REWARDS = ("average", "accrued", "squared")
 #: Table 4.2's windows (W, T) by bundled cluster; (100, 10) elsewhere
 THESIS_WINDOWS = {"spartan-physical": (512, 64), "spartan-deeplearn": (100, 10)}
 DEFAULT_WINDOW = (100, 10)
@@ -188,7 +193,7 @@ class WaitRewards:
     reward, and how many actions (selector) or jobs (allocator) they span."""
 
     __slots__ = ("selector_every", "allocator_every", "scale", "s_actions", "s_waits", "s_jobs",
-                 "a_jobs", "a_waits", "accrued")
+                 "a_jobs", "a_waits", "accrued", "squared")
 
     def __init__(self, selector_every: int, allocator_every: int, scale: float,
                  selector_reward: str = "average") -> None:
@@ -199,7 +204,9 @@ class WaitRewards:
             raise ValueError(f"unknown selector reward {selector_reward!r}; choose one of: "
                              f"{', '.join(SELECTOR_REWARDS)}")
         #: the selector is paid the waiting time that accrues as time moves, not Eq. 4.1
-        self.accrued = selector_reward == "accrued"
+        self.accrued = selector_reward in ("accrued", "squared")
+        #: ... the squares of the waits (in units of the scale, squared)
+        self.squared = selector_reward == "squared"
         self.scale = float(scale)
         self.s_actions = self.s_jobs = self.a_jobs = 0
         self.s_waits = self.a_waits = 0.0
@@ -227,8 +234,11 @@ class WaitRewards:
 
     def moved(self, before: float, after: float) -> float:
         """The accrued reward of time moving on, the waits of all the episode's jobs so far
-        having gone from `before` to `after` seconds in all (0 with Eq. 4.1)."""
-        return -(after - before) / self.scale if self.accrued else 0.0
+        having gone from `before` to `after` seconds in all (seconds squared: `squared`; 0 with
+        Eq. 4.1)."""
+        if not self.accrued:
+            return 0.0
+        return -(after - before) / (self.scale * self.scale if self.squared else self.scale)
 
     def allocated(self, wait: float, queued: int, waiting: float) -> float:
         """A job the allocator placed, started after waiting `wait`; its reward (Eq. 4.2) or 0."""
@@ -267,6 +277,7 @@ class HeraEpisode:
         self.chosen: list[int] = []
         self.started = 0
         self.realised = 0.0  # the waits of the jobs started so far, in seconds
+        self.realised_sq = 0.0  # the sum of their squares
         self.view = None
         self.moved = 0  # instants time moved on because nothing in the window fit
         self.next_instant(self.engine.next_decision())
@@ -277,7 +288,9 @@ class HeraEpisode:
 
     def waited(self) -> float:
         """The waits of all the episode's jobs so far, in seconds: realised (started jobs) and
-        still growing (the queue's)."""
+        still growing (the queue's); the sum of their squares with the squared reward."""
+        if self.rewards.squared:
+            return self.realised_sq + (0.0 if self.done else self.observer.snapshot.total_sq_wait)
         return self.realised + (0.0 if self.done else self.observer.snapshot.total_wait)
 
     def next_instant(self, view) -> None:
@@ -323,6 +336,7 @@ class HeraEpisode:
         self.started += 1
         before = self.waited()  # the start moves its wait from the queue's to the realised
         self.realised += wait
+        self.realised_sq += wait * wait
         r_alloc = self.rewards.allocated(wait, snap.queued - 1, snap.total_wait - wait)
         self.slot, self.row, self.chosen = -1, -1, []
         self.next_instant(self.engine.next_decision())
@@ -362,7 +376,7 @@ class HeraSchedEnv(gym.Env):
         episode_jobs: an episode is this many jobs from a random start (None: the whole trace).
         profile: of a trace not yet prepared (default hpcsim, the thesis's simulator).
         selector_every, allocator_every: A_s and A_a (512 and 100).
-        selector_reward: "average" (Eq. 4.1) or "accrued" (see the module docstring).
+        selector_reward: "average" (Eq. 4.1), "accrued" or "squared" (see the module docstring).
         reward_scale: seconds per reward unit (3,600: hours).
         start_range: (lo, hi), the starts random episodes draw from, both included.
         drop_oversized: drop (and count) jobs that can never run on the cluster instead of
