@@ -350,5 +350,5 @@ def epochs_for(episodes: int, config: DBFConfig) -> int:
 
 
 __all__ = ["ACTIVATIONS", "DBFConfig", "DbfActor", "DbfCritic", "DbfPolicy", "HIDDEN",
-           "activation_mlp", "as_policy", "check_weights", "epochs_for", "load_dbf", "load_dbf_checkpoint",
-           "numpy_forward"]
+           "activation_mlp", "as_policy", "check_weights", "epochs_for", "load_dbf",
+           "load_dbf_checkpoint", "numpy_forward"]
