@@ -37,7 +37,7 @@ def parsed(output: Path = OUTPUT) -> dict:
     for line in output.read_text().splitlines():
         if m := re.match(r"\s+(\S+)\s+AWT\s+([\d,]+) s\s+queue\s+([\d.]+)\s+util", line):
             heur[m.group(1)] = (num(m.group(2)), float(m.group(3)))
-        elif m := re.match(r"[kf]-s(\d): update", line):
+        elif m := re.match(r"[kfq]-s(\d): update", line):
             seed = int(m.group(1))
             runs[seed] = []
         elif m := re.match(r"\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+) ([\d.]+)\s+([\d.]+)$", line):
@@ -46,7 +46,7 @@ def parsed(output: Path = OUTPUT) -> dict:
         elif m := re.match(r"\s+margin rule keeps update (\d+) .*?(?:best\.pt|the log.s lowest) "
                            r"is update (\d+)", line):  # the log's lowest, said first
             picks[seed] = (int(m.group(1)), int(m.group(2)))
-        elif m := re.match(r"\s+[kf]-s(\d)@(\d+)\s+\((margin|best\.pt|lowest)\s*\) "
+        elif m := re.match(r"\s+[kfq]-s(\d)@(\d+)\s+\((margin|best\.pt|lowest)\s*\) "
                            r"AWT\s+([\d,]+) s\s+queue\s+([\d.]+)", line):
             test[int(m.group(1)), m.group(3)] = (int(m.group(2)), num(m.group(4)),
                                                  float(m.group(5)))
@@ -63,8 +63,9 @@ def section(marker: str = MARKER) -> str:
     return " ".join(text[a:b].split())
 
 
-@pytest.mark.parametrize("output", [OUTPUT, DATA / "dbf_m32_masked_choice.txt"],
-                         ids=["first", "fine-tuned"])
+@pytest.mark.parametrize("output", [OUTPUT, DATA / "dbf_m32_masked_choice.txt",
+                                    DATA / "dbf_m32_queue_choice.txt"],
+                         ids=["first", "fine-tuned", "queue-weighed"])
 def test_the_margins_and_the_picks_follow_the_rule(output):
     out = parsed(output)
     heur = out["heur"]
@@ -238,3 +239,86 @@ def test_the_fine_tuned_test_numbers_come_from_the_output():
     episodes = [16 * STARTS[s] + 480 for s in (0, 1, 2)]
     assert f"{min(episodes):,} to {max(episodes):,} training episodes" in readme
     assert f"1/{100_000 // min(episodes)} to 1/{100_000 // max(episodes)}" in readme
+
+
+# -- the same fine-tuning with the queue weighed more (--reward-weights 0.2,0.6,0.2) ---------------
+QUEUE = DATA / "dbf_m32_queue_choice.txt"
+QUEUE_RUNS = DATA / "dbf_m32_queue_runs.tar.gz"
+QUEUE_MARKER = "**Fine-tuned with the queue weighed more (`--reward-weights`).**"
+
+
+def queue_runs() -> dict[int, dict]:
+    runs = load("dbf_sweep").read_archive(QUEUE_RUNS)
+    return {r["config"]["seed"]: r for r in runs.values()}
+
+
+def test_the_queue_weighed_runs_differ_from_the_fine_tuning_only_in_the_weights():
+    """The same settings as the equal-weight fine-tuning, seed by seed, but the weights; and
+    the first update's sampled episodes are the same (the same random starts: the weights move
+    the rewards, not the draw), so the runs compare pair by pair."""
+    readme = section(QUEUE_MARKER)
+    tuned, runs = tuned_runs(), queue_runs()
+    assert sorted(runs) == [0, 1, 2]
+    for seed, run in runs.items():
+        cfg, other = dict(run["config"]), dict(tuned[seed]["config"])
+        assert cfg.pop("reward_weights") == [0.2, 0.6, 0.2]
+        assert other.pop("reward_weights", [1 / 3] * 3) == [1 / 3] * 3  # saved before the option
+        for c in (cfg, other):
+            c.pop("epochs"), c.pop("episodes")  # the stop (960 asked, stopped at 30; 480)
+        assert cfg == other, seed
+        first, first_tuned = run["log"][0], tuned[seed]["log"][0]
+        assert (first["wait"], first["queue_length"], first["decisions"]) == (
+            first_tuned["wait"], first_tuned["queue_length"], first_tuned["decisions"])
+        assert first["mean_reward"] != first_tuned["mean_reward"]
+        assert len(run["log"]) == (31 if seed == 1 else 30)  # seed 1's 31st, said
+    assert "seed 1 logged a 31st update" in readme
+    secs = [float(r["epoch_s"]) for run in runs.values() for r in run["log"][:30]]
+    assert f"{min(secs):.0f}-{max(secs):.0f} s an update with its validation" in readme
+    for key, text in (("queue_length", "{:.2f}, {:.2f} and {:.2f} jobs on average"),
+                      ("wait", "{:,.0f}, {:,.0f} and {:,.0f} s against")):
+        ours = [np.mean([float(r[key]) for r in runs[s]["log"][:30]]) for s in (0, 1, 2)]
+        theirs = [np.mean([float(r[key]) for r in tuned[s]["log"][:30]]) for s in (0, 1, 2)]
+        assert text.format(*ours) in readme, key
+        assert all(o < t for o, t in zip(ours, theirs)), key  # lower, seed by seed
+        if key == "queue_length":
+            assert "{:.2f}, {:.2f} and {:.2f} with equal weights".format(*theirs) in readme
+            assert max(1 - o / t for o, t in zip(ours, theirs)) < 0.01  # "under 1 % fewer"
+        else:
+            assert "{:,.0f}, {:,.0f} and {:,.0f} s.".format(*theirs) in readme
+
+
+def test_the_queue_weighed_numbers_come_from_the_output():
+    readme = section(QUEUE_MARKER)
+    out = parsed(QUEUE)
+    script = load("dbf_seeds")
+    first = {r["config"]["seed"]: dict(script.run_facts(n, r)["validations"])
+             for n, r in script.read_archive(script.ARCHIVE).items()}
+    lows = []
+    for seed, run in queue_runs().items():
+        m = re.search(r"starting greedy actor: validation AWT ([\d,]+) s", run["out"])
+        assert num(m.group(1)) == round(first[seed][STARTS[seed]])  # the same starts
+        vals = [float(r["val_wait"]) for r in run["log"] if r["val_wait"]]
+        assert min(vals) > num(m.group(1)) and max(vals) < 100_000  # best.pt: the start; no stall
+        lows.append(min(vals))
+    assert "(lowest afterwards {:,.0f}, {:,.0f} and {:,.0f} s)".format(*lows) in readme
+    rows = [r for rs in out["runs"].values() for r in rs]
+    best_q = min(q for _, q in out["heur"].values())
+    qs = [r[3] for r in rows]
+    assert len(rows) == 18 and "the 18 checkpoints queue" in readme
+    assert f"queue {min(qs):.2f}-{max(qs):.2f} jobs, all above SJF's {best_q:.2f}" in readme
+    assert min(qs) > best_q
+    kept = [out["picks"][s][0] for s in (0, 1, 2)]
+    assert "keeps updates {}, {} and {}".format(*kept) in readme
+    w, w_sd, q, q_sd = out["test"]["mean"]
+    assert f"AWT {w} ± {w_sd} s" in readme and f"queue {q} ± {q_sd} jobs" in readme
+    test = [out["test"][s, "margin"] for s in (0, 1, 2)]
+    assert "({:,.0f}, {:,.0f}, {:,.0f})".format(*[t[1] for t in test]) in readme
+    assert "({:.2f}, {:.2f}, {:.2f})".format(*[t[2] for t in test]) in readme
+    # the verdict: AWT below LCFS with EASY's on the mean and on 2 of 3 seeds; the queue above
+    # SJF's on every seed, where the starting models and the equal-weight fine-tuning had it
+    sjf_q, lcfs_w = 11.64, 3259
+    assert "lowest heuristic AWT 3,259 s, queue 11.64" in QUEUE.read_text()
+    assert num(w) < lcfs_w and sum(t[1] < lcfs_w for t in test) == 2
+    assert all(t[2] > sjf_q for t in test) and float(q) > sjf_q
+    start_q, tuned_q = parsed()["test"]["mean"][2], parsed(TUNED)["test"]["mean"][2]
+    assert f"({start_q} at the start, {tuned_q} after the" in readme
