@@ -87,12 +87,22 @@ def test_the_margins_and_the_picks_follow_the_rule(output):
         assert out["picks"][seed] == (kept, logged_best)
 
 
+def first_validations() -> dict[int, dict[int, float]]:
+    """seed -> {update: 10-episode validation AWT} of the first runs (archived earlier)."""
+    script = load("dbf_seeds")
+    return {r["config"]["seed"]: dict(script.run_facts(n, r)["validations"])
+            for n, r in script.read_archive(script.ARCHIVE).items()}
+
+
+def starting_awt(run: dict) -> float:
+    """A run's printed validation of the model it started from (`--init`)."""
+    return num(re.search(r"starting greedy actor: validation AWT ([\d,]+) s", run["out"])[1])
+
+
 def test_the_logged_validations_are_the_first_runs():
     """The re-runs' 10-episode validation AWT is, update by update, the first runs' (archived
     in an earlier session): the runs reproduce them."""
-    script = load("dbf_seeds")
-    first = {r["config"]["seed"]: dict(script.run_facts(n, r)["validations"])
-             for n, r in script.read_archive(script.ARCHIVE).items()}
+    first = first_validations()
     for seed, rows in parsed()["runs"].items():
         for u, logged, *_ in rows:
             assert logged == round(first[seed][u]), (seed, u)
@@ -197,13 +207,10 @@ def test_no_update_beat_its_start_on_the_runs_own_validation():
     """Each run's starting actor scored what the first run's validation recorded for that
     checkpoint (archived earlier), and no later validation was lower: best.pt is the start."""
     readme = section(TUNED_MARKER)
-    script = load("dbf_seeds")
-    first = {r["config"]["seed"]: dict(script.run_facts(n, r)["validations"])
-             for n, r in script.read_archive(script.ARCHIVE).items()}
+    first = first_validations()
     starts = []
     for seed, run in tuned_runs().items():
-        m = re.search(r"starting greedy actor: validation AWT ([\d,]+) s", run["out"])
-        start = num(m.group(1))
+        start = starting_awt(run)
         assert start == round(first[seed][STARTS[seed]])
         starts.append(start)
         vals = [float(r["val_wait"]) for r in run["log"] if r["val_wait"]]
@@ -290,15 +297,13 @@ def test_the_queue_weighed_runs_differ_from_the_fine_tuning_only_in_the_weights(
 def test_the_queue_weighed_numbers_come_from_the_output():
     readme = section(QUEUE_MARKER)
     out = parsed(QUEUE)
-    script = load("dbf_seeds")
-    first = {r["config"]["seed"]: dict(script.run_facts(n, r)["validations"])
-             for n, r in script.read_archive(script.ARCHIVE).items()}
+    first = first_validations()
     lows = []
     for seed, run in queue_runs().items():
-        m = re.search(r"starting greedy actor: validation AWT ([\d,]+) s", run["out"])
-        assert num(m.group(1)) == round(first[seed][STARTS[seed]])  # the same starts
+        start = starting_awt(run)
+        assert start == round(first[seed][STARTS[seed]])  # the same starts
         vals = [float(r["val_wait"]) for r in run["log"] if r["val_wait"]]
-        assert min(vals) > num(m.group(1)) and max(vals) < 100_000  # best.pt: the start; no stall
+        assert min(vals) > start and max(vals) < 100_000  # best.pt: the start; no stall
         lows.append(min(vals))
     assert "(lowest afterwards {:,.0f}, {:,.0f} and {:,.0f} s)".format(*lows) in readme
     rows = [r for rs in out["runs"].values() for r in rs]

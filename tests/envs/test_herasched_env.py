@@ -239,7 +239,13 @@ def test_rewards_worked_by_hand():
     assert info["metrics"]["max_wait"] == 34
 
 
-def test_the_accrued_selector_reward_worked_by_hand():
+#: the selector's rewards of `test_rewards_worked_by_hand`'s schedule under ours
+OUR_SELECTOR_REWARDS = {"accrued": [0, 0, -15, -40, 0, 0, 0, -6, 0, 0, 0],
+                        "squared": [0, 0, -113, -1400, 0, 0, 0, -372, 0, 0, 0]}
+
+
+@pytest.mark.parametrize("mode", list(OUR_SELECTOR_REWARDS))
+def test_our_selector_rewards_worked_by_hand(mode):
     """The schedule of `test_rewards_worked_by_hand` with `selector_reward="accrued"`: the
     selector is paid when time moves on after its action, the waits that accrued meanwhile.
 
@@ -247,11 +253,14 @@ def test_the_accrued_selector_reward_worked_by_hand():
     t=10: both wait until j3 arrives at 30: -40. j3's start (step 8): j1 alone waits until
     j2 ends at 36: -6. Picks at an instant pay 0; the episode's end pays no remainder. The sum,
     -61, is minus the jobs' total wait (0 + 34 + 27 + 0); the allocator's rewards are Eq. 4.2's
-    as before."""
+    as before.
+
+    With "squared", what accrues in the squares of the waits: j1 goes from 0 to 8 s and j2
+    from 0 to 7, -(64 + 49) = -113; then 8 -> 28 and 7 -> 27, -(720 + 680) = -1400; then j1
+    alone, 28 -> 34, -372. The sum, -1885, is minus 34^2 + 27^2."""
     cluster = Cluster.identical(2, 1)
     env = env_on([(0, 10, 2), (2, 4, 2), (3, 6, 1), (30, 1, 1)], cluster, window=4, tail=0,
-                 selector_every=2, allocator_every=2, reward_scale=1.0,
-                 selector_reward="accrued")
+                 selector_every=2, allocator_every=2, reward_scale=1.0, selector_reward=mode)
     env.reset(seed=0)
     got = []
     for a in [0, 0, 1, "fwd", 1, 0, 1, 1, 0, 0, 1]:
@@ -259,29 +268,10 @@ def test_the_accrued_selector_reward_worked_by_hand():
         got.append(tuple(info["rewards"]))
         assert reward == pytest.approx(sum(info["rewards"]))
     assert terminated
-    np.testing.assert_allclose([g[0] for g in got], [0, 0, -15, -40, 0, 0, 0, -6, 0, 0, 0])
+    np.testing.assert_allclose([g[0] for g in got], OUR_SELECTOR_REWARDS[mode])
     np.testing.assert_allclose([g[1] for g in got], [0, 0, 0, 0, 0, -13.75, 0, 0, 0, 0, -17])
     assert env.engine.result().start.tolist() == [0, 36, 30, 30]
 
-
-def test_the_squared_selector_reward_worked_by_hand():
-    """The same schedule with `selector_reward="squared"`: what accrues in the squares of the
-    waits. j0's start (step 3): j1 goes from 0 to 8 s, j2 from 0 to 7: -(64 + 49) = -113. The
-    Forward at t=10: 8 -> 28 and 7 -> 27: -(720 + 680) = -1400. j3's start (step 8): j1 alone,
-    28 -> 34: -372. The sum, -1885, is minus 34^2 + 27^2 (the two jobs that waited)."""
-    cluster = Cluster.identical(2, 1)
-    env = env_on([(0, 10, 2), (2, 4, 2), (3, 6, 1), (30, 1, 1)], cluster, window=4, tail=0,
-                 selector_every=2, allocator_every=2, reward_scale=1.0,
-                 selector_reward="squared")
-    env.reset(seed=0)
-    got = []
-    for a in [0, 0, 1, "fwd", 1, 0, 1, 1, 0, 0, 1]:
-        _, reward, terminated, _, info = env.step(env.forward if a == "fwd" else a)
-        got.append(tuple(info["rewards"]))
-    assert terminated
-    np.testing.assert_allclose([g[0] for g in got], [0, 0, -113, -1400, 0, 0, 0, -372, 0, 0, 0])
-    np.testing.assert_allclose([g[1] for g in got], [0, 0, 0, 0, 0, -13.75, 0, 0, 0, 0, -17])
-    assert env.engine.result().start.tolist() == [0, 36, 30, 30]
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_accrued_rewards_add_up_to_minus_the_total_wait(seed):

@@ -34,8 +34,8 @@ def readme() -> str:
     return text[start:text.index("**The two networks on Physical", start)]
 
 
-def rows(seed: int) -> list[dict[str, str]]:
-    with open(DATA / f"s{seed}" / "log.csv", newline="") as f:
+def rows(seed: int, data: Path = DATA) -> list[dict[str, str]]:
+    with open(data / f"s{seed}" / "log.csv", newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -43,16 +43,16 @@ def num(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def started(seed: int) -> float:
-    out = (DATA / f"s{seed}" / "output.txt").read_text()
+def started(seed: int, data: Path = DATA) -> float:
+    out = (data / f"s{seed}" / "output.txt").read_text()
     return float(re.search(r"starting greedy model: validation S ([\d.]+)", out)[1])
 
 
-def best(seed: int) -> tuple[int, float]:
+def best(seed: int, data: Path = DATA) -> tuple[int, float]:
     """best.pt's update and score: the starting model (update 0) counts, and the first of equal
     scores is kept."""
-    logged = [(0, started(seed))] + [(int(r["epoch"]), float(r["val_score"]))
-                                     for r in rows(seed) if r["val_score"]]
+    logged = [(0, started(seed, data))] + [(int(r["epoch"]), float(r["val_score"]))
+                                           for r in rows(seed, data) if r["val_score"]]
     top = max(s for _, s in logged)
     return next(e for e, s in logged if s == top), top
 
@@ -125,9 +125,10 @@ def test_best_pt_and_the_validation_the_readme_describes():
     assert f"({min(hours):.2f}-{max(hours):.2f} h of rollouts and updates each" in text
 
 
-def table() -> dict[str, list[str]]:
+def table(section: str | None = None) -> dict[str, list[str]]:
+    """The README section's table rows (default: this one's), by their first cell."""
     out = {}
-    for line in readme().splitlines():
+    for line in (readme() if section is None else section).splitlines():
         if line.startswith("| test"):
             cells = [c.strip() for c in line.strip("|").split("|")]
             out[cells[0]] = cells[1:]

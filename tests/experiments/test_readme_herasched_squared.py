@@ -4,13 +4,14 @@ and `experiment herasched`'s output on the three runs' best.pt), and against the
 with another reward (benchmarks/data/herasched_physical_mixed/: the same starts, data and
 settings with Eq. 4.1)."""
 
-import csv
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.experiments import test_readme_herasched_mixed as mixed
+from tests.experiments.test_readme_herasched_mixed import flat, num, periods
 from tests.experiments.test_readme_herasched_physical import columns, summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,10 +21,6 @@ SEEDS = (0, 1, 2)
 MARKER = "**A squared-wait reward (`--selector-reward squared`)"
 
 
-def flat(text: str) -> str:
-    return " ".join(text.replace("\\\n", " ").split())
-
-
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index(MARKER)
@@ -31,31 +28,11 @@ def readme() -> str:
 
 
 def rows(seed: int, data: Path = DATA) -> list[dict[str, str]]:
-    with open(data / f"s{seed}" / "log.csv", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def num(text: str) -> float:
-    return float(text.replace(",", ""))
+    return mixed.rows(seed, data)
 
 
 def started(seed: int, data: Path = DATA) -> float:
-    out = (data / f"s{seed}" / "output.txt").read_text()
-    return float(re.search(r"starting greedy model: validation S ([\d.]+)", out)[1])
-
-
-def best(seed: int) -> tuple[int, float]:
-    """best.pt's update and score: the starting model (update 0) counts, and the first of equal
-    scores is kept."""
-    logged = [(0, started(seed))] + [(int(r["epoch"]), float(r["val_score"]))
-                                     for r in rows(seed) if r["val_score"]]
-    top = max(s for _, s in logged)
-    return next(e for e, s in logged if s == top), top
-
-
-def periods(path: Path) -> tuple[str, str]:
-    test, high = path.read_text().split("== physical-test-high-load")
-    return test, high
+    return mixed.started(seed, data)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -81,7 +58,7 @@ def test_each_run_is_the_previous_one_with_the_squared_reward_stopped_after_upda
 
 def test_best_pt_and_the_training_time_the_readme_gives():
     text = flat(readme())
-    (e0, s0), (e1, s1), (e2, s2) = (best(s) for s in SEEDS)
+    (e0, s0), (e1, s1), (e2, s2) = (mixed.best(s, DATA) for s in SEEDS)
     assert e1 == 0 and s1 == started(1)  # no update of seed 1 beat its start
     row = next(r for r in rows(0) if int(r["epoch"]) == e0)
     assert float(row["val_score"]) == float(row["val_also_score"])  # the high-load day decided
@@ -97,17 +74,8 @@ def test_best_pt_and_the_training_time_the_readme_gives():
     assert f"# {int(wall[1])} min {round(float(wall[2]))} s" in readme()
 
 
-def table() -> dict[str, list[str]]:
-    out = {}
-    for line in readme().splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            out[cells[0]] = cells[1:]
-    return out
-
-
 def test_the_table_is_the_experiments_output():
-    got = table()
+    got = mixed.table(readme())
     keys = ("test, squared-wait reward", "test high-load day, squared-wait reward")
     assert sorted(got) == sorted(keys)
     for key, part in zip(keys, periods(DATA / "experiment.txt")):
