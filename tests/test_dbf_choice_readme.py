@@ -226,9 +226,9 @@ def test_no_update_beat_its_start_on_the_runs_own_validation():
     assert "each run's best.pt is the model it started from" in readme
 
 
-def test_the_fine_tuned_test_numbers_come_from_the_output():
-    readme = section(TUNED_MARKER)
-    out = parsed(TUNED)
+def quoted_test_numbers(readme: str, out: dict):
+    """Check the picks and the test episodes' mean and per-seed AWT and queue of a fine-tuning's
+    output quoted in its README paragraph; returns (mean AWT, mean queue, per-seed lines)."""
     kept = [out["picks"][s][0] for s in (0, 1, 2)]
     assert "keeps updates {}, {} and {}".format(*kept) in readme
     w, w_sd, q, q_sd = out["test"]["mean"]
@@ -236,6 +236,13 @@ def test_the_fine_tuned_test_numbers_come_from_the_output():
     test = [out["test"][s, "margin"] for s in (0, 1, 2)]
     assert "({:,.0f}, {:,.0f}, {:,.0f})".format(*[t[1] for t in test]) in readme
     assert "({:.2f}, {:.2f}, {:.2f})".format(*[t[2] for t in test]) in readme
+    return w, q, test
+
+
+def test_the_fine_tuned_test_numbers_come_from_the_output():
+    readme = section(TUNED_MARKER)
+    out = parsed(TUNED)
+    w, q, test = quoted_test_numbers(readme, out)
     # the verdict: the queue lower than the starting models', not below SJF's; AWT above
     # LCFS with EASY's on every seed (the heuristics' test lines as the first output has them)
     first = parsed()["test"]["mean"]
@@ -312,13 +319,7 @@ def test_the_queue_weighed_numbers_come_from_the_output():
     assert len(rows) == 18 and "the 18 checkpoints queue" in readme
     assert f"queue {min(qs):.2f}-{max(qs):.2f} jobs, all above SJF's {best_q:.2f}" in readme
     assert min(qs) > best_q
-    kept = [out["picks"][s][0] for s in (0, 1, 2)]
-    assert "keeps updates {}, {} and {}".format(*kept) in readme
-    w, w_sd, q, q_sd = out["test"]["mean"]
-    assert f"AWT {w} ± {w_sd} s" in readme and f"queue {q} ± {q_sd} jobs" in readme
-    test = [out["test"][s, "margin"] for s in (0, 1, 2)]
-    assert "({:,.0f}, {:,.0f}, {:,.0f})".format(*[t[1] for t in test]) in readme
-    assert "({:.2f}, {:.2f}, {:.2f})".format(*[t[2] for t in test]) in readme
+    w, q, test = quoted_test_numbers(readme, out)
     # the verdict: AWT below LCFS with EASY's on the mean and on 2 of 3 seeds; the queue above
     # SJF's on every seed, where the starting models and the equal-weight fine-tuning had it
     sjf_q, lcfs_w = 11.64, 3259

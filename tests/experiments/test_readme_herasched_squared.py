@@ -12,7 +12,6 @@ import pytest
 
 from tests.experiments import test_readme_herasched_mixed as mixed
 from tests.experiments.test_readme_herasched_mixed import flat, num, periods
-from tests.experiments.test_readme_herasched_physical import columns, summary
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "herasched_physical_squared"
@@ -75,18 +74,9 @@ def test_best_pt_and_the_training_time_the_readme_gives():
 
 
 def test_the_table_is_the_experiments_output():
-    got = mixed.table(readme())
-    keys = ("test, squared-wait reward", "test high-load day, squared-wait reward")
-    assert sorted(got) == sorted(keys)
-    for key, part in zip(keys, periods(DATA / "experiment.txt")):
-        awt, mwt, below, beaten = got[key]
-        models, mean, crit = summary(part, r"hq-s(\d)")
-        assert (awt, mwt) == columns(models, mean)
-        assert below == f"{crit[1]} (below {crit[3]} of 21)"
-        s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
-        assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"
-        awts = [num(m[1]) for m in models]
-        assert num(mean[1]) == pytest.approx(sum(awts) / 3, abs=0.1)  # each printed to 0.1
+    mixed.check_table(mixed.table(readme()), ("test, squared-wait reward",
+                                              "test high-load day, squared-wait reward"),
+                      DATA / "experiment.txt", r"hq-s(\d)")
 
 
 def test_the_comparisons_with_eq_4_1_quoted():
