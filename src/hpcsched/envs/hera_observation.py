@@ -253,8 +253,9 @@ class HeraObserver:
         queued = int(queue.size)
         out[JOB_FEATURES * lay.window] = math.log1p(queued) / math.log1p(lay.window)
         out[-1] = 0.0
-        total_wait = float(now * queued - self.submit[queue].sum()) if queued else 0.0
-        waits = now - self.submit[queue]
+        submitted = self.submit[queue]
+        total_wait = float(now * queued - submitted.sum()) if queued else 0.0
+        waits = now - submitted
         self.snapshot = Snapshot(rows, fits, class_of_slot, node_fits, bool(view.can_wait),
                                  queued, total_wait, float(waits @ waits) if queued else 0.0)
         return self.snapshot
