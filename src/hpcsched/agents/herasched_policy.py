@@ -43,8 +43,15 @@ class HeraSchedPolicy:
     places_jobs = True
 
     def __init__(self, selector, allocator, *, net: str, window: int, tail: int,
-                 sample: bool = False, seed: int = 0, name: str = "herasched") -> None:
+                 sample: bool = False, seed: int = 0, name: str = "herasched",
+                 reserve_after: float | None = None) -> None:
         self.name = name
+        if reserve_after is not None and not reserve_after >= 0:
+            raise ValueError(f"{name}: reserve_after must be a wait in seconds >= 0, not "
+                             f"{reserve_after!r}")
+        self.reserve_after = reserve_after
+        self.reserving = 0  # selector decisions under the reservation since `reset`
+        self.req = np.zeros(0)
         self.net = net
         self.window, self.tail = int(window), int(tail)
         self.sample = bool(sample)
@@ -74,6 +81,8 @@ class HeraSchedPolicy:
         self._scorers = (numpy_scores(self.selector, layout), numpy_scores(self.allocator, layout))
         self.decisions = 0
         self.slots = np.zeros(layout.forward + 1, dtype=np.int64)
+        self.reserving = 0
+        self.req = np.asarray(view.jobs.req_time, dtype=np.float64)
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -92,6 +101,9 @@ class HeraSchedPolicy:
             return Wait()
         layout = observer.layout
         mask = observer.selector_mask()
+        plan = None
+        if self.reserve_after is not None:
+            plan = self._reserve(view, snap, mask)
         slot = self._choose(self._scores(0), mask)
         self.decisions += 1
         self.slots[slot] += 1
@@ -102,12 +114,65 @@ class HeraSchedPolicy:
         scores = self._scores(1)
         chosen: list[int] = []
         for _ in range(int(observer.count[row])):
-            chosen.append(self._choose(scores, observer.allocator_mask(slot, chosen)))
+            allowed = self._placeable(plan, view.now, row, observer.allocator_mask(slot, chosen),
+                                      chosen)
+            chosen.append(self._choose(scores, allowed))
             self.decisions += 1
         return Start(row, tuple(chosen))
 
+    def _reserve(self, view, snap, mask: np.ndarray):
+        """Narrow the selector's `mask` once the oldest waiting job has waited `reserve_after`,
+        as EASY would behind it: it alone if it fits now; else Forward and the jobs that either
+        end (at their requested time) by its reservation or can be placed past it without taking
+        its nodes (`sim.backfill_nodes.Reservation`). Returns the reservation held (None: none)
+        for the allocator's picks."""
+        queue = view.queue
+        submit = self.observer.submit[queue]
+        i = int(np.argmin(submit))
+        if view.now - submit[i] < self.reserve_after:
+            return None
+        head = int(queue[i])
+        window = self.observer.layout.window
+        rows = snap.rows
+        at = np.flatnonzero(rows == head)
+        if at.size and snap.fits[at[0]]:
+            self.reserving += 1
+            mask[:] = False
+            mask[at[0]] = True
+            return None
+        plan = view.reservation(head)
+        if plan.shadow <= view.now or not np.isfinite(plan.shadow):
+            return None  # it fits but is not shown, or it can never start: nothing to hold
+        self.reserving += 1
+        for slot in np.flatnonzero(mask[:window]).tolist():
+            row = int(rows[slot])
+            if view.now + self.req[row] <= plan.shadow:
+                continue
+            fit = snap.node_fits[snap.class_of_slot[slot]]
+            safe = plan.harmless(self.observer.demand[row])
+            n_safe = int(np.count_nonzero(fit & safe))
+            n_other = int(np.count_nonzero(fit & ~safe))
+            if n_safe + min(plan.spare, n_other) < self.observer.count[row]:
+                mask[slot] = False
+        mask[window] = True
+        return plan
+
+    def _placeable(self, plan, now: float, row: int, mask: np.ndarray,
+                   chosen: list[int]) -> np.ndarray:
+        """The allocator's `mask` for `row` under `plan`: a job running past the reservation takes
+        the head's nodes only while spare ones are left."""
+        if plan is None or now + self.req[row] <= plan.shadow:
+            return mask
+        safe = plan.harmless(self.observer.demand[row])
+        if sum(1 for i in chosen if not safe[i]) >= plan.spare:
+            mask &= safe
+        return mask
+
     def summary(self) -> dict[str, Any]:
-        return {"agent_decisions": self.decisions}
+        out = {"agent_decisions": self.decisions}
+        if self.reserve_after is not None:
+            out["reserving_decisions"] = self.reserving
+        return out
 
 
 def as_policy(model, *, sample: bool = False, seed: int = 0,
@@ -119,8 +184,8 @@ def as_policy(model, *, sample: bool = False, seed: int = 0,
                            seed=seed, name=name)
 
 
-def load_herasched(path, *, sample: bool = False, seed: int = 0,
-                   name: str | None = None) -> HeraSchedPolicy:
+def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
+                   reserve_after: float | None = None) -> HeraSchedPolicy:
     """The model file at `path` (a full checkpoint or a slim export) as an engine Policy: its
     actors, on whatever cluster it is asked to schedule (the default network carries over; the
     thesis's MLPs need a cluster and window of their own shape)."""
@@ -143,7 +208,7 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0,
         actors.append(actor)
     return HeraSchedPolicy(actors[0], actors[1], net=config.net, window=norm["window"],
                            tail=norm["tail"], sample=sample, seed=seed,
-                           name=name or f"herasched:{path}")
+                           name=name or f"herasched:{path}", reserve_after=reserve_after)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

@@ -119,7 +119,8 @@ def by_cluster(given: list[str] | None, clusters: list[str], option: str = "--mo
     out: dict[str, list[str]] = {c: [] for c in clusters}
     for text in given or []:
         head, eq, rest = text.partition("=")
-        if eq and not Path(text).exists():
+        # CLUSTER= is a bare name in front (an '=' after a path or an '@' is the item's own)
+        if eq and not any(c in head for c in "@/,:") and not Path(text).exists():
             cluster, items = head.strip(), rest
             if cluster not in out:
                 raise ValueError(f"{option} {text!r}: {cluster!r} is not one of --cluster "
@@ -156,7 +157,7 @@ def models_by_cluster(given: list[str] | None, clusters: list[str]) -> dict[str,
         if not models:
             models += _default_models(cluster)
         for m in models:
-            recipes.locate(m, recipe)  # a missing file or folder fails before any work
+            recipes.locate(recipe.split(m)[0], recipe)  # a missing file fails before any work
     return out
 
 

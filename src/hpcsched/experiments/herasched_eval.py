@@ -185,7 +185,12 @@ def check_model(model: str, cluster, name: str = "") -> None:
     from hpcsched.agents.herasched_policy import load_herasched
     from hpcsched.envs.hera_observation import HeraLayout
 
-    policy = load_herasched(recipes.locate(model, recipes.get("herasched")))
+    from hpcsched.recipes.herasched import reserve_after
+
+    recipe = recipes.get("herasched")
+    path, option = recipe.split(model)
+    reserve_after(option, f"herasched:{model}")
+    policy = load_herasched(recipes.locate(path, recipe))
     try:
         layout = HeraLayout.of(cluster, policy.window, policy.tail)
         fits_layout(policy.net, {"selector_policy": policy.selector,

@@ -19,16 +19,39 @@ from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
 CLI = "hpcsched.cli.herasched_train"
 
 
+def reserve_after(option: str, name: str) -> float | None:
+    """The wait after which the oldest job is reserved for, of ``@reserve[=AGE]`` (`option`; AGE
+    a Slurm duration: MM, HH:MM:SS, D-HH, ...; ``@reserve`` alone: 0); None without one."""
+    from hpcsched.workload.sacct import parse_duration
+
+    if not option:
+        return None
+    key, eq, age = option.partition("=")
+    if key != "reserve" or (eq and not age):
+        raise ValueError(f"{name}: unknown option {option!r} after '@'; a HeraSched model takes "
+                         f"@reserve or @reserve=AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...): "
+                         f"once the oldest waiting job has waited AGE, start only it, or jobs "
+                         f"that end by its EASY reservation")
+    if not eq:
+        return 0.0
+    seconds = parse_duration(age)
+    if seconds is None:
+        raise ValueError(f"{name}: @reserve={age}: not a Slurm duration (MM, MM:SS, HH:MM:SS, "
+                         f"D-HH, D-HH:MM, D-HH:MM:SS)")
+    return seconds
+
+
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
-    """The HeraSched model at `path` as an engine Policy (it reads the cluster it is given)."""
+    """The HeraSched model at `path` as an engine Policy (it reads the cluster it is given);
+    ``@reserve[=AGE]`` (`option`) holds an EASY reservation for the oldest waiting job once it
+    has waited AGE (`agents.herasched_policy.HeraSchedPolicy`'s `reserve_after`)."""
     from hpcsched.agents.herasched_policy import load_herasched
     from hpcsched.envs.herasched import check_profile
 
-    if option:
-        raise ValueError(f"{name}: a HeraSched model takes no option")
+    after = reserve_after(option, name)
     if prepared is not None:
         check_profile(prepared)
-    return load_herasched(path, sample=sample, seed=seed, name=name)
+    return load_herasched(path, sample=sample, seed=seed, name=name, reserve_after=after)
 
 
 def tiny() -> Tiny:
@@ -55,9 +78,10 @@ RECIPE = register(Recipe(
     learners={"hierarchical-ppo": "hpcsched.agents.herasched:HeraSched"},
     load="hpcsched.recipes.herasched:policy",
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
-    profile="hpcsim", places_jobs=True,
+    profile="hpcsim", places_jobs=True, separator="@",
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
-    usage="herasched:PATH (a model file, or a run folder: its best.pt)",
+    usage="herasched:PATH[@reserve[=AGE]] (a model file, or a run folder: its best.pt; @reserve: "
+          "hold an EASY reservation for the oldest job once it has waited AGE)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),

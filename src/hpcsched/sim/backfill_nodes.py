@@ -33,6 +33,8 @@ Each function returns the jobs to start now as (row, nodes) pairs, in order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from hpcsched.cluster.allocate import fitting_nodes
@@ -92,15 +94,62 @@ def _kth(values: list[float], k: int) -> float:
     return sorted(values)[k - 1] if k > 1 else min(values)
 
 
+def shadow_of(engine, row: int) -> tuple[float, list[int]]:
+    """EASY's reservation for `row` on heterogeneous nodes: (the `count`-th earliest time at which
+    a node can take the row's per-node share, running jobs giving theirs back at their estimated
+    ends, inf if fewer nodes ever can; per node, `NodeState.fit_points`)."""
+    res, est = engine.res, engine.est
+    points = res.fit_points(res.klass[row], est)
+    now = engine.now
+    times = [now if p == -2 else est[p] for p in points if p != -1]
+    return _kth(times, res.count_list[row]), points
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """EASY's reservation for one waiting job (the head) at a decision instant, as a policy that
+    places jobs itself can keep it: a job that ends by `shadow` may run anywhere; one that runs
+    past it may take, of the `ready` nodes (those that can hold the head's share at `shadow`),
+    those it leaves able to (`harmless`) and at most `spare` others."""
+
+    shadow: float  # the head's reserved start (inf: it can never start)
+    ready: np.ndarray  # (N,) bool: the nodes that can take the head's share at `shadow`
+    spare: int  # ready nodes beyond the count the head needs
+    at_shadow: np.ndarray  # (N, R) what is free on each node at `shadow`, as things stand
+    head_demand: np.ndarray  # (R,) the head's per-node request
+    exclusive: bool
+
+    def harmless(self, demand: np.ndarray) -> np.ndarray:
+        """(N,) the nodes where a job asking `demand` per node, running past `shadow`, leaves the
+        head its share (a node it cannot use, or one with room to spare; on an exclusive cluster
+        only the former)."""
+        if self.exclusive:
+            return ~self.ready
+        return ~self.ready | np.all(self.at_shadow - demand >= self.head_demand, axis=1)
+
+
+def reservation(engine, head: int) -> Reservation:
+    """The `Reservation` of `head` on the engine's heterogeneous nodes now."""
+    res, est = engine.res, engine.est
+    shadow, points = shadow_of(engine, head)
+    ready = np.zeros(res.total, dtype=bool)
+    at_shadow = res.free_matrix.copy()
+    for i, p in enumerate(points):
+        ready[i] = p != -1 and (p == -2 or est[p] <= shadow)
+    for r, nodes in res.alloc.items():
+        if est[r] <= shadow:
+            at_shadow[nodes] += res.used_per_node(r, nodes)
+    spare = int(ready.sum()) - res.count_list[head]
+    return Reservation(shadow, ready, max(spare, 0), at_shadow,
+                       np.asarray(res.class_demand[res.klass[head]]), bool(res.exclusive))
+
+
 def easy_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndarray]]:
     e, res = engine, engine.res
     now, req, est = e.now, e.req_list, e.est
     k_head = res.klass[head]
     want = res.count_list[head]
-    # the reservation: the want-th earliest time at which a node can take the head's share
-    points = res.fit_points(k_head, est)
-    times = [now if p == -2 else est[p] for p in points if p != -1]
-    shadow = _kth(times, want)
+    shadow, points = shadow_of(e, head)
     e.reservations.append((head, shadow))
     ready = {i for i, p in enumerate(points) if p != -1 and (p == -2 or est[p] <= shadow)}
     head_demand = res.class_demand[k_head]
@@ -354,4 +403,5 @@ def _kth_estimate(per_node: list[float], k: int) -> float:
     return sorted(ok)[k - 1]
 
 
-__all__ = ["conservative_starts", "easy_starts", "hpcsim_starts", "starts"]
+__all__ = ["Reservation", "conservative_starts", "easy_starts", "hpcsim_starts", "reservation",
+           "shadow_of", "starts"]

@@ -171,6 +171,16 @@ class DecisionView:
         tasks = getattr(self._engine.res, "node_tasks", None)
         return None if tasks is None else tuple(map(tuple, tasks))
 
+    def reservation(self, row: int):
+        """EASY's reservation for `row` on a heterogeneous cluster, as if it were the head now
+        (`sim.backfill_nodes.Reservation`: its `shadow` time, running jobs ending at their
+        estimated ends, and which nodes a job running past it may take)."""
+        from hpcsched.sim.backfill_nodes import reservation
+
+        if getattr(self._engine.res, "free_matrix", None) is None:
+            raise ValueError("reservation() reads named nodes; this engine counts a pool's")
+        return reservation(self._engine, int(row))
+
     def fits(self, rows: np.ndarray) -> np.ndarray:
         """Whether each of `rows` fits on the free resources now."""
         rows = np.asarray(rows, dtype=np.int64)

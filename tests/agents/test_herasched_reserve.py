@@ -1,0 +1,147 @@
+"""``herasched:MODEL@reserve[=AGE]``: once the oldest waiting job has waited AGE, the selector may
+start only it, or jobs that EASY would backfill behind it: those that end by its reservation, and
+those that leave it enough nodes then (`HeraSchedPolicy.reserve_after`). The schedules below are
+worked by hand for a selector that always prefers the newest job (a last-come-first-served
+selector: what starves a wide job) and an allocator that takes the first node allowed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpcsched.agents.herasched_policy as hp
+from hpcsched.agents.herasched_policy import HeraSchedPolicy
+from hpcsched.cli.herasched_eval import by_cluster
+from hpcsched.cluster.nodes import Cluster
+from hpcsched.recipes.herasched import reserve_after
+from hpcsched.sim.decisions import Start
+from hpcsched.sim.factory import make_engine
+from hpcsched.sim.run import prepare, simulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sim"))
+from hetero_helpers import A, B, mixed_cluster, table  # noqa: E402
+
+
+class Newest(HeraSchedPolicy):
+    """Scores that rank the window's later slots higher (the newest shown job first), Forward
+    last; the allocator takes the first node allowed."""
+
+    def _scores(self, agent: int) -> np.ndarray:
+        if agent == 1:
+            return np.zeros(self.observer.layout.nodes)
+        s = np.arange(self.window + 1, dtype=np.float64)
+        s[-1] = -1.0
+        return s
+
+
+@pytest.fixture
+def newest(monkeypatch):
+    monkeypatch.setattr(hp, "fits_layout", lambda *a: None)
+    monkeypatch.setattr(hp, "numpy_scores", lambda *a: None)
+
+    def make(after=None):
+        return Newest(None, None, net="default", window=4, tail=1, reserve_after=after)
+    return make
+
+
+# two one-core nodes; (submit, run, nodes): j1 needs both
+JOBS = [(0, 100, 1),   # j0 holds a node until 100
+        (1, 10, 2),    # j1: both nodes; its reservation is 100 (j0's end)
+        (2, 100, 1),   # j2 would end at 102, after j1's reservation
+        (3, 50, 1)]    # j3 ends at 53, before it
+
+
+def starts(policy) -> list[float]:
+    prepared = prepare(table(JOBS), "hpcsim", cluster=Cluster.identical(2, 1))
+    result = simulate(prepared, policy)
+    return result.start.tolist()
+
+
+def test_without_a_reservation_the_newest_first_selector_starves_the_wide_job(newest):
+    # j2 starts at 2 on the free node; at 100 j3 takes j0's node; j1 waits for j3's end
+    assert starts(newest()) == [0, 150, 2, 100]
+
+
+def test_a_reservation_from_the_first_second_holds_the_wide_job_s_start(newest):
+    # at 2, j2 (to 102) is hidden, the node idles; at 3, j3 (to 53) may go; j1 starts at 100
+    policy = newest(0.0)
+    assert starts(policy) == [0, 100, 110, 3]
+    assert policy.summary()["reserving_decisions"] >= 3  # at 2, at 3 and at 100 at least
+
+
+def test_the_reservation_begins_at_the_age_given(newest):
+    # j1 is 99 s old at 100, when j0 ends: an age of 99 s reserves then (j2 holds the other
+    # node until 102, so j3 (to 150) is hidden and j1 starts at 102); 100 s does not, as none
+    assert starts(newest(99.0)) == [0, 102, 2, 112]
+    assert starts(newest(100.0)) == [0, 150, 2, 100]
+
+
+# four one-core nodes; j2 needs three
+SPARE = [(0, 100, 1),   # j0 on n0 until 100
+         (1, 99, 1),    # j1 on n1 until 100
+         (2, 10, 3),    # j2: its reservation is 100, when four nodes are free: one to spare
+         (3, 300, 1),   # j3 runs past 100: it may take the spare node
+         (4, 300, 1),   # j4 too, but none is left to spare
+         (5, 50, 1)]    # j5 ends at 55: it may go
+
+
+def test_a_job_running_past_the_reservation_takes_a_spare_node_and_no_more(newest):
+    prepared = prepare(table(SPARE), "hpcsim", cluster=Cluster.identical(4, 1))
+    with_ = simulate(prepared, newest(0.0))
+    # j3 on n2 at 3; j4 held back; j5 on n3 at 5; j2 at 100 on n0, n1, n3; j4 when j2 ends
+    assert with_.start.tolist() == [0, 1, 100, 3, 110, 5]
+    assert [a.tolist() for a in with_.allocations] == [[0], [1], [0, 1, 3], [2], [0], [3]]
+    # without the reservation j3 and j4 take n2 and n3 and j2 waits for j3's end
+    assert simulate(prepared, newest()).start.tolist() == [0, 1, 303, 3, 4, 100]
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_the_reservation_on_mixed_nodes_worked_by_hand(exclusive):
+    """A holds j0 (8 cores) until 100, B j1 (4 cores) until 50; j2 wants 2 cores on 2 nodes: only
+    C has them now, B will at 50, A at 100, so its reservation is 50 on B and C."""
+    cluster = mixed_cluster(exclusive=exclusive)
+    jobs = [(0, 100, 1, 8), (0, 50, 1, 4), (0, 10, 2, 2)]
+    prepared = prepare(table(jobs), "hpcsim", cluster=cluster)
+    engine = make_engine(prepared.jobs, prepared.cluster, prepared.profile, "none")
+    engine.next_decision()
+    engine.apply(Start(0, (A,)))
+    engine.next_decision()
+    engine.apply(Start(1, (B,)))
+    plan = engine.next_decision().reservation(2)
+    assert plan.shadow == 50
+    assert plan.ready.tolist() == [False, True, True] and plan.spare == 0
+    assert plan.at_shadow[:, 0].tolist() == [0, 4, 4]  # cores free at 50
+    two, three = np.array([2, 0, 0]), np.array([3, 0, 0])
+    # a job past 50 may use A (j2 cannot), and, on a shared cluster, B or C with 2 of 4 cores
+    # (2 are left for j2), not with 3; on an exclusive one only A
+    assert plan.harmless(two).tolist() == ([True, False, False] if exclusive else [True] * 3)
+    assert plan.harmless(three).tolist() == [True, False, False]
+
+
+def test_the_option_reads_a_slurm_duration_and_refuses_anything_else():
+    assert reserve_after("", "m") is None
+    assert reserve_after("reserve", "m") == 0.0
+    assert reserve_after("reserve=90", "m") == 90 * 60  # a bare number is minutes, as in Slurm
+    assert reserve_after("reserve=12:00:00", "m") == 12 * 3600
+    assert reserve_after("reserve=1-00", "m") == 86400
+    for bad in ("reserved", "reserve=", "masked"):
+        with pytest.raises(ValueError, match="unknown option"):
+            reserve_after(bad, "herasched:m")
+    with pytest.raises(ValueError, match=r"@reserve=12h: not a Slurm duration"):
+        reserve_after("reserve=12h", "herasched:m")
+    with pytest.raises(ValueError, match="reserve_after must be"):
+        HeraSchedPolicy(None, None, net="default", window=4, tail=1, reserve_after=-1.0)
+
+
+def test_an_option_with_an_equals_sign_is_not_taken_for_a_partition():
+    given = ["pretrained/herasched-physical-s0@reserve=12:00:00,runs/a"]
+    assert by_cluster(given, ["spartan-physical"]) == {
+        "spartan-physical": ["pretrained/herasched-physical-s0@reserve=12:00:00", "runs/a"]}
+    two = by_cluster(["spartan-physical=runs/a@reserve=1:00:00", "spartan-deeplearn=runs/b"],
+                     ["spartan-physical", "spartan-deeplearn"])
+    assert two == {"spartan-physical": ["runs/a@reserve=1:00:00"], "spartan-deeplearn": ["runs/b"]}
+    with pytest.raises(ValueError, match="'nowhere' is not one of --cluster"):
+        by_cluster(["nowhere=runs/a"], ["spartan-physical"])
