@@ -14,7 +14,9 @@ instant again and again, untrained weights (the time does not depend on them):
 - one `decide(view)`: observation + selector + (for a pick) allocator scores and the job's node
   picks; per agent decision = that / (1 + the job's nodes).
 
-For the default network, and with `--thesis` for Table 4.2's MLPs too (two actors of 155 M weights
+For the default network, as trained and with EASY's reservation for the oldest job held at
+every decision (``herasched:MODEL@reserve``: its cost is one reservation per decision), and with
+`--thesis` for Table 4.2's MLPs too (two actors of 155 M weights
 each in float64: 2.5 GB). Prints a table, then `name=value` pairs (and the load average).
 """
 import argparse
@@ -71,14 +73,16 @@ def per_call(fn, n=repeats) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
-nets = ["default"] + (["thesis"] if args.thesis else [])
-print(f"{'network':<8} {'observe':>9} {'selector':>9} {'allocator':>10} {'decide':>9} "
+nets = ["default", "default@reserve"] + (["thesis"] if args.thesis else [])
+print(f"{'network':<16} {'observe':>9} {'selector':>9} {'allocator':>10} {'decide':>9} "
       f"{'nodes':>6} {'per agent decision':>19}   (µs)")
-for net in nets:
+for name in nets:
+    net, _, reserve = name.partition("@")
     torch.manual_seed(0)
     networks = make_networks(net, lay)
     policy = HeraSchedPolicy(networks["selector_policy"], networks["allocator_policy"], net=net,
-                             window=lay.window, tail=lay.tail)
+                             window=lay.window, tail=lay.tail,
+                             reserve_after=0.0 if reserve else None)
     del networks
     policy.reset(view)
     observe = per_call(lambda: policy.observer.observe(view, policy.obs))
@@ -88,11 +92,16 @@ for net in nets:
     nodes = len(decision.nodes) if hasattr(decision, "nodes") else 0
     decide = per_call(lambda: policy.decide(view))
     each = decide / (1 + nodes)
-    print(f"{net:<8} {observe:>9.0f} {select:>9.0f} {allocate:>10.0f} {decide:>9.0f} {nodes:>6} "
-          f"{each:>19.0f}")
-    results.update({f"{net}_observe_us": observe, f"{net}_selector_us": select,
-                    f"{net}_allocator_us": allocate, f"{net}_decide_us": decide,
-                    f"{net}_per_decision_us": each})
+    key = name.replace("@", "_")
+    print(f"{name:<16} {observe:>9.0f} {select:>9.0f} {allocate:>10.0f} {decide:>9.0f} "
+          f"{nodes:>6} {each:>19.0f}" + (f"   (held for the oldest: {policy.reserving > 0})"
+                                          if reserve else ""))
+    results.update({f"{key}_observe_us": observe, f"{key}_selector_us": select,
+                    f"{key}_allocator_us": allocate, f"{key}_decide_us": decide,
+                    f"{key}_per_decision_us": each})
     del policy
+if "default_reserve_decide_us" in results:
+    print(f"@reserve (EASY's reservation for the oldest job at every decision) / as trained, "
+          f"per decide: {results['default_reserve_decide_us'] / results['default_decide_us']:.2f}")
 results["load"] = os.getloadavg()[0]
 print(" ".join(f"{k}={v:.0f}" if k != "load" else f"{k}={v:.1f}" for k, v in results.items()))

@@ -144,16 +144,23 @@ class HeraSchedPolicy:
         if plan.shadow <= view.now or not np.isfinite(plan.shadow):
             return None  # it fits but is not shown, or it can never start: nothing to hold
         self.reserving += 1
-        for slot in np.flatnonzero(mask[:window]).tolist():
-            row = int(rows[slot])
-            if view.now + self.req[row] <= plan.shadow:
-                continue
-            fit = snap.node_fits[snap.class_of_slot[slot]]
-            safe = plan.harmless(self.observer.demand[row])
-            n_safe = int(np.count_nonzero(fit & safe))
-            n_other = int(np.count_nonzero(fit & ~safe))
-            if n_safe + min(plan.spare, n_other) < self.observer.count[row]:
-                mask[slot] = False
+        shown = np.flatnonzero(mask[:window])  # the slots whose jobs fit now
+        if shown.size:
+            jobs = rows[shown]
+            past = view.now + self.req[jobs] > plan.shadow
+            if past.any():
+                # per request class of the window (`snap.node_fits`' rows): the nodes that fit
+                # now and leave the oldest job its share, and those that would take it
+                classes = snap.class_of_slot[shown]
+                demand = np.zeros((snap.node_fits.shape[0], plan.at_shadow.shape[1]),
+                                  dtype=plan.at_shadow.dtype)
+                demand[classes] = self.observer.demand[jobs]
+                safe = plan.harmless_each(demand) & snap.node_fits
+                n_safe = safe.sum(axis=1)
+                n_other = snap.node_fits.sum(axis=1) - n_safe
+                room = n_safe + np.minimum(plan.spare, n_other)
+                held = past & (room[classes] < self.observer.count[jobs])
+                mask[shown[held]] = False
         mask[window] = True
         return plan
 

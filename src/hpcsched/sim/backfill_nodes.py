@@ -123,9 +123,14 @@ class Reservation:
         """(N,) the nodes where a job asking `demand` per node, running past `shadow`, leaves the
         head its share (a node it cannot use, or one with room to spare; on an exclusive cluster
         only the former)."""
+        return self.harmless_each(np.asarray(demand)[None, :])[0]
+
+    def harmless_each(self, demands: np.ndarray) -> np.ndarray:
+        """(K, N) `harmless` of each of the K per-node requests `demands` (K, R)."""
         if self.exclusive:
-            return ~self.ready
-        return ~self.ready | np.all(self.at_shadow - demand >= self.head_demand, axis=1)
+            return np.broadcast_to(~self.ready, (len(demands), len(self.ready))).copy()
+        left = self.at_shadow[None, :, :] - demands[:, None, :]
+        return ~self.ready[None, :] | np.all(left >= self.head_demand, axis=2)
 
 
 def reservation(engine, head: int) -> Reservation:
