@@ -126,8 +126,8 @@ def test_the_table_is_the_experiments_output():
     keys = []
     for name, label in (("physical", "Physical"), ("deeplearn", "Deeplearn")):
         age = CHOSEN[name]
-        for key, part in zip((f"test ({label}), @reserve={age}",
-                              f"test high-load day ({label}), @reserve={age}"), parts(name)):
+        for key, part in zip((f"test, {label}, @reserve={age}",
+                              f"test high-load day, {label}, @reserve={age}"), parts(name)):
             keys.append(key)
             awt, mwt, below, beaten = got[key]
             models, mean, crit = summary(part, rf"herasched-{name}-s(\d)@reserve=[\d:]+")
@@ -224,3 +224,58 @@ def test_the_decision_times_quoted_are_the_benchmarks_output():
     assert f"{ratio} times as long a `decide` ({per:.2f} ms an agent decision" in flat(
         (ROOT / "README.md").read_text())
     assert "(held for the oldest: True)" in out  # the reservation was held, not skipped
+
+
+def test_when_a_job_became_the_oldest_worked_by_hand():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("herasched_oldest",
+                                                  ROOT / "benchmarks" / "herasched_oldest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import numpy as np
+
+    # j0 waits from 0 to 50; j1 (10) starts at 20, ahead of j0; j2 (10, after j1 by row) is the
+    # oldest once j0 starts at 50 and starts at 70; j3 (30) starts at 40, ahead of j0 and j2
+    got = mod.oldest_since(np.array([0.0, 10, 10, 30]), np.array([50.0, 20, 70, 40]))
+    assert got.tolist() == [0, 20, 50, 40]
+    # submitted in another order than the rows
+    got = mod.oldest_since(np.array([30.0, 0, 10]), np.array([35.0, 5, 60]))
+    assert got.tolist() == [35, 0, 10]
+
+
+def test_where_the_longest_waits_went_as_quoted():
+    out = (DATA / "physical-oldest.txt").read_text()
+    runs = {}
+    for block in out.split("\n\n"):
+        head = re.match(r"(\S+) on spartan-physical test-high-load: AWT [\d,.]+ s, MWT ([\d,]+) s",
+                        block.strip())
+        if head:
+            rows = re.findall(r"^\s*\d+\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", block, re.M)
+            runs[head[1]] = (num(head[2]), [tuple(num(v) for v in r) for r in rows])
+    s0, s0_1h, s0_0, fcfs = ("pretrained/herasched-physical-s0",
+                             "pretrained/herasched-physical-s0@reserve=1:00:00",
+                             "pretrained/herasched-physical-s0@reserve=0", "fcfs+first-available")
+    assert list(runs) == [s0, s0_1h, s0_0, fcfs]
+    for mwt, rows in runs.values():
+        assert len(rows) == 5 and rows[0][0] == mwt  # the longest first: the period's MWT
+        assert all(w == b + a for w, b, a in rows)  # each wait split in two
+    # the MWTs are the experiments' (another process): as trained, at 1 h, the grid's FCFS cell
+    high = parts("physical")[1]
+    shipped = (SHIPPED / "experiment.txt").read_text().split("== physical-test-high-load")[1]
+    assert runs[s0][0] == num(re.search(r"herasched-physical-s0: AWT [\d,.]+ s, MWT ([\d,]+) s",
+                                        shipped)[1])
+    assert runs[s0_1h][0] == num(re.search(r"s0@reserve=1:00:00: AWT [\d,.]+ s, MWT ([\d,]+) s",
+                                           high)[1])
+    assert runs[fcfs][0] == num(re.search(r"lowest MWT ([\d,]+) s \(fcfs \+ first-available\)",
+                                          high)[1])
+    text = flat(readme())
+    wait, before, after = runs[s0][1][0]
+    assert f"seed 0's longest ({wait:,.0f} s) was {after:,.0f} s as the oldest" in text
+    rest = runs[s0][1][1:] + [r for k in (s0_1h, s0_0, fcfs) for r in runs[k][1]]
+    share = min(b / w for w, b, _ in rest)
+    assert f"were each at least {int(100 * share)} % spent before" in text
+    assert (f"at 1 h (up to {runs[s0_1h][0]:,.0f} s) or at 0 (up to {runs[s0_0][0]:,.0f} s) and "
+            f"of FCFS + first-available (up to {runs[fcfs][0]:,.0f} s)") in text
+    wall = int(re.search(r"wall_s=(\d+)", out)[1])
+    assert f"({wall // 60} min {wall % 60} s; `physical-oldest.txt`)" in text

@@ -23,7 +23,7 @@ MARKER = "**A squared-wait reward (`--selector-reward squared`)"
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index(MARKER)
-    return text[start:text.index("**The two networks on Physical", start)]
+    return text[start:text.index("**EASY's reservation for the oldest job", start)]
 
 
 def rows(seed: int, data: Path = DATA) -> list[dict[str, str]]:

@@ -30,8 +30,8 @@ def reserve_after(option: str, name: str) -> float | None:
     if key != "reserve" or (eq and not age):
         raise ValueError(f"{name}: unknown option {option!r} after '@'; a HeraSched model takes "
                          f"@reserve or @reserve=AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...): "
-                         f"once the oldest waiting job has waited AGE, start only it, or jobs "
-                         f"that end by its EASY reservation")
+                         f"once the oldest waiting job has waited AGE, start only it, or what "
+                         f"EASY would backfill behind it")
     if not eq:
         return 0.0
     seconds = parse_duration(age)
