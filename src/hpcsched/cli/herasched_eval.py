@@ -19,6 +19,8 @@ EPILOG = """examples:
   hpcsched experiment herasched --cluster cerit-zewura          # the grid alone: no model given
   hpcsched experiment herasched --cluster spartan-physical \\
       --baselines rl:runs/rl-ph,dras:runs/dras-ph                # learned baselines, best-fit
+  hpcsched experiment herasched --cluster spartan-physical \\
+      --models pretrained/herasched-physical-s0@reserve=1:00:00  # EASY's reservation, oldest job
 
 On each period (default: the partition's held-out test period and, on the Spartan-like ones, its
 test high-load day; hera_periods: generated with fixed seeds, or, on cerit-zewura, cut from the
