@@ -75,7 +75,10 @@ def main() -> None:
         from hpcsched.recipes.herasched import reserve_after
 
         if age != "none":
-            reserve_after(f"reserve={age}", f"--ages {age}")
+            try:
+                reserve_after(f"reserve={age}", f"--ages {age}")
+            except ValueError as e:
+                raise SystemExit(f"herasched_reserve.py: {e}") from None
     cells = [(s, a) for s in SELECTORS for a in ALLOCATORS]
     t0, cpu0 = time.time(), time.process_time()
     with ProcessPoolExecutor(args.workers) as pool:

@@ -279,3 +279,25 @@ def test_where_the_longest_waits_went_as_quoted():
             f"of FCFS + first-available (up to {runs[fcfs][0]:,.0f} s)") in text
     wall = int(re.search(r"wall_s=(\d+)", out)[1])
     assert f"({wall // 60} min {wall % 60} s; `physical-oldest.txt`)" in text
+
+
+def test_the_choice_script_runs_and_takes_the_first_age_on_a_tie(tmp_path):
+    """A quick run: on the first 300 jobs of Deeplearn's validation period nothing waits long
+    enough for a reservation to change a schedule, so every AGE scores alike and the first wins."""
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_reserve.py"),
+                          "--cluster", "spartan-deeplearn", "--ages", "none,0", "--periods",
+                          "validation", "--jobs", "300", "--workers", "1"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr[-2000:]
+    out = got.stdout
+    (tmp_path / "out.txt").write_text(out)
+    rows = choice(tmp_path / "out.txt")["validation"]
+    assert list(rows) == ["none", "0"] and rows["none"] == rows["0"]
+    assert "the rule picks: none" in out and "models=3 runs=27" in out
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_reserve.py"),
+                          "--cluster", "spartan-deeplearn", "--ages", "none,12h"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert bad.returncode != 0 and "12h: not a Slurm duration" in bad.stderr
