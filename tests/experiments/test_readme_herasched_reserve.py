@@ -301,3 +301,13 @@ def test_the_choice_script_runs_and_takes_the_first_age_on_a_tie(tmp_path):
                           "--cluster", "spartan-deeplearn", "--ages", "none,12h"],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert bad.returncode != 0 and "12h: not a Slurm duration" in bad.stderr
+
+
+def test_the_tail_share_quoted():
+    high = parts("physical")[1]
+    total = re.search(r"Fig\. 4\.6: the selector's ([\d,]+) decisions \(all models\)", high)[1]
+    share = re.search(r"\| 448-511 \(tail\) \| \d+ \| ([\d.]+)% \|", high)[1]
+    shipped = (SHIPPED / "experiment.txt").read_text().split("== physical-test-high-load")[1]
+    was = re.search(r"\| 448-511 \(tail\) \| \d+ \| ([\d.]+)% \|", shipped)[1]
+    assert (f"the selector still chose the window's tail in {share} % of its {total} decisions "
+            f"(three models; {was} % as trained)") in flat(readme())
