@@ -311,3 +311,27 @@ def test_the_tail_share_quoted():
     was = re.search(r"\| 448-511 \(tail\) \| \d+ \| ([\d.]+)% \|", shipped)[1]
     assert (f"the selector still chose the window's tail in {share} % of its {total} decisions "
             f"(three models; {was} % as trained)") in flat(readme())
+
+
+def test_seed_0_s_longest_wait_on_deeplearn_s_test_period_was_spent_as_the_oldest():
+    out = (DATA / "deeplearn-oldest.txt").read_text()
+    blocks = {}
+    for block in out.split("\n\n"):
+        head = re.match(r"(\S+) on spartan-deeplearn test: AWT [\d,.]+ s, MWT ([\d,]+) s",
+                        block.strip())
+        if head:
+            first = re.search(r"^\s*(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", block, re.M)
+            blocks[head[1]] = (first[1], num(first[2]), num(first[3]), num(first[4]))
+    models = [f"pretrained/herasched-deeplearn-s{s}{r}" for s in range(3)
+              for r in ("", "@reserve=6:00:00")]
+    assert list(blocks) == models + ["fcfs+topology"]
+    trained, held = blocks[models[0]], blocks[models[1]]
+    assert trained == held and trained[2] == 0 and trained[3] == trained[1]  # the same job, all
+    # as the oldest; the experiment's seed 0 at 6 h, from another process
+    s0 = re.search(r"herasched-deeplearn-s0@reserve=6:00:00: AWT [\d,.]+ s, MWT ([\d,]+) s;",
+                   parts("deeplearn")[0])
+    assert held[1] == num(s0[1])
+    assert f"its longest wait, {held[1]:,.0f} s both as trained and at 6 h, was all spent as " \
+           f"the oldest job" in flat(readme())
+    wall = re.search(r"wall_s=(\d+)", out)[1]
+    assert f"11 s, `deeplearn-oldest.txt`" in flat(readme()) and wall == "11"
