@@ -94,7 +94,7 @@ for name in nets:
     each = decide / (1 + nodes)
     key = name.replace("@", "_")
     print(f"{name:<16} {observe:>9.0f} {select:>9.0f} {allocate:>10.0f} {decide:>9.0f} "
-          f"{nodes:>6} {each:>19.0f}" + (f"   (held for the oldest: {policy.reserving > 0})"
+          f"{nodes:>6} {each:>19.0f}" + (f"   (held for the oldest: {policy.guard.reserving > 0})"
                                           if reserve else ""))
     results.update({f"{key}_observe_us": observe, f"{key}_selector_us": select,
                     f"{key}_allocator_us": allocate, f"{key}_decide_us": decide,

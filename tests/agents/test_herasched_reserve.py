@@ -145,3 +145,51 @@ def test_an_option_with_an_equals_sign_is_not_taken_for_a_partition():
     assert two == {"spartan-physical": ["runs/a@reserve=1:00:00"], "spartan-deeplearn": ["runs/b"]}
     with pytest.raises(ValueError, match="'nowhere' is not one of --cluster"):
         by_cluster(["nowhere=runs/a"], ["spartan-physical"])
+
+
+# ---- trained with the reservation (`train herasched --reserve-after`) -------------------------
+
+def test_a_model_trained_with_the_reservation_schedules_on_the_engine_as_in_its_env(tmp_path):
+    import torch
+
+    from hpcsched.agents.herasched import HeraSched, HeraSchedConfig
+    from hpcsched.agents.herasched_policy import as_policy, load_herasched
+    from hpcsched.envs.herasched import HeraSchedEnv
+
+    torch.manual_seed(0)
+    config = HeraSchedConfig(window=16, tail=4, episode_jobs=200, num_envs=2, update_every=128,
+                             selector_every=32, allocator_every=10, minibatch=64, update_epochs=1,
+                             pi_lr=3e-3, vf_lr=3e-3, reserve_after=0.0)
+    model = HeraSched(config)
+    model.learn(1)
+    env = HeraSchedEnv(config.prepared(), config.cluster,
+                       **{**config.env_kwargs(), "episode_jobs": 300})
+    obs, info = env.reset(options={"start": 100})
+    terminated = False
+    while not terminated:
+        obs, _, terminated, _, info = env.step(model.predict(obs, info["action_mask"]))
+    ours = env.engine.result()
+    policy = as_policy(model)
+    theirs = simulate(env.prepared, policy, start=100, jobs=300)
+    np.testing.assert_array_equal(ours.start, theirs.start)
+    assert [a.tolist() for a in ours.allocations] == [a.tolist() for a in theirs.allocations]
+    assert policy.summary()["reserving_decisions"] > 0
+    # the reservation changed the schedule: the same weights without it schedule otherwise
+    free = as_policy(model)
+    free.reserve_after = None
+    assert not np.array_equal(simulate(env.prepared, free, start=100, jobs=300).start,
+                              theirs.start)
+    # the file keeps it: read so by default, @reserve=AGE (here, load_herasched's) overrides it
+    model.save(tmp_path / "m.pt")
+    assert load_herasched(tmp_path / "m.pt").reserve_after == 0.0
+    assert load_herasched(tmp_path / "m.pt", reserve_after=3600.0).reserve_after == 3600.0
+
+
+def test_the_training_option_reads_a_slurm_duration():
+    from hpcsched.cli import UsageError, build_parser
+
+    p = build_parser()
+    args = p.parse_args(["train", "herasched", "--out", "x", "--reserve-after", "1:00:00"])
+    assert args.reserve_after == 3600.0
+    with pytest.raises(UsageError, match="--reserve-after: '12h' is not a Slurm duration"):
+        p.parse_args(["train", "herasched", "--out", "x", "--reserve-after", "12h"])

@@ -69,6 +69,9 @@ class HeraSchedConfig(PPOSettings):
     reward_scale: float = REWARD_SCALE
     selector_reward: str = "average"  # Eq. 4.1, or "accrued", "squared" (ours: `envs.herasched`)
     drop_oversized: bool = False
+    #: EASY's reservation for the oldest job once it has waited this many seconds (ours: the
+    #: masks of ``herasched:MODEL@reserve=AGE``); None: the thesis's masks
+    reserve_after: float | None = None
     #: episodes stepped side by side (each network called once per step for all of them)
     num_envs: int = 4
     # -- the networks ---------------------------------------------------------------------------
@@ -106,7 +109,8 @@ class HeraSchedConfig(PPOSettings):
     def env_kwargs(self) -> dict[str, Any]:
         return dict(window=self.window, tail=self.tail, episode_jobs=self.episode_jobs,
                     selector_every=self.selector_every, allocator_every=self.allocator_every,
-                    reward_scale=self.reward_scale, selector_reward=self.selector_reward)
+                    reward_scale=self.reward_scale, selector_reward=self.selector_reward,
+                    reserve_after=self.reserve_after)
 
     def prepared(self):
         """The training trace, prepared (once per config object)."""

@@ -29,7 +29,7 @@ import numpy as np
 from hpcsched.agents.greedy import decision_scores, greedy
 from hpcsched.agents.herasched_nets import fits_layout
 from hpcsched.agents.herasched_numpy import numpy_scores
-from hpcsched.envs.hera_observation import HeraLayout, HeraObserver
+from hpcsched.envs.hera_observation import HeraLayout, HeraObserver, OldestReservation
 from hpcsched.sim.decisions import Start, Wait
 
 
@@ -50,8 +50,7 @@ class HeraSchedPolicy:
             raise ValueError(f"{name}: reserve_after must be a wait in seconds >= 0, not "
                              f"{reserve_after!r}")
         self.reserve_after = reserve_after
-        self.reserving = 0  # selector decisions under the reservation since `reset`
-        self.req = np.zeros(0)
+        self.guard: OldestReservation | None = None  # made at `reset`, for the jobs it reads
         self.net = net
         self.window, self.tail = int(window), int(tail)
         self.sample = bool(sample)
@@ -81,8 +80,8 @@ class HeraSchedPolicy:
         self._scorers = (numpy_scores(self.selector, layout), numpy_scores(self.allocator, layout))
         self.decisions = 0
         self.slots = np.zeros(layout.forward + 1, dtype=np.int64)
-        self.reserving = 0
-        self.req = np.asarray(view.jobs.req_time, dtype=np.float64)
+        self.guard = None if self.reserve_after is None else \
+            OldestReservation(self.reserve_after, view.jobs.req_time)
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -101,9 +100,8 @@ class HeraSchedPolicy:
             return Wait()
         layout = observer.layout
         mask = observer.selector_mask()
-        plan = None
-        if self.reserve_after is not None:
-            plan = self._reserve(view, snap, mask)
+        guard = self.guard
+        plan = None if guard is None else guard.narrow(view, observer, mask)
         slot = self._choose(self._scores(0), mask)
         self.decisions += 1
         self.slots[slot] += 1
@@ -114,88 +112,37 @@ class HeraSchedPolicy:
         scores = self._scores(1)
         chosen: list[int] = []
         for _ in range(int(observer.count[row])):
-            allowed = self._placeable(plan, view.now, row, observer.allocator_mask(slot, chosen),
-                                      chosen)
+            allowed = observer.allocator_mask(slot, chosen)
+            if plan is not None:
+                allowed = guard.placeable(plan, view.now, observer, row, allowed, chosen)
             chosen.append(self._choose(scores, allowed))
             self.decisions += 1
         return Start(row, tuple(chosen))
 
-    def _reserve(self, view, snap, mask: np.ndarray):
-        """Narrow the selector's `mask` once the oldest waiting job has waited `reserve_after`,
-        as EASY would behind it: it alone if it fits now; else Forward and the jobs that either
-        end (at their requested time) by its reservation or can be placed past it without taking
-        its nodes (`sim.backfill_nodes.Reservation`). Returns the reservation held (None: none)
-        for the allocator's picks."""
-        queue = view.queue
-        submit = self.observer.submit[queue]
-        i = int(np.argmin(submit))
-        if view.now - submit[i] < self.reserve_after:
-            return None
-        head = int(queue[i])
-        window = self.observer.layout.window
-        rows = snap.rows
-        at = np.flatnonzero(rows == head)
-        if at.size and snap.fits[at[0]]:
-            self.reserving += 1
-            mask[:] = False
-            mask[at[0]] = True
-            return None
-        plan = view.reservation(head)
-        if plan.shadow <= view.now or not np.isfinite(plan.shadow):
-            return None  # it fits but is not shown, or it can never start: nothing to hold
-        self.reserving += 1
-        shown = np.flatnonzero(mask[:window])  # the slots whose jobs fit now
-        if shown.size:
-            jobs = rows[shown]
-            past = view.now + self.req[jobs] > plan.shadow
-            if past.any():
-                # per request class of the window (`snap.node_fits`' rows): the nodes that fit
-                # now and leave the oldest job its share, and those that would take it
-                classes = snap.class_of_slot[shown]
-                demand = np.zeros((snap.node_fits.shape[0], plan.at_shadow.shape[1]),
-                                  dtype=plan.at_shadow.dtype)
-                demand[classes] = self.observer.demand[jobs]
-                safe = plan.harmless_each(demand) & snap.node_fits
-                n_safe = safe.sum(axis=1)
-                n_other = snap.node_fits.sum(axis=1) - n_safe
-                room = n_safe + np.minimum(plan.spare, n_other)
-                held = past & (room[classes] < self.observer.count[jobs])
-                mask[shown[held]] = False
-        mask[window] = True
-        return plan
-
-    def _placeable(self, plan, now: float, row: int, mask: np.ndarray,
-                   chosen: list[int]) -> np.ndarray:
-        """The allocator's `mask` for `row` under `plan`: a job running past the reservation takes
-        the head's nodes only while spare ones are left."""
-        if plan is None or now + self.req[row] <= plan.shadow:
-            return mask
-        safe = plan.harmless(self.observer.demand[row])
-        if sum(1 for i in chosen if not safe[i]) >= plan.spare:
-            mask &= safe
-        return mask
-
     def summary(self) -> dict[str, Any]:
         out = {"agent_decisions": self.decisions}
-        if self.reserve_after is not None:
-            out["reserving_decisions"] = self.reserving
+        if self.guard is not None:
+            out["reserving_decisions"] = self.guard.reserving
         return out
 
 
 def as_policy(model, *, sample: bool = False, seed: int = 0,
               name: str = "herasched") -> HeraSchedPolicy:
-    """A `agents.herasched.HeraSched` learner (in memory) as an engine Policy."""
+    """A `agents.herasched.HeraSched` learner (in memory) as an engine Policy, with the masks it
+    was trained with (`reserve_after`)."""
     c = model.config
     return HeraSchedPolicy(model.selector_policy, model.allocator_policy, net=c.net,
                            window=model.layout.window, tail=model.layout.tail, sample=sample,
-                           seed=seed, name=name)
+                           seed=seed, name=name, reserve_after=c.reserve_after)
 
 
 def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
                    reserve_after: float | None = None) -> HeraSchedPolicy:
     """The model file at `path` (a full checkpoint or a slim export) as an engine Policy: its
     actors, on whatever cluster it is asked to schedule (the default network carries over; the
-    thesis's MLPs need a cluster and window of their own shape)."""
+    thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
+    model's own, `train herasched --reserve-after`, if it was trained so) holds EASY's
+    reservation for the oldest job once it has waited that long."""
     from hpcsched.agents.herasched import RECIPE, HeraSchedConfig
     from hpcsched.agents.herasched_nets import ModelShape, agent_networks
     from hpcsched.modelfile import config_of, read_model, restore_state
@@ -215,7 +162,9 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
         actors.append(actor)
     return HeraSchedPolicy(actors[0], actors[1], net=config.net, window=norm["window"],
                            tail=norm["tail"], sample=sample, seed=seed,
-                           name=name or f"herasched:{path}", reserve_after=reserve_after)
+                           name=name or f"herasched:{path}",
+                           reserve_after=config.reserve_after if reserve_after is None
+                           else reserve_after)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

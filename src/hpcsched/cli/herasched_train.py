@@ -50,6 +50,17 @@ stopped (its episodes replayed).
 """
 
 
+def slurm_duration(text: str) -> float:
+    """Seconds of a Slurm duration (`workload.sacct.parse_duration`), for argparse."""
+    from hpcsched.workload.sacct import parse_duration
+
+    seconds = parse_duration(text)
+    if seconds is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Slurm duration (MM, MM:SS, "
+                                         f"HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)")
+    return seconds
+
+
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     from hpcsched.envs.herasched import SELECTOR_REWARDS
 
@@ -90,6 +101,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "episode's rewards add up to minus its jobs' total wait; squared (ours): "
                         "the same of the waits' squares (hours squared), which weighs the longest "
                         "waits more")
+    p.add_argument("--reserve-after", type=slurm_duration, metavar="AGE",
+                   help="ours: train with EASY's reservation for the oldest waiting job once it "
+                        "has waited AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...; 0: always), "
+                        "the masks that herasched:MODEL@reserve=AGE reads a model through; the "
+                        "model then reads so by default (default: the thesis's masks)")
     g = p.add_argument_group("PPO, both agents (defaults: Table 4.2, SB3 where it is silent)")
     g.add_argument("--pi-lr", type=positive_float, default=3e-4,
                    help="the actors' Adam learning rate (3e-4)")

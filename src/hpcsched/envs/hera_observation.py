@@ -286,5 +286,76 @@ class HeraObserver:
         return (slot + 1) / self.layout.window
 
 
-__all__ = ["HeraLayout", "HeraObserver", "JOB_FEATURES", "NODE_FEATURES", "SLOT_FEATURES",
-           "Snapshot", "TIME_CAP", "placeholders", "scale_time"]
+class OldestReservation:
+    """EASY's reservation for the oldest waiting job, held once it has waited `after` seconds
+    (``herasched:MODEL@reserve=AGE``, `train herasched --reserve-after`): it narrows the masks of
+    an observer's last observation. `req` is the requested time of every row of the observed
+    table; `reserving` counts the selector decisions it narrowed."""
+
+    def __init__(self, after: float, req) -> None:
+        if not after >= 0:
+            raise ValueError(f"the wait after which the oldest job is reserved for must be >= 0 "
+                             f"seconds, not {after!r}")
+        self.after = float(after)
+        self.req = np.asarray(req, dtype=np.float64)
+        self.reserving = 0
+
+    def narrow(self, view, observer: "HeraObserver", mask: np.ndarray):
+        """Narrow the selector's `mask` (W + 1) once the oldest waiting job has waited `after`, as
+        EASY would behind it: it alone if it fits now; else Forward and the jobs that either end
+        (at their requested time) by its reservation or can be placed past it without taking its
+        nodes (`sim.backfill_nodes.Reservation`). Returns the reservation held (None: none), for
+        `placeable`."""
+        snap = observer.snapshot
+        queue = view.queue
+        submit = observer.submit[queue]
+        i = int(np.argmin(submit))
+        if view.now - submit[i] < self.after:
+            return None
+        head = int(queue[i])
+        window = observer.layout.window
+        rows = snap.rows
+        at = np.flatnonzero(rows == head)
+        if at.size and snap.fits[at[0]]:
+            self.reserving += 1
+            mask[:] = False
+            mask[at[0]] = True
+            return None
+        plan = view.reservation(head)
+        if plan.shadow <= view.now or not np.isfinite(plan.shadow):
+            return None  # it fits but is not shown, or it can never start: nothing to hold
+        self.reserving += 1
+        shown = np.flatnonzero(mask[:window])  # the slots whose jobs fit now
+        if shown.size:
+            jobs = rows[shown]
+            past = view.now + self.req[jobs] > plan.shadow
+            if past.any():
+                # per request class of the window (`snap.node_fits`' rows): the nodes that fit
+                # now and leave the oldest job its share, and those that would take it
+                classes = snap.class_of_slot[shown]
+                demand = np.zeros((snap.node_fits.shape[0], plan.at_shadow.shape[1]),
+                                  dtype=plan.at_shadow.dtype)
+                demand[classes] = observer.demand[jobs]
+                safe = plan.harmless_each(demand) & snap.node_fits
+                n_safe = safe.sum(axis=1)
+                n_other = snap.node_fits.sum(axis=1) - n_safe
+                room = n_safe + np.minimum(plan.spare, n_other)
+                held = past & (room[classes] < observer.count[jobs])
+                mask[shown[held]] = False
+        mask[window] = True
+        return plan
+
+    def placeable(self, plan, now: float, observer: "HeraObserver", row: int, mask: np.ndarray,
+                  chosen) -> np.ndarray:
+        """The allocator's `mask` for `row` under `plan`: a job running past the reservation
+        takes the oldest job's nodes only while spare ones are left."""
+        if plan is None or now + self.req[row] <= plan.shadow:
+            return mask
+        safe = plan.harmless(observer.demand[row])
+        if sum(1 for i in chosen if not safe[i]) >= plan.spare:
+            mask &= safe
+        return mask
+
+
+__all__ = ["HeraLayout", "HeraObserver", "JOB_FEATURES", "NODE_FEATURES", "OldestReservation",
+           "SLOT_FEATURES", "Snapshot", "TIME_CAP", "placeholders", "scale_time"]

@@ -105,7 +105,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.envs.hera_observation import HeraLayout, HeraObserver
+from hpcsched.envs.hera_observation import HeraLayout, HeraObserver, OldestReservation
 from hpcsched.envs.pick_job import SlotSpace
 from hpcsched.sim.decisions import Start, Wait
 from hpcsched.sim.factory import make_engine
@@ -264,8 +264,13 @@ class HeraEpisode:
     """One episode on its engine: the decision instant, who acts, the job being placed."""
 
     def __init__(self, prepared: Prepared, start: int, jobs: int, layout: HeraLayout,
-                 rewards: WaitRewards) -> None:
+                 rewards: WaitRewards, reserve_after: float | None = None) -> None:
         table = prepared.jobs.window(start, jobs)
+        #: EASY's reservation for the oldest job, narrowing the masks (None: the thesis's masks)
+        self.guard = None if reserve_after is None else \
+            OldestReservation(reserve_after, table.req_time)
+        self.plan = None  # the reservation held at the selector's last observation
+        self.selector_allowed = np.zeros(layout.window + 1, dtype=bool)
         self.engine = make_engine(table, prepared.cluster, prepared.profile, "none")
         self.start, self.jobs = start, jobs
         self.observer = HeraObserver(layout, prepared.cluster, table)
@@ -300,6 +305,9 @@ class HeraEpisode:
             snap = self.observer.observe(view, self.obs)
             if snap.fits.any():
                 self.agent = SELECTOR
+                allowed = self.observer.selector_mask(self.selector_allowed)
+                self.plan = None if self.guard is None else \
+                    self.guard.narrow(view, self.observer, allowed)
                 return
             self.engine.apply(Wait())
             self.moved += 1
@@ -350,9 +358,13 @@ class HeraEpisode:
         """The acting agent's valid actions, in `out` (the env's action space, padded False)."""
         out[:] = False
         if self.agent == SELECTOR:
-            self.observer.selector_mask(out[:self.observer.layout.window + 1])
+            out[:self.observer.layout.window + 1] = self.selector_allowed
         else:
-            self.observer.allocator_mask(self.slot, self.chosen, out[:self.observer.layout.nodes])
+            nodes = out[:self.observer.layout.nodes]
+            self.observer.allocator_mask(self.slot, self.chosen, nodes)
+            if self.plan is not None:
+                self.guard.placeable(self.plan, self.view.now, self.observer, self.row, nodes,
+                                     self.chosen)
         return out
 
     def metrics(self) -> dict[str, Any]:
@@ -381,6 +393,9 @@ class HeraSchedEnv(gym.Env):
         start_range: (lo, hi), the starts random episodes draw from, both included.
         drop_oversized: drop (and count) jobs that can never run on the cluster instead of
             stopping.
+        reserve_after: hold EASY's reservation for the oldest waiting job once it has waited
+            this many seconds (`envs.hera_observation.OldestReservation`: the masks narrowed as
+            ``herasched:MODEL@reserve=AGE`` narrows them); None: the thesis's masks.
     """
 
     metadata = {"render_modes": []}
@@ -390,8 +405,12 @@ class HeraSchedEnv(gym.Env):
                  episode_jobs: int | None = None, profile: str | None = None,
                  selector_every: int = SELECTOR_EVERY, allocator_every: int = ALLOCATOR_EVERY,
                  reward_scale: float = REWARD_SCALE, start_range: tuple[int, int] | None = None,
-                 drop_oversized: bool = False, selector_reward: str = "average") -> None:
+                 drop_oversized: bool = False, selector_reward: str = "average",
+                 reserve_after: float | None = None) -> None:
         super().__init__()
+        if reserve_after is not None:
+            OldestReservation(reserve_after, [])  # checked now
+        self.reserve_after = None if reserve_after is None else float(reserve_after)
         self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
         self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
         n = len(self.prepared.jobs)
@@ -436,7 +455,7 @@ class HeraSchedEnv(gym.Env):
         super().reset(seed=seed)
         start = self._start(options or {})
         self.episode = HeraEpisode(self.prepared, start, self.episode_jobs, self.layout,
-                                   WaitRewards(*self.reward_args))
+                                   WaitRewards(*self.reward_args), self.reserve_after)
         if self.episode.done:  # cannot happen: a job waits at the first instant
             raise RuntimeError("the episode ended before any decision")
         return self.episode.obs.copy(), self._info((0.0, 0.0))
