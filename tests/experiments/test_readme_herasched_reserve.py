@@ -244,15 +244,22 @@ def test_when_a_job_became_the_oldest_worked_by_hand():
     assert got.tolist() == [35, 0, 10]
 
 
-def test_where_the_longest_waits_went_as_quoted():
-    out = (DATA / "physical-oldest.txt").read_text()
+def oldest(name: str) -> dict[str, tuple[float, list[tuple]]]:
+    """{spec: (MWT, [(job id, wait, before oldest, as oldest), ...])} of a herasched_oldest.py
+    output, each run's rows longest wait first."""
     runs = {}
-    for block in out.split("\n\n"):
-        head = re.match(r"(\S+) on spartan-physical test-high-load: AWT [\d,.]+ s, MWT ([\d,]+) s",
+    for block in (DATA / name).read_text().split("\n\n"):
+        head = re.match(r"(\S+) on spartan-\w+ [\w-]+: AWT [\d,.]+ s, MWT ([\d,]+) s",
                         block.strip())
         if head:
-            rows = re.findall(r"^\s*\d+\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", block, re.M)
-            runs[head[1]] = (num(head[2]), [tuple(num(v) for v in r) for r in rows])
+            rows = re.findall(r"^\s*(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", block, re.M)
+            runs[head[1]] = (num(head[2]), [(r[0], *(num(v) for v in r[1:])) for r in rows])
+    return runs
+
+
+def test_where_the_longest_waits_went_as_quoted():
+    out = (DATA / "physical-oldest.txt").read_text()
+    runs = {k: (m, [r[1:] for r in rows]) for k, (m, rows) in oldest("physical-oldest.txt").items()}
     s0, s0_1h, s0_0, fcfs = ("pretrained/herasched-physical-s0",
                              "pretrained/herasched-physical-s0@reserve=1:00:00",
                              "pretrained/herasched-physical-s0@reserve=0", "fcfs+first-available")
@@ -315,13 +322,7 @@ def test_the_tail_share_quoted():
 
 def test_seed_0_s_longest_wait_on_deeplearn_s_test_period_was_spent_as_the_oldest():
     out = (DATA / "deeplearn-oldest.txt").read_text()
-    blocks = {}
-    for block in out.split("\n\n"):
-        head = re.match(r"(\S+) on spartan-deeplearn test: AWT [\d,.]+ s, MWT ([\d,]+) s",
-                        block.strip())
-        if head:
-            first = re.search(r"^\s*(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", block, re.M)
-            blocks[head[1]] = (first[1], num(first[2]), num(first[3]), num(first[4]))
+    blocks = {k: rows[0] for k, (_, rows) in oldest("deeplearn-oldest.txt").items()}
     models = [f"pretrained/herasched-deeplearn-s{s}{r}" for s in range(3)
               for r in ("", "@reserve=6:00:00")]
     assert list(blocks) == models + ["fcfs+topology"]
