@@ -23,7 +23,7 @@ MARKER = "**EASY's reservation for the oldest job (`@reserve`)"
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index(MARKER)
-    return text[start:text.index("**The two networks on Physical", start)]
+    return text[start:text.index("**Trained with the reservation (`--reserve-after", start)]
 
 
 def choice(path: Path) -> dict[str, dict[str, tuple]]:
