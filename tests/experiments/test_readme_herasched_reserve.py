@@ -112,13 +112,11 @@ def test_the_experiments_ran_the_shipped_models_with_the_chosen_age():
     assert dm == 0 and f"On the held-out periods ({pm} min {ps} s and {ds} s)" in flat(readme())
 
 
-def table() -> dict[str, list[str]]:
-    out = {}
-    for line in readme().splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            out[cells[0]] = cells[1:]
-    return out
+def table(section: str | None = None) -> dict[str, list[str]]:
+    """The section's table rows (default: this one's), by their first cell."""
+    from tests.experiments.test_readme_herasched_mixed import table as rows_of
+
+    return rows_of(readme() if section is None else section)
 
 
 def test_the_table_is_the_experiments_output():
@@ -129,13 +127,31 @@ def test_the_table_is_the_experiments_output():
         for key, part in zip((f"test, {label}, @reserve={age}",
                               f"test high-load day, {label}, @reserve={age}"), parts(name)):
             keys.append(key)
-            awt, mwt, below, beaten = got[key]
-            models, mean, crit = summary(part, rf"herasched-{name}-s(\d)@reserve=[\d:]+")
-            assert (awt, mwt) == columns(models, mean)
-            assert below == f"{crit[1]} (below {crit[3]} of 21)"
-            s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
-            assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"
+            check_row(got[key], part, rf"herasched-{name}-s(\d)@reserve=[\d:]+")
     assert sorted(got) == sorted(keys)
+
+
+def check_row(row: list[str], part: str, models_named: str) -> None:
+    """A README table row (after its first cell) is an experiment period's output `part` for the
+    models whose names match `models_named` (its group: the seed)."""
+    awt, mwt, below, beaten = row
+    models, mean, crit = summary(part, models_named)
+    assert (awt, mwt) == columns(models, mean)
+    assert below == f"{crit[1]} (below {crit[3]} of 21)"
+    s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
+    assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"
+
+
+def shipped_deeplearn() -> dict[str, tuple[str, str, str]]:
+    """{period: (mean MWT, cells beaten by S > 2, cells whose MWT is above), as printed} of the
+    README's table of the shipped Deeplearn models as trained."""
+    full = (ROOT / "README.md").read_text()
+    start = full.index("**The shipped Deeplearn models: three seeds")
+    out = {}
+    for key, row in table(full[start:full.index("What holds and what does not.", start)]).items():
+        out[key.split(" (")[0]] = (re.search(r"; ([\d,]+) ±", row[1])[1], row[3].split(" of")[0],
+                                   re.search(r"below (\d+) of 21", row[2])[1])
+    return out
 
 
 def mean_mwt(part: str) -> str:
@@ -165,18 +181,9 @@ def test_the_comparisons_with_the_models_as_trained():
                     ours[0])[1]
     assert (now, s2) == ("0", "7") and "seed 2 now beating no cell (it beat 7)" in text
     # Deeplearn: against the shipped models' table earlier in the README
-    full = (ROOT / "README.md").read_text()
-    start = full.index("**The shipped Deeplearn models: three seeds")
-    shipped = {}
-    for line in full[start:full.index("What holds and what does not.", start)].splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            shipped[cells[0].split(" (")[0]] = cells[1:]
-    was_test = re.search(r"; ([\d,]+) ±", shipped["test"][1])[1]
-    was_high = re.search(r"; ([\d,]+) ±", shipped["test high-load day"][1])[1]
-    beat_test = shipped["test"][3].split(" of")[0]
-    beat_high = shipped["test high-load day"][3].split(" of")[0]
-    below_test = re.search(r"below (\d+) of 21", shipped["test"][2])[1]
+    shipped = shipped_deeplearn()
+    was_test, beat_test, below_test = shipped["test"]
+    was_high, beat_high, _ = shipped["test high-load day"]
     dl = parts("deeplearn")
     (bt, wt), (bh, _) = counts(dl[0]), counts(dl[1])
     assert (f"(mean MWT {mean_mwt(dl[0])} s against {was_test} s, S > 2 against {bt} cells "

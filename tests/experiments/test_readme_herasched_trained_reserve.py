@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments.test_readme_herasched_physical import columns, flat, num, summary
+from tests.experiments import test_readme_herasched_reserve as reserve
+from tests.experiments.test_readme_herasched_physical import flat, num
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "herasched_deeplearn_reserve"
@@ -65,41 +66,24 @@ def parts(path: Path) -> list[str]:
 
 
 def test_the_table_is_the_experiments_output():
-    got = {}
-    for line in readme().splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            got[cells[0]] = cells[1:]
+    got = reserve.table(readme())
     keys = ("test, trained with --reserve-after 6:00:00",
             "test high-load day, trained with --reserve-after 6:00:00")
     assert sorted(got) == sorted(keys)
     for key, part in zip(keys, parts(DATA / "experiment.txt")):
-        awt, mwt, below, beaten = got[key]
-        models, mean, crit = summary(part, r"dr-s(\d)")
-        assert (awt, mwt) == columns(models, mean)
-        assert below == f"{crit[1]} (below {crit[3]} of 21)"
-        s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
-        assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"
+        reserve.check_row(got[key], part, r"dr-s(\d)")
 
 
 def test_the_comparisons_quoted():
     text = flat(readme())
 
     def facts(part: str) -> tuple[str, int]:
-        mwt = re.search(r"MWT below every cell's: \w+ \(([\d,]+) s, mean of 3", part)[1]
-        return mwt, int(re.search(r"- S > 2 against (\d+) of 21 cells", part)[1])
+        return reserve.mean_mwt(part), reserve.counts(part)[0]
 
     ours = [facts(p) for p in parts(DATA / "experiment.txt")]
     read = [facts(p) for p in parts(READ)]
-    full = (ROOT / "README.md").read_text()
-    start = full.index("**The shipped Deeplearn models: three seeds")
-    shipped = {}
-    for line in full[start:full.index("What holds and what does not.", start)].splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            shipped[cells[0].split(" (")[0]] = (re.search(r"; ([\d,]+) ±", cells[2])[1],
-                                                int(cells[4].split(" of")[0]))
-    was = [shipped["test"], shipped["test high-load day"]]
+    shipped = reserve.shipped_deeplearn()
+    was = [(shipped[k][0], int(shipped[k][1])) for k in ("test", "test high-load day")]
     assert (f"on the test period the mean MWT is {ours[0][0]} s against {was[0][0]} s and "
             f"{read[0][0]} s, S > 2 against {ours[0][1]} cells against {was[0][1]} and "
             f"{read[0][1]}") in text
