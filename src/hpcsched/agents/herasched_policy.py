@@ -46,10 +46,8 @@ class HeraSchedPolicy:
                  sample: bool = False, seed: int = 0, name: str = "herasched",
                  reserve_after: float | None = None) -> None:
         self.name = name
-        if reserve_after is not None and not reserve_after >= 0:
-            raise ValueError(f"{name}: reserve_after must be a wait in seconds >= 0, not "
-                             f"{reserve_after!r}")
-        self.reserve_after = reserve_after
+        self.reserve_after = None if reserve_after is None else \
+            OldestReservation.check(reserve_after, f"{name}: ")
         self.guard: OldestReservation | None = None  # made at `reset`, for the jobs it reads
         self.net = net
         self.window, self.tail = int(window), int(tail)

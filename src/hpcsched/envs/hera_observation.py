@@ -293,12 +293,17 @@ class OldestReservation:
     table; `reserving` counts the selector decisions it narrowed."""
 
     def __init__(self, after: float, req) -> None:
-        if not after >= 0:
-            raise ValueError(f"the wait after which the oldest job is reserved for must be >= 0 "
-                             f"seconds, not {after!r}")
-        self.after = float(after)
+        self.after = self.check(after)
         self.req = np.asarray(req, dtype=np.float64)
         self.reserving = 0
+
+    @staticmethod
+    def check(after, where: str = "") -> float:
+        """`after` as seconds, refused (`where` in front of the message) unless a wait >= 0."""
+        if not after >= 0:
+            raise ValueError(f"{where}reserve_after must be a wait in seconds >= 0, not "
+                             f"{after!r}")
+        return float(after)
 
     def narrow(self, view, observer: "HeraObserver", mask: np.ndarray):
         """Narrow the selector's `mask` (W + 1) once the oldest waiting job has waited `after`, as

@@ -408,9 +408,8 @@ class HeraSchedEnv(gym.Env):
                  drop_oversized: bool = False, selector_reward: str = "average",
                  reserve_after: float | None = None) -> None:
         super().__init__()
-        if reserve_after is not None:
-            OldestReservation(reserve_after, [])  # checked now
-        self.reserve_after = None if reserve_after is None else float(reserve_after)
+        self.reserve_after = None if reserve_after is None else \
+            OldestReservation.check(reserve_after)
         self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
         self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
         n = len(self.prepared.jobs)

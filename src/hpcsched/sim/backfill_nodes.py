@@ -105,6 +105,11 @@ def shadow_of(engine, row: int) -> tuple[float, list[int]]:
     return _kth(times, res.count_list[row]), points
 
 
+def ready_nodes(points: list[int], est: list[float], shadow: float) -> list[int]:
+    """The nodes (of `shadow_of`'s `points`) that can take the head's share by `shadow`."""
+    return [i for i, p in enumerate(points) if p != -1 and (p == -2 or est[p] <= shadow)]
+
+
 @dataclass(frozen=True)
 class Reservation:
     """EASY's reservation for one waiting job (the head) at a decision instant, as a policy that
@@ -138,9 +143,8 @@ def reservation(engine, head: int) -> Reservation:
     res, est = engine.res, engine.est
     shadow, points = shadow_of(engine, head)
     ready = np.zeros(res.total, dtype=bool)
+    ready[ready_nodes(points, est, shadow)] = True
     at_shadow = res.free_matrix.copy()
-    for i, p in enumerate(points):
-        ready[i] = p != -1 and (p == -2 or est[p] <= shadow)
     for r, nodes in res.alloc.items():
         if est[r] <= shadow:
             at_shadow[nodes] += res.used_per_node(r, nodes)
@@ -156,7 +160,7 @@ def easy_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.ndar
     want = res.count_list[head]
     shadow, points = shadow_of(e, head)
     e.reservations.append((head, shadow))
-    ready = {i for i, p in enumerate(points) if p != -1 and (p == -2 or est[p] <= shadow)}
+    ready = set(ready_nodes(points, est, shadow))
     head_demand = res.class_demand[k_head]
     at_shadow: dict[int, np.ndarray] = {}  # free vectors at the shadow time of the nodes touched
 
