@@ -22,7 +22,7 @@ SEEDS = (0, 1, 2)
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("**Trained with the reservation (`--reserve-after 6:00:00`)")
-    return text[start:text.index("**The two networks on Physical", start)]
+    return text[start:text.index("**The squared-wait reward on Deeplearn", start)]
 
 
 def rows(seed: int) -> list[dict[str, str]]:

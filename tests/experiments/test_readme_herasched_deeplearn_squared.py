@@ -1,0 +1,270 @@
+"""The README's "The squared-wait reward on Deeplearn" against the files in
+benchmarks/data/herasched_deeplearn_squared/: the first runs (s0-s2: the shipped Deeplearn command
+with the squared-wait reward) and the second (m0-m2: each first run's best.pt trained on with a
+high-load day), each with its log.csv, config.json, printed output and best.pt (slim);
+`experiment herasched` on each set, and on the second read with the age `@reserve`'s rule picks
+(`benchmarks/herasched_reserve.py`'s outputs on both sets); the shipped Deeplearn models' numbers
+from the README's table, and the runs that differ from the first only in the reward
+(benchmarks/data/herasched_deeplearn_reserve/, which also held a reservation)."""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.experiments import test_readme_herasched_mixed as mixed
+from tests.experiments import test_readme_herasched_reserve as reserve
+from tests.experiments.test_readme_herasched_physical import flat, num
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks" / "data" / "herasched_deeplearn_squared"
+SAME_BUT_REWARD = ROOT / "benchmarks" / "data" / "herasched_deeplearn_reserve"
+SEEDS = (0, 1, 2)
+MARKER = "**The squared-wait reward on Deeplearn"
+KEYS = {"experiment.txt": ("test, squared-wait reward",
+                           "test high-load day, squared-wait reward"),
+        "experiment-mixed.txt": ("test, squared, a high-load day in training",
+                                 "test high-load day, squared, a high-load day in training")}
+NAMED = {"experiment.txt": r"dq-s(\d)", "experiment-mixed.txt": r"dqm-s(\d)",
+         "experiment-mixed-reserve.txt": r"dqm-s(\d)/best\.pt@reserve=6:00:00"}
+
+
+def readme() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(MARKER)
+    return text[start:text.index("**The two networks on Physical", start)]
+
+
+def config(run: str) -> dict:
+    return json.loads((DATA / run / "config.json").read_text())
+
+
+def parts(name: str) -> list[str]:
+    """An experiment output's two periods: the test period, the test high-load day."""
+    out = (DATA / name).read_text().split("== deeplearn-test-high-load")
+    assert len(out) == 2
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_first_runs_are_the_shipped_command_with_the_squared_reward(seed):
+    """Against runs of the shipped command that differ in the reward and a reservation only."""
+    ours, theirs = config(f"s{seed}"), json.loads(
+        (SAME_BUT_REWARD / f"s{seed}" / "config.json").read_text())
+    assert (ours.pop("selector_reward"), theirs.pop("selector_reward")) == ("squared", "average")
+    assert (ours.pop("reserve_after"), theirs.pop("reserve_after")) == (None, 6 * 3600)
+    assert ours == theirs  # the data, settings, seed and validation of the shipped command
+    assert ours["run_options"]["init"] is None and ours["seed"] == seed
+    assert [int(r["epoch"]) for r in mixed.rows(seed, DATA)] == list(range(1, 101))
+    assert "--validate-subsets 1 --selector-reward squared --keep-validated" in flat(readme())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_second_runs_start_from_the_first_runs_best_pt_on_the_mixed_trace(seed):
+    first, second = config(f"s{seed}"), config(f"m{seed}")
+    o = second["run_options"]
+    assert (second.pop("trace"), second.pop("epochs"), second.pop("selector_steps")) == \
+        ("dl-train-mixed.txt", 60, 60 * 2048)
+    assert (o.pop("init"), o.pop("validate_also"), o.pop("validate_every")) == \
+        (f"runs/dq-s{seed}/best.pt", "dl-validation-high-load.txt", 5)
+    for key in ("trace", "epochs", "selector_steps"):
+        first.pop(key)
+    for key in ("init", "validate_also", "validate_every"):
+        first["run_options"].pop(key)
+    assert second == first
+    out = (DATA / f"m{seed}" / "output.txt").read_text()
+    epoch = best_first(seed)[0]
+    assert f"starting from the networks of runs/dq-s{seed}/best.pt (its update {epoch}; new " \
+           f"optimisers)" in out
+    assert [int(r["epoch"]) for r in rows(f"m{seed}") if r["val_score"]] == list(range(5, 61, 5))
+    text = flat(readme())
+    assert "--trace dl-train-mixed.txt --out runs/dqm-sS --seed S --init runs/dq-sS/best.pt " \
+           "--epochs 60 --selector-every 1 --allocator-every 1 --gamma 0.99 --pi-lr 1e-4 " \
+           "--selector-reward squared --validate-trace dl-validation.txt --validate-jobs 5000 " \
+           "--validate-subsets 1 --validate-also dl-validation-high-load.txt --validate-every 5 " \
+           "--keep-validated" in text
+
+
+def rows(run: str) -> list[dict[str, str]]:
+    import csv
+
+    with open(DATA / run / "log.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def best_first(seed: int) -> tuple[int, float]:
+    """A first run's best.pt: the first update with the highest validation S."""
+    val = [(int(r["epoch"]), float(r["val_score"])) for r in rows(f"s{seed}") if r["val_score"]]
+    top = max(v for _, v in val)
+    return next(e for e, v in val if v == top), top
+
+
+def best_second(seed: int) -> tuple[int, float]:
+    """A second run's best.pt: its starting model (update 0) counts, the first of equal scores
+    is kept."""
+    start = float(re.search(r"starting greedy model: validation S ([\d.]+)",
+                            (DATA / f"m{seed}" / "output.txt").read_text())[1])
+    logged = [(0, start)] + [(int(r["epoch"]), float(r["val_score"]))
+                             for r in rows(f"m{seed}") if r["val_score"]]
+    top = max(s for _, s in logged)
+    return next(e for e, s in logged if s == top), top
+
+
+def test_best_pt_of_each_run_and_the_training_time_quoted():
+    text = flat(readme())
+    (e0, s0), (e1, s1), (e2, s2) = (best_first(s) for s in SEEDS)
+    assert (f"From scratch, best.pt came at update {e0} (validation S {s0:.3f}), {e1} "
+            f"({s1:.3f}) and {e2} ({s2:.3f})") in text
+    second = [best_second(s) for s in SEEDS]
+    assert [e for e, _ in second] == [0, 0, 15]  # seeds 0 and 1: the starting model
+    starts = [s for _, s in second[:2]]
+    assert (f"no update beat its starting model for seeds 0 and 1 (starting scores "
+            f"{starts[0]:.3f} and {starts[1]:.3f}") in text
+    start2 = float(re.search(r"starting greedy model: validation S ([\d.]+)",
+                             (DATA / "m2" / "output.txt").read_text())[1])
+    assert f"seed 2's came at update 15 ({second[2][1]:.3f}, against {start2:.3f} at the start)" \
+        in text
+    # the best.pt files kept are those updates' (slim: the actors and the run's history)
+    from hpcsched.modelfile import read_model
+
+    for seed in SEEDS:
+        assert read_model(DATA / f"s{seed}" / "best.pt")["epoch"] == best_first(seed)[0]
+        assert read_model(DATA / f"m{seed}" / "best.pt")["epoch"] == second[seed][0]
+    for prefix, quoted in (("s", "min of rollouts and updates each"), ("m", "min each")):
+        minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"{prefix}{s}"))
+                   / 60 for s in SEEDS]
+        assert f"{min(minutes):.1f}-{max(minutes):.1f} {quoted}" in text
+    for name, seconds in (("experiment.txt", "# 11 s"), ("experiment-mixed.txt", "# 12 s")):
+        wall = re.search(r"real\t(\d+)m([\d.]+)s", (DATA / name).read_text())
+        assert wall[1] == "0" and seconds == f"# {round(float(wall[2]))} s"
+        assert seconds in readme()
+
+
+def test_the_table_is_the_experiments_output():
+    got = reserve.table(readme())
+    assert sorted(got) == sorted(k for keys in KEYS.values() for k in keys)
+    for name, keys in KEYS.items():
+        for key, part in zip(keys, parts(name)):
+            reserve.check_row(got[key], part, NAMED[name])
+
+
+def test_the_findings_quoted():
+    text = flat(readme())
+    first, second, read = (parts(n) for n in ("experiment.txt", "experiment-mixed.txt",
+                                               "experiment-mixed-reserve.txt"))
+
+    def crit(part):
+        mwt = re.search(r"MWT below every cell's: (yes|no) \(([\d,]+) s, mean of 3 models; the "
+                        r"lowest cell's ([\d,]+) s, ([\w+ -]+); below (\d+) of 21", part)
+        s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models; lowest S "
+                       r"([\d.]+) against ([\w+ -]+),", part)
+        return mwt.groups(), s2.groups()
+
+    # the high-load day after the second runs: both criteria, on the mean
+    (yes, mean, low, cell, below), (beaten, lowest, against) = crit(second[1])
+    assert (yes, below, beaten) == ("yes", "21", "21") and num(mean) < num(low)
+    assert cell == "fcfs + first-available" and against == "wfp3 + first-available"
+    assert f"The mean MWT, {mean} s, is below every cell's (the lowest, FCFS + " \
+           f"first-available's, is {low} s)" in text
+    assert f"(lowest mean S {lowest}, against WFP3 + first-available)" in text
+    margin = 100 * (num(low) - num(mean)) / num(low)
+    assert f"the margin on the MWT is {margin:.1f} % of the lowest cell's" in text
+    seeds = re.findall(r"dqm-s(\d): AWT [\d,.]+ s, MWT ([\d,]+) s; MWT below every cell's: (\w+) "
+                       r"\(below (\d+) of 21\); S > 2 against (\d+) of 21", second[1])
+    assert [(s[2], s[3], s[4]) for s in seeds if s[0] in "02"] == [("yes", "21", "21")] * 2
+    s1 = seeds[1]
+    assert f"seed 1 ({s1[1]} s) beats {s1[4]} cells by S and {s1[3]} by MWT" in text
+    # from scratch: S held, the MWT did not
+    (yes, mean, *_), (beaten, lowest, _) = crit(first[1])
+    assert (yes, beaten) == ("no", "21")
+    assert f"S > 2 already held against all 21 cells (lowest {lowest}) and the MWT did not " \
+           f"({mean} s)" in text
+    shipped = reserve.shipped_deeplearn()
+    assert f"S > 2 against {shipped['test high-load day'][1]} cells there and a mean MWT of " \
+           f"{shipped['test high-load day'][0]} s" in text
+    # the test period: neither
+    (yes, mean, low, cell, _), (beaten, lowest, against) = crit(second[0])
+    assert (yes, cell, against) == ("no", "fcfs + topology", "fcfs + topology")
+    mwts = [num(m) for m in re.findall(r"dqm-s\d: AWT [\d,.]+ s, MWT ([\d,]+) s;", second[0])]
+    assert min(mwts) > num(low)  # no seed reaches it
+    assert f"Mean MWT {mean} s against FCFS + topology's {low} s, which no seed reaches " \
+           f"(lowest {min(mwts):,.0f} s), and S > 2 against {beaten} of 21 cells (lowest mean " \
+           f"S {lowest}, against FCFS + topology)" in text
+    assert f"Better than the shipped models ({shipped['test'][0]} s; {shipped['test'][1]} " \
+           f"cells)" in text
+    assert num(mean) < num(shipped["test"][0]) and int(beaten) > int(shipped["test"][1])
+    # read through @reserve at the age the rule picked
+    (_, mean_t, *_), (beaten_t, *_) = crit(read[0])
+    (yes_h, mean_h, *_), (beaten_h, lowest_h, against_h) = crit(read[1])
+    every = re.findall(r"@reserve=6:00:00: AWT .*?MWT below every cell's: (\w+)", read[1])
+    assert yes_h == "yes" and every == ["yes"] * 3 and beaten_h == "20"
+    assert (f"the test period's mean MWT is {mean_t} s (S > 2 against {beaten_t} cells) and the "
+            f"high-load day's {mean_h} s, below every cell's on every seed, with S > 2 against "
+            f"{beaten_h} of 21 ({lowest_h} against WFP3 + first-available)") in text
+
+
+@pytest.mark.parametrize("name, picks", [("reserve-choice.txt", "none"),
+                                         ("reserve-choice-mixed.txt", "6:00:00")])
+def test_the_age_rule_on_each_set(name, picks):
+    got = reserve.choice(DATA / name)
+    assert sorted(got) == ["validation", "validation-high-load"]
+    lowest = {a: min(rows_[a][2] for rows_ in got.values()) for a in reserve.AGES}
+    chosen = max(reserve.AGES, key=lowest.get)  # the first of equal scores
+    assert chosen == picks and f"the rule picks: {picks}" in (DATA / name).read_text()
+    if name == "reserve-choice-mixed.txt":
+        assert (f"picks 6 h (lowest mean S {lowest['6:00:00']:.3f}, against "
+                f"{lowest['none']:.3f} as trained)") in flat(readme())
+        wall = re.search(r"wall_s=(\d+)", (DATA / name).read_text())[1]
+        assert f"--workers 2`, {wall} s;" in flat(readme())
+
+
+def test_the_readme_commands_write_the_traces(tmp_path):
+    """The generate and concatenation lines, run as printed (the training period written by
+    hera_period's own command): the files the second runs read (SHA-256 taken when they ran),
+    the high-load day first, no job id twice; and the validation high-load day is the protocol's."""
+    from hpcsched.workload.hera_periods import hera_period
+
+    text = readme()
+    lines = text[text.index("hpcsched trace generate spartan-deeplearn --seed 1706"):
+                 text.index("hpcsched train herasched --cluster spartan-deeplearn --trace "
+                            "dl-train-mixed.txt")]
+    assert hera_period("spartan-deeplearn", "validation-high-load").command(
+        "dl-validation-high-load.txt").split() == \
+        lines[lines.index("hpcsched trace generate spartan-deeplearn --seed 1704"):
+              lines.index("(sed")].replace("\\\n", " ").split()
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep +
+           os.environ.get("PATH", "")}
+    train = hera_period("spartan-deeplearn", "train").command("dl-train.txt")
+    subprocess.run(["bash", "-ec", train + "\n" + lines], cwd=tmp_path, env=env, check=True,
+                   capture_output=True)
+    digests = dict(line.split()[::-1] for line in
+                   (DATA / "dl-train-mixed.sha256").read_text().splitlines())
+    for name, digest in digests.items():
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest
+    with open(tmp_path / "dl-train-mixed.txt") as f:
+        jobs = [line.split("|") for line in f.read().splitlines()[1:]]
+    assert len(jobs) == 1137 + 10_262
+    assert len({j[0] for j in jobs}) == len(jobs) and len({j[1] for j in jobs}) == len(jobs)
+    submits = [j[6] for j in jobs]
+    assert submits[0].startswith("2021-09-19") and submits[1137].startswith("2021-09-20")
+    assert max(submits[:1137]) < min(submits[1137:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", [f"{p}{s}" for p in "sm" for s in SEEDS])
+def test_the_kept_best_pt_gives_the_experiments_numbers(run):
+    """Each slim best.pt re-scored on both held-out periods: the AWT and MWT its experiment
+    printed (the second runs' seeds 0 and 1 are the first runs' models)."""
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+
+    name = "experiment.txt" if run[0] == "s" else "experiment-mixed.txt"
+    prefix = "dq" if run[0] == "s" else "dqm"
+    for period, part in zip(("test", "test-high-load"), parts(name)):
+        printed = re.search(rf"runs/{prefix}-s{run[1]}: AWT ([\d,.]+) s, MWT ([\d,]+) s;", part)
+        got = run_model(period_prepared("spartan-deeplearn", period), str(DATA / run / "best.pt"))
+        assert (f"{got.awt:,.1f}", f"{round(got.mwt):,}") == printed.groups()
