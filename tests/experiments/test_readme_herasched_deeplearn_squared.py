@@ -268,3 +268,33 @@ def test_the_kept_best_pt_gives_the_experiments_numbers(run):
         printed = re.search(rf"runs/{prefix}-s{run[1]}: AWT ([\d,.]+) s, MWT ([\d,]+) s;", part)
         got = run_model(period_prepared("spartan-deeplearn", period), str(DATA / run / "best.pt"))
         assert (f"{got.awt:,.1f}", f"{round(got.mwt):,}") == printed.groups()
+
+
+def test_the_second_runs_setting_from_scratch_as_quoted():
+    """x0-x2: the second runs' command without --init (their configs equal but for it and the
+    length), stopped early; every validation after update 0 near S = 0, no episode ended."""
+    text = flat(readme())
+    logs = {s: rows(f"x{s}") for s in SEEDS}
+    for seed, log in logs.items():
+        ours, second = config(f"x{seed}"), config(f"m{seed}")
+        assert ours["run_options"].pop("init") is None
+        second["run_options"].pop("init")
+        for c in (ours, second):
+            c.pop("epochs"), c.pop("selector_steps")
+        assert ours == second
+        assert [int(r["epoch"]) for r in log] == list(range(1, len(log) + 1))
+        assert all(float(r["val_score"]) < 0.001 for r in log if r["val_score"])
+        assert [int(r["epoch"]) for r in log if r["val_score"]] == \
+            list(range(5, len(log) + 1, 5))
+        assert all(int(r["episodes_ended"]) == 0 for r in log)
+    lengths = sorted(len(log) for log in logs.values())
+    assert f"was stopped after update {lengths[0]}-{lengths[-1]}" in text
+    minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in log) / 60
+               for log in logs.values()]
+    assert f"({min(minutes):.1f}-{max(minutes):.1f} min each)" in text
+    waits = [float(r["val_wait"]) for log in logs.values() for r in log if r["val_wait"]]
+    assert f"average waits of {min(waits):,.0f}-{max(waits):,.0f} s" in text
+    first = [100 * float(log[0]["forward_with_fit_share"]) for log in logs.values()]
+    last = [100 * float(log[-1]["forward_with_fit_share"]) for log in logs.values()]
+    assert f"rose from {min(first):.0f}-{max(first):.0f} % of its decisions in update 1 to " \
+           f"{min(last):.0f}-{max(last):.0f} % in the last" in text
