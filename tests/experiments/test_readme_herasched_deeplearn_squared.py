@@ -147,10 +147,35 @@ def test_best_pt_of_each_run_and_the_training_time_quoted():
 
 def test_the_table_is_the_experiments_output():
     got = reserve.table(readme())
-    assert sorted(got) == sorted(k for keys in KEYS.values() for k in keys)
+    five = {f"{k}, five seeds": name.replace(".txt", "-5.txt")
+            for name, keys in KEYS.items() for k in keys}
+    assert sorted(got) == sorted([k for keys in KEYS.values() for k in keys] + list(five))
     for name, keys in KEYS.items():
         for key, part in zip(keys, parts(name)):
             reserve.check_row(got[key], part, NAMED[name])
+    for name in set(five.values()):
+        for key, part in zip([k for k, v in five.items() if v == name], parts(name)):
+            check_five(got[key], part, NAMED[name.replace("-5.txt", ".txt")])
+
+
+def check_five(row: list[str], part: str, named: str) -> None:
+    """A five-seed row: per seed then mean ± sd, the criterion, the S > 2 counts (the three-seed
+    rows' check, `reserve.check_row`, reads three seeds)."""
+    awt, mwt, below, beaten = row
+    models = re.findall(named + r": AWT ([\d,.]+) s, MWT ([\d,]+) s;.*?\(below (\d+) of 21\); "
+                        r"S > 2 against (\d+) of 21", part)
+    assert [int(m[0]) for m in models] == [0, 1, 2, 3, 4]
+    mean = re.search(r"\| mean ± sd of 5 models \| ([\d,.]+) ± ([\d,.]+) \| "
+                     r"([\d,]+) ± ([\d,]+) \|", part)
+    assert awt == ", ".join(m[1] for m in models) + f"; {mean[1]} ± {mean[2]}"
+    assert mwt == ", ".join(m[2] for m in models) + f"; {mean[3]} ± {mean[4]}"
+    mwts = [num(m[2]) for m in models]
+    assert num(mean[3]) == pytest.approx(sum(mwts) / 5, abs=0.5)  # the five models' own mean
+    crit = re.search(r"MWT below every cell's: (yes|no) \([\d,]+ s, mean of 5 models; .*?; below "
+                     r"(\d+) of 21 cells\)", part)
+    assert below == f"{crit[1]} (below {crit[2]} of 21)"
+    s2 = re.search(r"- S > 2 against (\d+) of 21 cells \(mean S over the models", part)
+    assert beaten == f"{s2[1]} of 21 ({', '.join(m[4] for m in models)})"
 
 
 def test_the_findings_quoted():
@@ -256,13 +281,13 @@ def test_the_readme_commands_write_the_traces(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run", [f"{p}{s}" for p in "sm" for s in SEEDS])
+@pytest.mark.parametrize("run", [f"{p}{s}" for p in "sm" for s in range(5)])
 def test_the_kept_best_pt_gives_the_experiments_numbers(run):
-    """Each slim best.pt re-scored on both held-out periods: the AWT and MWT its experiment
-    printed (the second runs' seeds 0 and 1 are the first runs' models)."""
+    """Each slim best.pt re-scored on both held-out periods: the AWT and MWT the five seeds'
+    experiment printed (the second runs' seeds 0, 1 and 3 are the first runs' models)."""
     from hpcsched.experiments.herasched_eval import period_prepared, run_model
 
-    name = "experiment.txt" if run[0] == "s" else "experiment-mixed.txt"
+    name = "experiment-5.txt" if run[0] == "s" else "experiment-mixed-5.txt"
     prefix = "dq" if run[0] == "s" else "dqm"
     for period, part in zip(("test", "test-high-load"), parts(name)):
         printed = re.search(rf"runs/{prefix}-s{run[1]}: AWT ([\d,.]+) s, MWT ([\d,]+) s;", part)
@@ -298,3 +323,45 @@ def test_the_second_runs_setting_from_scratch_as_quoted():
     last = [100 * float(log[-1]["forward_with_fit_share"]) for log in logs.values()]
     assert f"rose from {min(first):.0f}-{max(first):.0f} % of its decisions in update 1 to " \
            f"{min(last):.0f}-{max(last):.0f} % in the last" in text
+
+
+def test_the_two_more_seeds_as_quoted():
+    text = flat(readme())
+    for seed in (3, 4):  # the same commands as seed 0's but for the seed (and its start)
+        for run, other in ((f"s{seed}", "s0"), (f"m{seed}", "m0")):
+            ours, theirs = config(run), config(other)
+            assert (ours.pop("seed"), theirs.pop("seed")) == (seed, 0)
+            if run[0] == "m":
+                assert ours["run_options"].pop("init") == f"runs/dq-s{seed}/best.pt"
+                theirs["run_options"].pop("init")
+            assert ours == theirs
+    (e3, s3), (e4, s4) = best_first(3), best_first(4)
+    assert f"best.pt: updates {e3} ({s3:.3f}) and {e4} ({s4:.3f}) in the first runs" in text
+    (f3, t3), (f4, t4) = best_second(3), best_second(4)
+    assert f3 == 0 and f"in the second, seed 3's start ({t3:.3f}) and seed 4's update {f4} " \
+                       f"({t4:.3f})" in text
+    for prefix, quoted in (("s", "first runs"), ("m", "second runs")):
+        minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"{prefix}{s}"))
+                   / 60 for s in (3, 4)]
+        assert f"{quoted} {min(minutes):.1f}-{max(minutes):.1f} min" in text
+    test, high = parts("experiment-mixed-5.txt")
+    mean = re.search(r"MWT below every cell's: yes \(([\d,]+) s, mean of 5 models; the lowest "
+                     r"cell's ([\d,]+) s", high)
+    lowest = re.search(r"- S > 2 against 21 of 21 cells \(mean S over the models; lowest S "
+                       r"([\d.]+)", high)[1]
+    assert f"MWT {mean[1]} s against {mean[2]} s, lowest mean S {lowest}" in text
+    alone = re.findall(r"dqm-s(\d): .*?below every cell's: yes \(below 21 of 21\); S > 2 "
+                       r"against 21 of 21", high)
+    assert alone == ["0", "2", "3", "4"] and "4 of the 5 seeds beat every cell by both" in text
+    margin = 100 * (num(mean[2]) - num(mean[1])) / num(mean[2])
+    assert f"on five, on four seeds and a {margin:.1f} % margin" in text
+    scores = sorted((best_second(s)[1] for s in range(5)), reverse=True)
+    assert scores[1] == t3 and f"whose validation S ({t3:.3f}) is the second highest" in text
+    s3_test = re.search(r"dqm-s3: AWT [\d,.]+ s, MWT ([\d,]+) s; MWT below every cell's: no "
+                        r"\(below 0 of 21\)", test)[1]
+    assert f"waits {s3_test} s there, above every cell's" in text
+    m = re.search(r"MWT below every cell's: no \(([\d,]+) s, mean of 5 models", test)[1]
+    b = re.search(r"- S > 2 against (\d+) of 21 cells", test)[1]
+    assert f"mean MWT {m} s, S > 2 against {b} of 21 cells" in text
+    wall = re.search(r"real\t(\d+)m([\d.]+)s", (DATA / "experiment-mixed-5.txt").read_text())
+    assert wall[1] == "0" and f"runs/dqm-s4`, {round(float(wall[2]))} s;" in text
