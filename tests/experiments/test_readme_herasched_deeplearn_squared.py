@@ -365,3 +365,25 @@ def test_the_two_more_seeds_as_quoted():
     assert f"mean MWT {m} s, S > 2 against {b} of 21 cells" in text
     wall = re.search(r"real\t(\d+)m([\d.]+)s", (DATA / "experiment-mixed-5.txt").read_text())
     assert wall[1] == "0" and f"runs/dqm-s4`, {round(float(wall[2]))} s;" in text
+
+
+def test_seed_3s_longest_wait_and_the_age_rule_on_five():
+    text = flat(readme())
+    out = (DATA / "oldest-s3.txt").read_text()
+    job, wait, before, oldest = re.search(
+        r"runs/dqm-s3/best\.pt on spartan-deeplearn test: AWT [\d,.]+ s, MWT ([\d,]+) s\n.*\n"
+        r"\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)", out).groups()[1:]
+    assert num(before) + num(oldest) == num(wait) and num(oldest) > num(before)
+    test = parts("experiment-mixed-5.txt")[0]
+    assert f"dqm-s3: AWT 173.8 s, MWT {wait} s;" in test  # the same run as the experiment's
+    assert f"Of seed 3's longest wait (job {job}), {oldest} s were spent as the oldest" in text
+    wall = re.search(r"real\t0m([\d.]+)s", out)[1]
+    assert f"runs/dqm-s3/best.pt`, {round(float(wall))} s;" in text
+    got = reserve.choice(DATA / "reserve-choice-mixed-5.txt")
+    lowest = {a: min(r[a][2] for r in got.values()) for a in reserve.AGES}
+    assert max(reserve.AGES, key=lowest.get) == "none" and lowest["none"] == lowest["6:00:00"]
+    assert all(len(r[a][0]) == 5 for r in got.values() for a in reserve.AGES)
+    assert f"picks none, a tie with 6 h at {lowest['none']:.3f}" in text
+    wall = re.search(r"wall_s=(\d+) main_cpu_s=[\d.]+ workers=1",
+                     (DATA / "reserve-choice-mixed-5.txt").read_text())[1]
+    assert f"the five files and `--workers 1`; `reserve-choice-mixed-5.txt`, {wall} s)" in text
