@@ -387,3 +387,19 @@ def test_seed_3s_longest_wait_and_the_age_rule_on_five():
     wall = re.search(r"wall_s=(\d+) main_cpu_s=[\d.]+ workers=1",
                      (DATA / "reserve-choice-mixed-5.txt").read_text())[1]
     assert f"the five files and `--workers 1`; `reserve-choice-mixed-5.txt`, {wall} s)" in text
+
+
+def test_no_age_reaches_the_test_periods_lowest_cell():
+    """The five second-run models at every age on the test periods (for information): the
+    as-trained rows are the experiment's; no age's mean MWT is below FCFS + topology's."""
+    got = reserve.choice(DATA / "reserve-test-mixed-5.txt")
+    assert sorted(got) == ["test", "test-high-load"]
+    test = parts("experiment-mixed-5.txt")[0]
+    printed = [num(m) for m in re.findall(r"dqm-s\d: AWT [\d,.]+ s, MWT ([\d,]+) s;", test)]
+    assert got["test"]["none"][1] == printed
+    means = {a: sum(r[1]) / 5 for a, r in got["test"].items()}
+    low = num(re.search(r"MWT below every cell's: no \([\d,]+ s, mean of 5 models; the lowest "
+                        r"cell's ([\d,]+) s, fcfs \+ topology", test)[1])
+    assert min(means.values()) > low
+    best = min(means, key=means.get)
+    assert best == "0" and f"the lowest is {means[best]:,.0f} s, at 0." in flat(readme())
