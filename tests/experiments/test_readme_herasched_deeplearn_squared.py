@@ -29,9 +29,12 @@ MARKER = "**The squared-wait reward on Deeplearn"
 KEYS = {"experiment.txt": ("test, squared-wait reward",
                            "test high-load day, squared-wait reward"),
         "experiment-mixed.txt": ("test, squared, a high-load day in training",
-                                 "test high-load day, squared, a high-load day in training")}
+                                 "test high-load day, squared, a high-load day in training"),
+        "experiment-reserve0.txt": ("test, squared, trained with --reserve-after 0",
+                                    "test high-load day, squared, trained with --reserve-after 0")}
 NAMED = {"experiment.txt": r"dq-s(\d)", "experiment-mixed.txt": r"dqm-s(\d)",
-         "experiment-mixed-reserve.txt": r"dqm-s(\d)/best\.pt@reserve=6:00:00"}
+         "experiment-mixed-reserve.txt": r"dqm-s(\d)/best\.pt@reserve=6:00:00",
+         "experiment-reserve0.txt": r"dr0-s(\d)"}
 
 
 def readme() -> str:
@@ -148,7 +151,7 @@ def test_best_pt_of_each_run_and_the_training_time_quoted():
 def test_the_table_is_the_experiments_output():
     got = reserve.table(readme())
     five = {f"{k}, five seeds": name.replace(".txt", "-5.txt")
-            for name, keys in KEYS.items() for k in keys}
+            for name, keys in KEYS.items() for k in keys if name != "experiment-reserve0.txt"}
     assert sorted(got) == sorted([k for keys in KEYS.values() for k in keys] + list(five))
     for name, keys in KEYS.items():
         for key, part in zip(keys, parts(name)):
@@ -403,3 +406,37 @@ def test_no_age_reaches_the_test_periods_lowest_cell():
     assert min(means.values()) > low
     best = min(means, key=means.get)
     assert best == "0" and f"the lowest is {means[best]:,.0f} s, at 0." in flat(readme())
+
+
+def test_trained_with_the_reservation_from_age_0_as_quoted():
+    text = flat(readme())
+    for seed in SEEDS:  # the first runs' command with --reserve-after 0
+        ours, first = config(f"r{seed}"), config(f"s{seed}")
+        assert (ours.pop("reserve_after"), first.pop("reserve_after")) == (0, None)
+        assert ours == first
+    best = []
+    for seed in SEEDS:
+        val = [(int(r["epoch"]), float(r["val_score"])) for r in rows(f"r{seed}") if r["val_score"]]
+        top = max(v for _, v in val)
+        best.append((next(e for e, v in val if v == top), top))
+    (e0, s0), (e1, s1), (e2, s2) = best
+    assert (f"best.pt came at update {e0} (S {s0:.3f}), {e1} ({s1:.3f}) and {e2} "
+            f"({s2:.3f})") in text
+    minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"r{s}")) / 60
+               for s in SEEDS]
+    assert f"100 updates ({min(minutes):.1f}-{max(minutes):.1f} min each" in text
+    test, high = parts("experiment-reserve0.txt")
+    first_test = parts("experiment.txt")[0]
+
+    def mean(part, n=3):
+        return re.search(rf"MWT below every cell's: no \(([\d,]+) s, mean of {n} models", part)[1]
+
+    awt = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ±", test)[1]
+    was = re.search(r"\| mean ± sd of 3 models \| ([\d,.]+) ±", first_test)[1]
+    b_test = re.search(r"- S > 2 against (\d+) of 21 cells", test)[1]
+    b_high = re.search(r"- S > 2 against (\d+) of 21 cells", high)[1]
+    assert (f"On the test period the mean MWT is {mean(test)} s, about the first runs' "
+            f"({mean(first_test)} s) and above FCFS + topology's, and the mean AWT rose to {awt} "
+            f"s from {was} s (S > 2 against {b_test} cells); on the high-load day the mean MWT is "
+            f"{mean(high)} s (S > 2 against none)") in text
+    assert b_high == "0" and num(mean(high)) > 101_386
