@@ -7,6 +7,7 @@ high-load day), each with its log.csv, config.json, printed output and best.pt (
 from the README's table, and the runs that differ from the first only in the reward
 (benchmarks/data/herasched_deeplearn_reserve/, which also held a reservation)."""
 
+import csv
 import hashlib
 import json
 import os
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments import test_readme_herasched_mixed as mixed
 from tests.experiments import test_readme_herasched_reserve as reserve
 from tests.experiments.test_readme_herasched_physical import flat, num
 
@@ -63,7 +63,7 @@ def test_the_first_runs_are_the_shipped_command_with_the_squared_reward(seed):
     assert (ours.pop("reserve_after"), theirs.pop("reserve_after")) == (None, 6 * 3600)
     assert ours == theirs  # the data, settings, seed and validation of the shipped command
     assert ours["run_options"]["init"] is None and ours["seed"] == seed
-    assert [int(r["epoch"]) for r in mixed.rows(seed, DATA)] == list(range(1, 101))
+    assert [int(r["epoch"]) for r in rows(f"s{seed}")] == list(range(1, 101))
     assert "--validate-subsets 1 --selector-reward squared --keep-validated" in flat(readme())
 
 
@@ -81,7 +81,7 @@ def test_the_second_runs_start_from_the_first_runs_best_pt_on_the_mixed_trace(se
         first["run_options"].pop(key)
     assert second == first
     out = (DATA / f"m{seed}" / "output.txt").read_text()
-    epoch = best_first(seed)[0]
+    epoch = best(f"s{seed}")[0]
     assert f"starting from the networks of runs/dq-s{seed}/best.pt (its update {epoch}; new " \
            f"optimisers)" in out
     assert [int(r["epoch"]) for r in rows(f"m{seed}") if r["val_score"]] == list(range(5, 61, 5))
@@ -94,54 +94,53 @@ def test_the_second_runs_start_from_the_first_runs_best_pt_on_the_mixed_trace(se
 
 
 def rows(run: str) -> list[dict[str, str]]:
-    import csv
-
     with open(DATA / run / "log.csv", newline="") as f:
         return list(csv.DictReader(f))
 
 
-def best_first(seed: int) -> tuple[int, float]:
-    """A first run's best.pt: the first update with the highest validation S."""
-    val = [(int(r["epoch"]), float(r["val_score"])) for r in rows(f"s{seed}") if r["val_score"]]
-    top = max(v for _, v in val)
-    return next(e for e, v in val if v == top), top
+def started(run: str) -> float | None:
+    """The validation S of the model a run started from (`--init`), None for a run from scratch."""
+    m = re.search(r"starting greedy model: validation S ([\d.]+)",
+                  (DATA / run / "output.txt").read_text())
+    return float(m[1]) if m else None
 
 
-def best_second(seed: int) -> tuple[int, float]:
-    """A second run's best.pt: its starting model (update 0) counts, the first of equal scores
-    is kept."""
-    start = float(re.search(r"starting greedy model: validation S ([\d.]+)",
-                            (DATA / f"m{seed}" / "output.txt").read_text())[1])
-    logged = [(0, start)] + [(int(r["epoch"]), float(r["val_score"]))
-                             for r in rows(f"m{seed}") if r["val_score"]]
+def best(run: str) -> tuple[int, float]:
+    """A run's best.pt: the first update with the highest validation S, a starting model
+    (`--init`) counting as update 0."""
+    logged = [(int(r["epoch"]), float(r["val_score"])) for r in rows(run) if r["val_score"]]
+    if started(run) is not None:
+        logged.insert(0, (0, started(run)))
     top = max(s for _, s in logged)
     return next(e for e, s in logged if s == top), top
 
 
+def minutes(run: str) -> float:
+    """A run's rollouts and updates, validation aside, in minutes."""
+    return sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(run)) / 60
+
+
 def test_best_pt_of_each_run_and_the_training_time_quoted():
     text = flat(readme())
-    (e0, s0), (e1, s1), (e2, s2) = (best_first(s) for s in SEEDS)
+    (e0, s0), (e1, s1), (e2, s2) = (best(f"s{s}") for s in SEEDS)
     assert (f"From scratch, best.pt came at update {e0} (validation S {s0:.3f}), {e1} "
             f"({s1:.3f}) and {e2} ({s2:.3f})") in text
-    second = [best_second(s) for s in SEEDS]
+    second = [best(f"m{s}") for s in SEEDS]
     assert [e for e, _ in second] == [0, 0, 15]  # seeds 0 and 1: the starting model
     starts = [s for _, s in second[:2]]
     assert (f"no update beat its starting model for seeds 0 and 1 (starting scores "
             f"{starts[0]:.3f} and {starts[1]:.3f}") in text
-    start2 = float(re.search(r"starting greedy model: validation S ([\d.]+)",
-                             (DATA / "m2" / "output.txt").read_text())[1])
-    assert f"seed 2's came at update 15 ({second[2][1]:.3f}, against {start2:.3f} at the start)" \
-        in text
+    assert f"seed 2's came at update 15 ({second[2][1]:.3f}, against {started('m2'):.3f} at " \
+           f"the start)" in text
     # the best.pt files kept are those updates' (slim: the actors and the run's history)
     from hpcsched.modelfile import read_model
 
     for seed in SEEDS:
-        assert read_model(DATA / f"s{seed}" / "best.pt")["epoch"] == best_first(seed)[0]
+        assert read_model(DATA / f"s{seed}" / "best.pt")["epoch"] == best(f"s{seed}")[0]
         assert read_model(DATA / f"m{seed}" / "best.pt")["epoch"] == second[seed][0]
     for prefix, quoted in (("s", "min of rollouts and updates each"), ("m", "min each")):
-        minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"{prefix}{s}"))
-                   / 60 for s in SEEDS]
-        assert f"{min(minutes):.1f}-{max(minutes):.1f} {quoted}" in text
+        took = [minutes(f"{prefix}{s}") for s in SEEDS]
+        assert f"{min(took):.1f}-{max(took):.1f} {quoted}" in text
     for name, seconds in (("experiment.txt", "# 11 s"), ("experiment-mixed.txt", "# 12 s")):
         wall = re.search(r"real\t(\d+)m([\d.]+)s", (DATA / name).read_text())
         assert wall[1] == "0" and seconds == f"# {round(float(wall[2]))} s"
@@ -317,9 +316,8 @@ def test_the_second_runs_setting_from_scratch_as_quoted():
         assert all(int(r["episodes_ended"]) == 0 for r in log)
     lengths = sorted(len(log) for log in logs.values())
     assert f"was stopped after update {lengths[0]}-{lengths[-1]}" in text
-    minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in log) / 60
-               for log in logs.values()]
-    assert f"({min(minutes):.1f}-{max(minutes):.1f} min each)" in text
+    took = [minutes(f"x{s}") for s in SEEDS]
+    assert f"({min(took):.1f}-{max(took):.1f} min each)" in text
     waits = [float(r["val_wait"]) for log in logs.values() for r in log if r["val_wait"]]
     assert f"average waits of {min(waits):,.0f}-{max(waits):,.0f} s" in text
     first = [100 * float(log[0]["forward_with_fit_share"]) for log in logs.values()]
@@ -338,15 +336,14 @@ def test_the_two_more_seeds_as_quoted():
                 assert ours["run_options"].pop("init") == f"runs/dq-s{seed}/best.pt"
                 theirs["run_options"].pop("init")
             assert ours == theirs
-    (e3, s3), (e4, s4) = best_first(3), best_first(4)
+    (e3, s3), (e4, s4) = best("s3"), best("s4")
     assert f"best.pt: updates {e3} ({s3:.3f}) and {e4} ({s4:.3f}) in the first runs" in text
-    (f3, t3), (f4, t4) = best_second(3), best_second(4)
+    (f3, t3), (f4, t4) = best("m3"), best("m4")
     assert f3 == 0 and f"in the second, seed 3's start ({t3:.3f}) and seed 4's update {f4} " \
                        f"({t4:.3f})" in text
     for prefix, quoted in (("s", "first runs"), ("m", "second runs")):
-        minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"{prefix}{s}"))
-                   / 60 for s in (3, 4)]
-        assert f"{quoted} {min(minutes):.1f}-{max(minutes):.1f} min" in text
+        took = [minutes(f"{prefix}{s}") for s in (3, 4)]
+        assert f"{quoted} {min(took):.1f}-{max(took):.1f} min" in text
     test, high = parts("experiment-mixed-5.txt")
     mean = re.search(r"MWT below every cell's: yes \(([\d,]+) s, mean of 5 models; the lowest "
                      r"cell's ([\d,]+) s", high)
@@ -358,7 +355,7 @@ def test_the_two_more_seeds_as_quoted():
     assert alone == ["0", "2", "3", "4"] and "4 of the 5 seeds beat every cell by both" in text
     margin = 100 * (num(mean[2]) - num(mean[1])) / num(mean[2])
     assert f"on five, on four seeds and a {margin:.1f} % margin" in text
-    scores = sorted((best_second(s)[1] for s in range(5)), reverse=True)
+    scores = sorted((best(f"m{s}")[1] for s in range(5)), reverse=True)
     assert scores[1] == t3 and f"whose validation S ({t3:.3f}) is the second highest" in text
     s3_test = re.search(r"dqm-s3: AWT [\d,.]+ s, MWT ([\d,]+) s; MWT below every cell's: no "
                         r"\(below 0 of 21\)", test)[1]
@@ -414,17 +411,11 @@ def test_trained_with_the_reservation_from_age_0_as_quoted():
         ours, first = config(f"r{seed}"), config(f"s{seed}")
         assert (ours.pop("reserve_after"), first.pop("reserve_after")) == (0, None)
         assert ours == first
-    best = []
-    for seed in SEEDS:
-        val = [(int(r["epoch"]), float(r["val_score"])) for r in rows(f"r{seed}") if r["val_score"]]
-        top = max(v for _, v in val)
-        best.append((next(e for e, v in val if v == top), top))
-    (e0, s0), (e1, s1), (e2, s2) = best
+    (e0, s0), (e1, s1), (e2, s2) = (best(f"r{s}") for s in SEEDS)
     assert (f"best.pt came at update {e0} (S {s0:.3f}), {e1} ({s1:.3f}) and {e2} "
             f"({s2:.3f})") in text
-    minutes = [sum(float(r["rollout_s"]) + float(r["update_s"]) for r in rows(f"r{s}")) / 60
-               for s in SEEDS]
-    assert f"100 updates ({min(minutes):.1f}-{max(minutes):.1f} min each" in text
+    took = [minutes(f"r{s}") for s in SEEDS]
+    assert f"100 updates ({min(took):.1f}-{max(took):.1f} min each" in text
     test, high = parts("experiment-reserve0.txt")
     first_test = parts("experiment.txt")[0]
 
