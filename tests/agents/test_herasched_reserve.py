@@ -22,7 +22,7 @@ from hpcsched.sim.factory import make_engine
 from hpcsched.sim.run import prepare, simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sim"))
-from hetero_helpers import A, B, mixed_cluster, table  # noqa: E402
+from hetero_helpers import A, B, C, mixed_cluster, table  # noqa: E402
 
 
 class Newest(HeraSchedPolicy):
@@ -193,3 +193,110 @@ def test_the_training_option_reads_a_slurm_duration():
     assert args.reserve_after == 3600.0
     with pytest.raises(UsageError, match="--reserve-after: '12h' is not a Slurm duration"):
         p.parse_args(["train", "herasched", "--out", "x", "--reserve-after", "12h"])
+
+
+# ---- @allocator=NAME: a heuristic places the selector's jobs ------------------------------------
+
+def test_a_heuristic_allocator_places_the_jobs_in_place_of_the_agent(newest):
+    """Worked by hand on the mixed cluster (A 8 cores, B 4, C 4 + 2 GPUs), hpcsim profile: j0 (4
+    cores, to 100) goes where the allocator puts it; j1 (8 cores) fits only on an empty A. The
+    agent here takes the first node allowed (A), so j1 waits for j0's end; HPCsim's best fit (free
+    GPUs x 100 + free cores, least first: B 4, A 8, C 204) leaves A empty and j1 starts at once;
+    HPCsim's first-available takes A, as the agent."""
+    jobs = [(0, 100, 1, 4), (1, 10, 1, 8)]
+    prepared = prepare(table(jobs), "hpcsim", cluster=mixed_cluster())
+
+    def run(place_with):
+        policy = newest()
+        policy.place_with = place_with
+        result = simulate(prepared, policy)
+        return result.start.tolist(), [a.tolist() for a in result.allocations]
+
+    assert run(None) == ([0, 100], [[A], [A]])
+    assert run("best-fit") == ([0, 1], [[B], [A]])
+    assert run("first-available") == ([0, 100], [[A], [A]])
+    assert run("topology") == ([0, 1], [[B], [A]])  # no switches: HPCsim's is best fit by index
+
+
+@pytest.mark.parametrize("place_with", ["first-available", "best-fit"])
+def test_a_heuristic_allocator_keeps_the_reservation_s_spare_node_rule(newest, place_with):
+    # SPARE above, placed by the heuristic: j3 (past the reservation) takes the one spare node, j4
+    # is held back, j5 (it ends before) goes; the same schedule as the agent's
+    policy = newest(0.0)
+    policy.place_with = place_with
+    prepared = prepare(table(SPARE), "hpcsim", cluster=Cluster.identical(4, 1))
+    result = simulate(prepared, policy)
+    assert result.start.tolist() == [0, 1, 100, 3, 110, 5]
+    assert [a.tolist() for a in result.allocations] == [[0], [1], [0, 1, 3], [2], [0], [3]]
+
+
+def test_a_job_past_the_reservation_goes_to_a_node_that_leaves_the_oldest_its_share(newest):
+    """Three nodes of 8, 4 and 4 cores, a reservation from age 0, HPCsim's best fit (least free
+    cores first, ties by index): j0 (4 cores, to 100) on B, j1 (2 cores, to 50) on C; j2 wants 4
+    cores on 2 nodes: only A has them now, A and C at 50, its reservation. j3 (2 cores, to 301)
+    runs past 50: best fit alone would take C (2 free against A's 8) and j2 would wait for j0's
+    end at 100; A is the node that leaves j2 its share (6 cores left there), so j3 goes there and
+    j2 starts at 50 on C and A."""
+    cluster = Cluster(names=("A", "B", "C"), capacity=[[8, 1000, 0], [4, 1000, 0], [4, 1000, 0]],
+                      name="three")
+    jobs = [(0, 100, 1, 4), (0, 50, 1, 2), (0, 10, 2, 4), (1, 300, 1, 2)]
+    prepared = prepare(table(jobs), "hpcsim", cluster=cluster)
+    policy = newest(0.0)
+    policy.place_with = "best-fit"
+    result = simulate(prepared, policy)
+    assert result.start.tolist() == [0, 0, 50, 1]
+    assert [a.tolist() for a in result.allocations] == [[B], [C], [C, A], [A]]
+
+
+def test_the_options_combine_and_refuse_what_they_do_not_know():
+    from hpcsched.recipes.herasched import ModelOptions, model_options
+
+    assert model_options("", "m") == ModelOptions()
+    assert model_options("allocator=best-fit", "m") == ModelOptions(None, "best-fit")
+    both = ModelOptions(6 * 3600.0, "topology")
+    assert model_options("reserve=6:00:00@allocator=topology", "m") == both
+    assert model_options("allocator=topology@reserve=6:00:00", "m") == both
+    assert reserve_after("allocator=first-available@reserve", "m") == 0.0
+    with pytest.raises(ValueError, match=r"@allocator=hpcsim-best-fit: not one of the grid's "
+                                         r"allocators \(topology, best-fit, first-available\)"):
+        model_options("allocator=hpcsim-best-fit", "herasched:m")
+    for bad in ("allocator", "allocator=", "reserve=1@", "place=best-fit"):
+        with pytest.raises(ValueError, match="unknown option"):
+            model_options(bad, "herasched:m")
+    with pytest.raises(ValueError, match="herasched:m: @reserve is given twice"):
+        model_options("reserve=1@reserve=2", "herasched:m")
+
+
+def test_a_shipped_model_reads_through_a_heuristic_allocator_on_the_engine():
+    """`simulate` with ``herasched:pretrained/...@allocator=best-fit``: every job placed where
+    HPCsim's best fit puts it given what is free when it starts (rebuilt from the result), a
+    possible schedule, and one other than the model's own allocator's."""
+    from hpcsched.cluster.allocate import fitting_nodes
+    from hpcsched.cluster.request import job_requests
+    from hpcsched.experiments.herasched_eval import period_prepared
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.sim.factory import resolve_allocator
+
+    prepared = period_prepared("spartan-deeplearn", "test", jobs=400)
+    model = "herasched:pretrained/herasched-deeplearn-s0"
+    ours = simulate(prepared, resolve_policy(f"{model}@allocator=best-fit", prepared))
+    agent = simulate(prepared, resolve_policy(model, prepared))
+    cluster = prepared.cluster
+    count, demand = job_requests(prepared.jobs, cluster)
+    # replay the starts in order (ends first at an instant), checking each placement
+    best_fit = resolve_allocator("best-fit", "hpcsim")
+    end = ours.start + np.asarray(prepared.jobs.run_time)
+    events = sorted([(float(end[j]), 0, j) for j in range(len(end))]
+                    + [(float(ours.start[j]), 1, j) for j in range(len(end))])
+    free = np.asarray(cluster.capacity).copy()
+    for _t, kind, j in events:
+        nodes = ours.allocations[j]
+        if kind == 0:
+            free[nodes] += demand[j]
+            continue
+        fits = fitting_nodes(cluster, free, demand[j])
+        assert nodes.tolist() == best_fit.allocate(cluster, free, demand[j], int(count[j]),
+                                                   fits=fits).tolist(), f"row {j}"
+        free[nodes] -= demand[j]
+    assert (free == np.asarray(cluster.capacity)).all()
+    assert [a.tolist() for a in ours.allocations] != [a.tolist() for a in agent.allocations]

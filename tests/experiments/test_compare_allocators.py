@@ -67,7 +67,8 @@ def test_simulate_takes_the_same_names(capsys, day):
 
 @pytest.mark.parametrize("name, needles", [
     ("fcfs+worst-fit", ["unknown allocator 'worst-fit'", "first-available, best-fit, topology"]),
-    ("herasched:runs/x+best-fit", ["own allocator agent", "without '+best-fit'"]),
+    ("herasched:runs/x+best-fit", ["own allocator agent", "without '+best-fit'",
+                                   "or herasched:runs/x@allocator=best-fit"]),
     ("+best-fit", ["no policy before"]),
 ])
 def test_bad_names_are_refused_in_one_line(capsys, day, name, needles):
@@ -89,3 +90,15 @@ def test_names_split_at_the_last_plus_and_paths_with_one_stay_whole(tmp_path):
     model = tmp_path / "a+b.pt"
     model.write_bytes(b"")
     assert split_allocator(f"herasched:{model}") == (f"herasched:{model}", None)
+
+
+def test_a_herasched_row_names_the_heuristic_that_placed_its_jobs(capsys, day):
+    model = "herasched:pretrained/herasched-physical-s0"
+    code, out, err = run_cli(capsys, "compare", str(day), "--cluster", "spartan-physical",
+                             "--profile", "hpcsim", "--backfill", "none", "--jobs", str(JOBS),
+                             "--json", "--policies",
+                             f"{model},{model}@allocator=first-available")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["allocator"] for r in rows] == ["agent", "first-available"]
+    assert rows[0]["wait"] != rows[1]["wait"]

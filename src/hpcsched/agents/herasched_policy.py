@@ -9,6 +9,11 @@ and
   nodes still allowed, and starts there (`Start(row, nodes)`); the engine then asks again at the
   same instant.
 
+With ``@allocator=NAME`` (`place_with`) a heuristic allocator of the grid's (in the run's profile
+dialect) places each job the selector picks, in place of the allocator agent: an ablation of the
+hierarchy (which half does what). Under a reservation a job running past it still leaves the
+oldest job its nodes (`_place`).
+
 So a model schedules a trace through `simulate` exactly as through its environment (tested), and
 nothing else starts a job: under ``--backfill easy`` the engine's backfilling is never called (it
 runs behind a job that could not start, and HeraSched only starts jobs that fit); conservative
@@ -29,6 +34,7 @@ import numpy as np
 from hpcsched.agents.greedy import decision_scores, greedy
 from hpcsched.agents.herasched_nets import fits_layout
 from hpcsched.agents.herasched_numpy import numpy_scores
+from hpcsched.cluster.allocate import fitting_nodes
 from hpcsched.envs.hera_observation import HeraLayout, HeraObserver, OldestReservation
 from hpcsched.sim.decisions import Start, Wait
 
@@ -44,8 +50,12 @@ class HeraSchedPolicy:
 
     def __init__(self, selector, allocator, *, net: str, window: int, tail: int,
                  sample: bool = False, seed: int = 0, name: str = "herasched",
-                 reserve_after: float | None = None) -> None:
+                 reserve_after: float | None = None, place_with: str | None = None) -> None:
         self.name = name
+        #: ``@allocator=NAME``: that heuristic (in the run's profile dialect, made at `reset`)
+        #: places the selector's jobs in place of the allocator agent; None: the agent
+        self.place_with = place_with
+        self.placer = None
         self.reserve_after = None if reserve_after is None else \
             OldestReservation.check(reserve_after, f"{name}: ")
         self.guard: OldestReservation | None = None  # made at `reset`, for the jobs it reads
@@ -80,6 +90,9 @@ class HeraSchedPolicy:
         self.slots = np.zeros(layout.forward + 1, dtype=np.int64)
         self.guard = None if self.reserve_after is None else \
             OldestReservation(self.reserve_after, view.jobs.req_time)
+        if self.place_with is not None:
+            from hpcsched.sim.factory import resolve_allocator
+            self.placer = resolve_allocator(self.place_with, view.profile)
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -106,6 +119,8 @@ class HeraSchedPolicy:
         if slot == layout.forward:
             return Wait()
         row = int(snap.rows[slot])
+        if self.placer is not None:
+            return Start(row, self._place(view, row, plan))
         self.obs[-1] = observer.slot_value(slot)
         scores = self._scores(1)
         chosen: list[int] = []
@@ -116,6 +131,28 @@ class HeraSchedPolicy:
             chosen.append(self._choose(scores, allowed))
             self.decisions += 1
         return Start(row, tuple(chosen))
+
+    def _place(self, view, row: int, plan) -> tuple[int, ...]:
+        """`row`'s nodes from the heuristic allocator (``@allocator=NAME``). Under a reservation
+        (`plan`), a job running past it gets the nodes that leave the oldest job its share if
+        they are enough, else all of those and the allocator's pick of the rest among the others
+        (no more than the reservation spares: `OldestReservation.narrow` let it through so)."""
+        observer = self.observer
+        cluster, free = view.cluster, view.free
+        demand, count = observer.demand[row], int(observer.count[row])
+        fits = fitting_nodes(cluster, free, demand)
+        if plan is None or view.now + self.guard.req[row] <= plan.shadow:
+            nodes = self.placer.allocate(cluster, free, demand, count, fits=fits)
+        else:
+            safe = plan.harmless(demand) & fits
+            n_safe = int(np.count_nonzero(safe))
+            if n_safe >= count:
+                nodes = self.placer.allocate(cluster, free, demand, count, fits=safe)
+            else:
+                rest = self.placer.allocate(cluster, free, demand, count - n_safe,
+                                            fits=fits & ~safe)
+                nodes = np.concatenate([np.flatnonzero(safe), rest])
+        return tuple(int(i) for i in nodes)
 
     def summary(self) -> dict[str, Any]:
         out = {"agent_decisions": self.decisions}
@@ -135,12 +172,14 @@ def as_policy(model, *, sample: bool = False, seed: int = 0,
 
 
 def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
-                   reserve_after: float | None = None) -> HeraSchedPolicy:
+                   reserve_after: float | None = None,
+                   place_with: str | None = None) -> HeraSchedPolicy:
     """The model file at `path` (a full checkpoint or a slim export) as an engine Policy: its
     actors, on whatever cluster it is asked to schedule (the default network carries over; the
     thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
     model's own, `train herasched --reserve-after`, if it was trained so) holds EASY's
-    reservation for the oldest job once it has waited that long."""
+    reservation for the oldest job once it has waited that long; `place_with` (a heuristic
+    allocator's name) places the selector's jobs in place of the model's allocator agent."""
     from hpcsched.agents.herasched import RECIPE, HeraSchedConfig
     from hpcsched.agents.herasched_nets import ModelShape, agent_networks
     from hpcsched.modelfile import config_of, read_model, restore_state
@@ -162,7 +201,7 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
                            tail=norm["tail"], sample=sample, seed=seed,
                            name=name or f"herasched:{path}",
                            reserve_after=config.reserve_after if reserve_after is None
-                           else reserve_after)
+                           else reserve_after, place_with=place_with)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

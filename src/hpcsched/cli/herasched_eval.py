@@ -21,6 +21,8 @@ EPILOG = """examples:
       --baselines rl:runs/rl-ph,dras:runs/dras-ph                # learned baselines, best-fit
   hpcsched experiment herasched --cluster spartan-physical \\
       --models pretrained/herasched-physical-s0@reserve=1:00:00  # EASY's reservation, oldest job
+  hpcsched experiment herasched --cluster spartan-deeplearn \\
+      --models pretrained/herasched-deeplearn-s0@allocator=best-fit  # its selector, best fit places
 
 On each period (default: the partition's held-out test period and, on the Spartan-like ones, its
 test high-load day; hera_periods: generated with fixed seeds, or, on cerit-zewura, cut from the

@@ -185,11 +185,11 @@ def check_model(model: str, cluster, name: str = "") -> None:
     from hpcsched.agents.herasched_policy import load_herasched
     from hpcsched.envs.hera_observation import HeraLayout
 
-    from hpcsched.recipes.herasched import reserve_after
+    from hpcsched.recipes.herasched import model_options
 
     recipe = recipes.get("herasched")
     path, option = recipe.split(model)
-    reserve_after(option, f"herasched:{model}")
+    model_options(option, f"herasched:{model}")
     policy = load_herasched(recipes.locate(path, recipe))
     try:
         layout = HeraLayout.of(cluster, policy.window, policy.tail)

@@ -100,8 +100,10 @@ def split_allocator(spec: str) -> tuple[str, str | None]:
         raise ValueError(f"{spec!r}: unknown allocator {allocator!r} after '+'; the allocators: "
                          f"{', '.join(allowed)}")
     if recipe is not None and recipe.places_jobs:
+        other = f" (or {policy.strip()}@allocator={allocator}: that heuristic in place of the " \
+                f"agent)" if "@allocator=" in recipe.usage else ""
         raise ValueError(f"{spec!r}: a {recipe.name} model places its jobs with its own allocator "
-                         f"agent; name it without '+{allocator}'")
+                         f"agent; name it without '+{allocator}'{other}")
     if not policy.strip():
         raise ValueError(f"{spec!r}: no policy before '+{allocator}'")
     return policy.strip(), allocator
@@ -120,9 +122,10 @@ def require_named_nodes(prepared: Prepared, names: Sequence[str]) -> None:
 def allocator_label(policy, prepared: Prepared, allocator: str | None = None) -> str:
     """The allocator a run of `policy` on `prepared` places jobs with, as its row names it:
     `allocator`, else the trace's (--allocator), else the profile's; ``agent`` for a policy that
-    places its jobs itself (a HeraSched model's allocator agent)."""
+    places its jobs itself (a HeraSched model's allocator agent), or the heuristic's name that
+    places them in its place (``herasched:MODEL@allocator=NAME``)."""
     if getattr(policy, "places_jobs", False):
-        return "agent"
+        return getattr(policy, "place_with", None) or "agent"
     return allocator or prepared.allocator or prepared.profile.allocator
 
 

@@ -9,9 +9,14 @@ in the window fits. It needs a cluster of named nodes (``--cluster``; an SWF tra
 profile gets identical shared nodes). There is no separate backfiller: ``--backfill easy`` leaves
 its schedule as it is (the engine's backfilling only runs behind a job that could not start, and
 HeraSched starts only jobs that fit); ``conservative`` is refused. Models run under the ``hpcsim``
-profile (the thesis's simulator) unless the command names another pass-loop profile."""
+profile (the thesis's simulator) unless the command names another pass-loop profile. Options follow
+the path, joined by '@': ``@reserve[=AGE]`` (EASY's reservation for the oldest job once it has
+waited AGE) and ``@allocator=NAME`` (topology, best-fit or first-available places the selector's
+jobs in place of the model's allocator agent)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from hpcsched.envs import HERASCHED
 from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
@@ -19,39 +24,80 @@ from hpcsched.recipes import Command, Evaluation, Recipe, Tiny, register
 CLI = "hpcsched.cli.herasched_train"
 
 
-def reserve_after(option: str, name: str) -> float | None:
-    """The wait after which the oldest job is reserved for, of ``@reserve[=AGE]`` (`option`; AGE
-    a Slurm duration: MM, HH:MM:SS, D-HH, ...; ``@reserve`` alone: 0); None without one."""
+#: what ``@allocator=NAME`` may name: the grid's three allocators (Appendix B's columns), read in
+#: the profile's dialect as the grid's cells read them (under hpcsim, HPCsim's own)
+ALLOCATOR_OPTIONS = ("topology", "best-fit", "first-available")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What follows a HeraSched model's name (``herasched:PATH@OPTION[@OPTION]``)."""
+
+    #: ``@reserve[=AGE]``: the wait (s) after which the oldest job is reserved for; None: none
+    reserve_after: float | None = None
+    #: ``@allocator=NAME``: a heuristic allocator places the selector's jobs in place of the
+    #: model's allocator agent; None: the model's own
+    allocator: str | None = None
+
+
+def _unknown(option: str, name: str) -> ValueError:
+    return ValueError(f"{name}: unknown option {option!r} after '@'; a HeraSched model takes "
+                      f"@reserve or @reserve=AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...): "
+                      f"once the oldest waiting job has waited AGE, start only it, or what EASY "
+                      f"would backfill behind it; and @allocator=NAME (one of "
+                      f"{', '.join(ALLOCATOR_OPTIONS)}): that heuristic places the selector's "
+                      f"jobs in place of the model's allocator")
+
+
+def model_options(option: str, name: str) -> ModelOptions:
+    """The options of a HeraSched model, `option` being what follows its first '@' (options
+    joined by '@', each at most once), refused (`name` in the message) if unknown or malformed."""
     from hpcsched.workload.sacct import parse_duration
 
-    if not option:
-        return None
-    key, eq, age = option.partition("=")
-    if key != "reserve" or (eq and not age):
-        raise ValueError(f"{name}: unknown option {option!r} after '@'; a HeraSched model takes "
-                         f"@reserve or @reserve=AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...): "
-                         f"once the oldest waiting job has waited AGE, start only it, or what "
-                         f"EASY would backfill behind it")
-    if not eq:
-        return 0.0
-    seconds = parse_duration(age)
-    if seconds is None:
-        raise ValueError(f"{name}: @reserve={age}: not a Slurm duration (MM, MM:SS, HH:MM:SS, "
-                         f"D-HH, D-HH:MM, D-HH:MM:SS)")
-    return seconds
+    found: dict[str, object] = {}
+    for part in option.split("@") if option else ():
+        key, eq, value = part.partition("=")
+        if key not in ("reserve", "allocator") or (eq and not value) or \
+                (key == "allocator" and not eq):
+            raise _unknown(part, name)
+        if key in found:
+            raise ValueError(f"{name}: @{key} is given twice")
+        if key == "allocator":
+            if value not in ALLOCATOR_OPTIONS:
+                raise ValueError(f"{name}: @allocator={value}: not one of the grid's "
+                                 f"allocators ({', '.join(ALLOCATOR_OPTIONS)})")
+            found[key] = value
+        elif not eq:
+            found[key] = 0.0
+        else:
+            seconds = parse_duration(value)
+            if seconds is None:
+                raise ValueError(f"{name}: @reserve={value}: not a Slurm duration (MM, MM:SS, "
+                                 f"HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)")
+            found[key] = seconds
+    return ModelOptions(reserve_after=found.get("reserve"), allocator=found.get("allocator"))
+
+
+def reserve_after(option: str, name: str) -> float | None:
+    """The wait after which the oldest job is reserved for, of ``@reserve[=AGE]`` (in `option`;
+    AGE a Slurm duration: MM, HH:MM:SS, D-HH, ...; ``@reserve`` alone: 0); None without one."""
+    return model_options(option, name).reserve_after
 
 
 def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     """The HeraSched model at `path` as an engine Policy (it reads the cluster it is given);
     ``@reserve[=AGE]`` (`option`) holds an EASY reservation for the oldest waiting job once it
-    has waited AGE (`agents.herasched_policy.HeraSchedPolicy`'s `reserve_after`)."""
+    has waited AGE (`agents.herasched_policy.HeraSchedPolicy`'s `reserve_after`);
+    ``@allocator=NAME`` places the selector's jobs with that heuristic allocator instead of the
+    model's allocator agent (an ablation: which half of the hierarchy does what)."""
     from hpcsched.agents.herasched_policy import load_herasched
     from hpcsched.envs.herasched import check_profile
 
-    after = reserve_after(option, name)
+    options = model_options(option, name)
     if prepared is not None:
         check_profile(prepared)
-    return load_herasched(path, sample=sample, seed=seed, name=name, reserve_after=after)
+    return load_herasched(path, sample=sample, seed=seed, name=name,
+                          reserve_after=options.reserve_after, place_with=options.allocator)
 
 
 def tiny() -> Tiny:
@@ -80,8 +126,10 @@ RECIPE = register(Recipe(
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
     profile="hpcsim", places_jobs=True, separator="@",
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
-    usage="herasched:PATH[@reserve[=AGE]] (a model file, or a run folder: its best.pt; @reserve: "
-          "hold an EASY reservation for the oldest job once it has waited AGE)",
+    usage="herasched:PATH[@reserve[=AGE]][@allocator=NAME] (a model file, or a run folder: its "
+          "best.pt; @reserve: hold an EASY reservation for the oldest job once it has waited "
+          "AGE; @allocator: topology, best-fit or first-available places the jobs in place of "
+          "the model's allocator)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
