@@ -300,3 +300,77 @@ def test_a_shipped_model_reads_through_a_heuristic_allocator_on_the_engine():
         free[nodes] -= demand[j]
     assert (free == np.asarray(cluster.capacity)).all()
     assert [a.tolist() for a in ours.allocations] != [a.tolist() for a in agent.allocations]
+
+
+# ---- @selector=NAME: a heuristic with HPCsim's backfilling picks, the allocator places -----------
+
+def grid_cell(prepared, selector, allocator):
+    from hpcsched.experiments.herasched_grid import selector_policy
+
+    engine = make_engine(prepared.jobs, prepared.cluster, prepared.profile, "easy",
+                         allocator=allocator)
+    return engine.run(selector_policy(selector, prepared.profile.name))
+
+
+def same_schedule(a, b) -> bool:
+    return np.array_equal(a.start, b.start) and \
+        [x.tolist() for x in a.allocations] == [x.tolist() for x in b.allocations]
+
+
+@pytest.fixture(scope="module")
+def deeplearn_test():
+    """The first 500 jobs of Deeplearn's test high-load day: over 100 of them wait."""
+    from hpcsched.experiments.herasched_eval import period_prepared
+
+    return period_prepared("spartan-deeplearn", "test-high-load", jobs=500)
+
+
+@pytest.mark.parametrize("selector, allocator", [
+    ("fcfs", "topology"), ("lcfs", "best-fit"), ("sjf", "first-available"), ("wfp3", "topology"),
+    ("unicep", "best-fit"), ("f1", "first-available"), ("f2", "best-fit")])
+def test_a_heuristic_selector_and_allocator_are_the_grid_s_cell_exactly(deeplearn_test, selector,
+                                                                        allocator):
+    """``@selector=S@allocator=A`` schedules as the grid's cell S + A (the engine's own HPCsim
+    pass and backfilling, checked against HPCsim's outputs): every start and every node."""
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    spec = f"herasched:pretrained/herasched-deeplearn-s0@selector={selector}@allocator={allocator}"
+    ours = simulate(deeplearn_test, resolve_policy(spec, deeplearn_test), backfill="easy")
+    cell = grid_cell(deeplearn_test, selector, allocator)
+    assert np.sum(cell.start > deeplearn_test.jobs.submit) > 100  # a queue to order and backfill
+    assert same_schedule(ours, cell)
+
+
+def test_the_allocator_agent_behind_a_heuristic_selector_places_every_job_it_starts(
+        deeplearn_test, monkeypatch):
+    """The allocator agent's path: an agent whose scores are all equal takes the first node
+    allowed, which is HPCsim's first-available; so, with a window that shows every waiting job,
+    FCFS through it is the grid's FCFS + first-available cell exactly."""
+    monkeypatch.setattr(hp, "fits_layout", lambda *a: None)
+    monkeypatch.setattr(hp, "numpy_scores", lambda *a: None)
+
+    class Flat(HeraSchedPolicy):
+        def _scores(self, agent):
+            return np.zeros(self.observer.layout.nodes if agent else self.window + 1)
+
+    policy = Flat(None, None, net="default", window=256, tail=1, order_by="fcfs")
+    ours = simulate(deeplearn_test, policy, backfill="easy")
+    assert policy.summary()["unshown_starts"] == 0
+    assert same_schedule(ours, grid_cell(deeplearn_test, "fcfs", "first-available"))
+    # and it is not the other allocators' schedule
+    assert not same_schedule(ours, grid_cell(deeplearn_test, "fcfs", "best-fit"))
+
+
+def test_the_selector_option_is_refused_where_it_cannot_be_the_grid_s(deeplearn_test):
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.recipes.herasched import model_options
+
+    assert model_options("selector=unicep", "m").selector == "unicep"
+    with pytest.raises(ValueError, match=r"@selector=edf: not one of the grid's selectors"):
+        model_options("selector=edf", "m")
+    with pytest.raises(ValueError, match="takes no @reserve"):
+        model_options("selector=fcfs@reserve=1:00:00", "m")
+    policy = resolve_policy("herasched:pretrained/herasched-deeplearn-s0@selector=fcfs",
+                            deeplearn_test)
+    with pytest.raises(ValueError, match="the hpcsim profile with --backfill easy"):
+        simulate(deeplearn_test, policy, backfill="none")

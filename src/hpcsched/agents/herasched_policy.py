@@ -50,8 +50,16 @@ class HeraSchedPolicy:
 
     def __init__(self, selector, allocator, *, net: str, window: int, tail: int,
                  sample: bool = False, seed: int = 0, name: str = "herasched",
-                 reserve_after: float | None = None, place_with: str | None = None) -> None:
+                 reserve_after: float | None = None, place_with: str | None = None,
+                 order_by: str | None = None) -> None:
         self.name = name
+        #: ``@selector=NAME``: that heuristic of the grid's orders the jobs, with HPCsim's
+        #: backfilling behind its head (the grid's cells), in place of the selector agent; each
+        #: job started is placed by the allocator agent (or `place_with`); None: the agent
+        self.order_by = order_by
+        self._order = None
+        self._call: dict | None = None  # HPCsim's backfilling call under way (order_by)
+        self.unshown = 0  # jobs order_by would have started that the allocator agent cannot see
         #: ``@allocator=NAME``: that heuristic (in the run's profile dialect, made at `reset`)
         #: places the selector's jobs in place of the allocator agent; None: the agent
         self.place_with = place_with
@@ -93,6 +101,18 @@ class HeraSchedPolicy:
         if self.place_with is not None:
             from hpcsched.sim.factory import resolve_allocator
             self.placer = resolve_allocator(self.place_with, view.profile)
+        if self.order_by is not None:
+            from hpcsched.experiments.herasched_grid import selector_policy
+            if view.profile != "hpcsim" or view.backfill != "easy":
+                raise ValueError(f"{self.name}: @selector runs the grid's cells (HPCsim's "
+                                 f"backfilling behind the head): the hpcsim profile with --backfill "
+                                 f"easy, not {view.profile} with {view.backfill}")
+            if self.reserve_after is not None:
+                raise ValueError(f"{self.name}: @selector backfills as HPCsim does; it takes no "
+                                 f"@reserve")
+            self._order = selector_policy(self.order_by, view.profile)
+            self._call = None
+            self.unshown = 0
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -105,6 +125,8 @@ class HeraSchedPolicy:
         return int(np.argmax(np.where(mask, noisy, -np.inf)))
 
     def decide(self, view):
+        if self._order is not None:
+            return self._decide_ordered(view)
         observer = self.observer
         snap = observer.observe(view, self.obs)
         if not snap.fits.any():
@@ -132,6 +154,81 @@ class HeraSchedPolicy:
             self.decisions += 1
         return Start(row, tuple(chosen))
 
+    # -- @selector=NAME: a heuristic orders, HPCsim backfills, the allocator places -------------
+
+    def _ordered_queue(self, view) -> list[int]:
+        """The waiting rows by the heuristic's priority now, ties in queue order (HPCsim's)."""
+        q = view.queue
+        order = self._order
+        keys = order.keys(view) if hasattr(order, "keys") else order.static_keys(view.jobs)[q]
+        return q[np.argsort(keys, kind="stable")].tolist()
+
+    def _decide_ordered(self, view):
+        """One decision of HPCsim's pass (spec hpcsim-semantics.md sections 4 and 7): start the
+        jobs in priority order while the first fits; behind the first that does not (the head),
+        one backfilling call over the rest in order, each job that fits placed and kept only if
+        the head's estimate is unchanged, one start a decision; after a call that started
+        something, a new pass at the same instant, else wait for the next event."""
+        call = self._call
+        while True:
+            if call is not None and call["now"] == view.now:
+                if call["cursor"] is not None:
+                    out = self._backfill(view, call)
+                    if out is not None:
+                        return out
+                if not call["kept"]:
+                    call["cursor"] = None  # the call ended having started nothing: wait
+                    return Wait()
+            order = self._ordered_queue(view)
+            if not order:
+                self._call = None
+                return Wait()
+            head = order[0]
+            if view.fits(np.array([head]))[0]:
+                self._call = None
+                nodes = self._nodes_for(view, head)
+                if nodes is None:
+                    return Wait()
+                return Start(head, nodes)
+            call = self._call = {"now": view.now, "head": head, "rest": order[1:], "cursor": 0,
+                                 "kept": False, "target": view.hpcsim_estimate(head)}
+
+    def _backfill(self, view, call):
+        """The next job of the backfilling `call` that is kept (a `Start`), or None at its end."""
+        rest = call["rest"]
+        while call["cursor"] < len(rest):
+            row = rest[call["cursor"]]
+            call["cursor"] += 1
+            if not view.fits(np.array([row]))[0]:
+                continue
+            nodes = self._nodes_for(view, row)
+            if nodes is not None and \
+                    view.hpcsim_estimate(call["head"], row, nodes) == call["target"]:
+                call["kept"] = True
+                return Start(row, nodes)
+        return None
+
+    def _nodes_for(self, view, row: int) -> tuple[int, ...] | None:
+        """`row`'s nodes now: the heuristic's (`place_with`), or the allocator agent's, on the
+        observation with `row` as the selector's choice; None if the agent's window does not
+        show `row` (counted in `unshown`)."""
+        if self.placer is not None:
+            return self._place(view, row, None)
+        observer = self.observer
+        snap = observer.observe(view, self.obs)
+        at = np.flatnonzero(snap.rows == row)
+        if not at.size:
+            self.unshown += 1
+            return None
+        slot = int(at[0])
+        self.obs[-1] = observer.slot_value(slot)
+        scores = self._scores(1)
+        chosen: list[int] = []
+        for _ in range(int(observer.count[row])):
+            chosen.append(self._choose(scores, observer.allocator_mask(slot, chosen)))
+            self.decisions += 1
+        return tuple(chosen)
+
     def _place(self, view, row: int, plan) -> tuple[int, ...]:
         """`row`'s nodes from the heuristic allocator (``@allocator=NAME``). Under a reservation
         (`plan`), a job running past it gets the nodes that leave the oldest job its share if
@@ -158,6 +255,8 @@ class HeraSchedPolicy:
         out = {"agent_decisions": self.decisions}
         if self.guard is not None:
             out["reserving_decisions"] = self.guard.reserving
+        if self._order is not None:
+            out["unshown_starts"] = self.unshown
         return out
 
 
@@ -173,7 +272,8 @@ def as_policy(model, *, sample: bool = False, seed: int = 0,
 
 def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
                    reserve_after: float | None = None,
-                   place_with: str | None = None) -> HeraSchedPolicy:
+                   place_with: str | None = None,
+                   order_by: str | None = None) -> HeraSchedPolicy:
     """The model file at `path` (a full checkpoint or a slim export) as an engine Policy: its
     actors, on whatever cluster it is asked to schedule (the default network carries over; the
     thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
@@ -201,7 +301,7 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
                            tail=norm["tail"], sample=sample, seed=seed,
                            name=name or f"herasched:{path}",
                            reserve_after=config.reserve_after if reserve_after is None
-                           else reserve_after, place_with=place_with)
+                           else reserve_after, place_with=place_with, order_by=order_by)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

@@ -27,6 +27,8 @@ CLI = "hpcsched.cli.herasched_train"
 #: what ``@allocator=NAME`` may name: the grid's three allocators (Appendix B's columns), read in
 #: the profile's dialect as the grid's cells read them (under hpcsim, HPCsim's own)
 ALLOCATOR_OPTIONS = ("topology", "best-fit", "first-available")
+#: what ``@selector=NAME`` may name: the grid's seven selectors (Appendix B's rows)
+SELECTOR_OPTIONS = ("fcfs", "lcfs", "sjf", "wfp3", "unicep", "f1", "f2")
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,20 @@ class ModelOptions:
     #: ``@allocator=NAME``: a heuristic allocator places the selector's jobs in place of the
     #: model's allocator agent; None: the model's own
     allocator: str | None = None
+    #: ``@selector=NAME``: a heuristic orders the jobs with HPCsim's backfilling behind its head
+    #: (the grid's cells) in place of the model's selector agent; None: the model's own
+    selector: str | None = None
 
 
 def _unknown(option: str, name: str) -> ValueError:
     return ValueError(f"{name}: unknown option {option!r} after '@'; a HeraSched model takes "
                       f"@reserve or @reserve=AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...): "
                       f"once the oldest waiting job has waited AGE, start only it, or what EASY "
-                      f"would backfill behind it; and @allocator=NAME (one of "
+                      f"would backfill behind it; @allocator=NAME (one of "
                       f"{', '.join(ALLOCATOR_OPTIONS)}): that heuristic places the selector's "
-                      f"jobs in place of the model's allocator")
+                      f"jobs in place of the model's allocator; @selector=NAME (one of "
+                      f"{', '.join(SELECTOR_OPTIONS)}): that heuristic with HPCsim's "
+                      f"backfilling picks the jobs in place of the model's selector")
 
 
 def model_options(option: str, name: str) -> ModelOptions:
@@ -57,15 +64,16 @@ def model_options(option: str, name: str) -> ModelOptions:
     found: dict[str, object] = {}
     for part in option.split("@") if option else ():
         key, eq, value = part.partition("=")
-        if key not in ("reserve", "allocator") or (eq and not value) or \
-                (key == "allocator" and not eq):
+        if key not in ("reserve", "allocator", "selector") or (eq and not value) or \
+                (key != "reserve" and not eq):
             raise _unknown(part, name)
         if key in found:
             raise ValueError(f"{name}: @{key} is given twice")
-        if key == "allocator":
-            if value not in ALLOCATOR_OPTIONS:
-                raise ValueError(f"{name}: @allocator={value}: not one of the grid's "
-                                 f"allocators ({', '.join(ALLOCATOR_OPTIONS)})")
+        if key != "reserve":
+            names = ALLOCATOR_OPTIONS if key == "allocator" else SELECTOR_OPTIONS
+            if value not in names:
+                raise ValueError(f"{name}: @{key}={value}: not one of the grid's {key}s "
+                                 f"({', '.join(names)})")
             found[key] = value
         elif not eq:
             found[key] = 0.0
@@ -75,7 +83,11 @@ def model_options(option: str, name: str) -> ModelOptions:
                 raise ValueError(f"{name}: @reserve={value}: not a Slurm duration (MM, MM:SS, "
                                  f"HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)")
             found[key] = seconds
-    return ModelOptions(reserve_after=found.get("reserve"), allocator=found.get("allocator"))
+    if "selector" in found and "reserve" in found:
+        raise ValueError(f"{name}: @selector backfills as HPCsim does (the grid's cells); it takes "
+                         f"no @reserve")
+    return ModelOptions(reserve_after=found.get("reserve"), allocator=found.get("allocator"),
+                        selector=found.get("selector"))
 
 
 def reserve_after(option: str, name: str) -> float | None:
@@ -97,7 +109,8 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
     if prepared is not None:
         check_profile(prepared)
     return load_herasched(path, sample=sample, seed=seed, name=name,
-                          reserve_after=options.reserve_after, place_with=options.allocator)
+                          reserve_after=options.reserve_after, place_with=options.allocator,
+                          order_by=options.selector)
 
 
 def tiny() -> Tiny:

@@ -355,24 +355,11 @@ def hpcsim_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.nd
     """HPCsim's backfilling (see the module docstring). Jobs on a node are walked by remaining
     requested time; ties in the order they were placed there. HPCsim's clock is whole seconds, so
     remaining time and estimated end (start + request) order the jobs alike."""
-    e, res = engine, engine.res
-    now, req, start, est = e.now, e.req_list, e.start, e.est
-    k_head = res.klass[head]
+    res, now, req = engine.res, engine.now, engine.req_list
     want = res.count_list[head]
-    head_demand = res._class_lists[k_head]
+    head_demand = res._class_lists[res.klass[head]]
     placed_now: dict[int, float] = {}  # rows placed in this call: their end if started now
-
-    def end_of(r: int) -> float:
-        return placed_now[r] if r in placed_now else est[r]
-
-    def estimate(p: int) -> float:
-        if p == -2:
-            return 0.0
-        if p == -1:
-            return -1.0
-        return req[p] if p in placed_now else req[p] - (now - start[p])
-
-    per_node = [estimate(p) for p in res.fit_points(k_head, est)]
+    end_of, estimate, per_node = _hpcsim_estimates(engine, head, placed_now)
     target = _kth_estimate(per_node, want)
     free = res.free_matrix.copy()
     fits = _Fits(res, free)
@@ -403,6 +390,46 @@ def hpcsim_starts(engine, head: int, others: list[int]) -> list[tuple[int, np.nd
     return out
 
 
+def _hpcsim_estimates(engine, head: int, placed_now: dict[int, float]):
+    """HPCsim's per-node estimate of `head`'s start now (`hpcsim_starts`): `end_of(row)` and
+    `estimate(point)` (a `NodeState.fit_points` value: -2 fits now, -1 never, else the row whose
+    end makes it fit, read as its remaining requested time), and the per-node estimates. Rows in
+    `placed_now` (row: end) count as started now."""
+    e, res = engine, engine.res
+    now, req, start, est = e.now, e.req_list, e.start, e.est
+
+    def end_of(r: int) -> float:
+        return placed_now[r] if r in placed_now else est[r]
+
+    def estimate(p: int) -> float:
+        if p == -2:
+            return 0.0
+        if p == -1:
+            return -1.0
+        return req[p] if p in placed_now else req[p] - (now - start[p])
+
+    return end_of, estimate, [estimate(p) for p in res.fit_points(res.klass[head], est)]
+
+
+def hpcsim_estimate(engine, head: int, row: int | None = None, nodes=None) -> float:
+    """HPCsim's estimate of `head`'s start, from now (its `check_earliest_runtime`: the
+    `count`-th smallest per-node estimate, -1 if it can never fit), or with `row` placed on
+    `nodes` now as well: the test its backfilling keeps a job by (unchanged: kept)."""
+    res = engine.res
+    placed_now: dict[int, float] = {}
+    if row is not None:
+        placed_now[int(row)] = engine.now + engine.req_list[int(row)]
+    end_of, estimate, per_node = _hpcsim_estimates(engine, head, placed_now)
+    if row is not None:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        free = res.free_matrix[nodes] - res.used_per_node(int(row), nodes)
+        head_demand = res._class_lists[res.klass[head]]
+        for i, f in zip(nodes.tolist(), free.tolist()):
+            tasks = res.node_tasks[i] + [int(row)]
+            per_node[i] = estimate(res.node_point(i, f, head_demand, tasks, end_of))
+    return _kth_estimate(per_node, res.count_list[head])
+
+
 def _kth_estimate(per_node: list[float], k: int) -> float:
     """The head's earliest start: the k-th smallest per-node estimate, -1 if fewer than k nodes
     can ever hold it."""
@@ -412,5 +439,5 @@ def _kth_estimate(per_node: list[float], k: int) -> float:
     return sorted(ok)[k - 1]
 
 
-__all__ = ["Reservation", "conservative_starts", "easy_starts", "hpcsim_starts", "reservation",
-           "shadow_of", "starts"]
+__all__ = ["Reservation", "conservative_starts", "easy_starts", "hpcsim_estimate", "hpcsim_starts",
+           "reservation", "shadow_of", "starts"]

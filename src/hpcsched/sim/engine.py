@@ -181,6 +181,17 @@ class DecisionView:
             raise ValueError("reservation() reads named nodes; this engine counts a pool's")
         return reservation(self._engine, int(row))
 
+    def hpcsim_estimate(self, head: int, row: int | None = None, nodes=None) -> float:
+        """HPCsim's estimate of `head`'s start, from now (the `count`-th smallest per-node
+        estimate; -1: it can never fit), or with `row` started on `nodes` now as well: its
+        backfilling keeps a job only if that leaves the estimate unchanged
+        (`sim.backfill_nodes.hpcsim_estimate`)."""
+        from hpcsched.sim.backfill_nodes import hpcsim_estimate
+
+        if getattr(self._engine.res, "free_matrix", None) is None:
+            raise ValueError("hpcsim_estimate() reads named nodes; this engine counts a pool's")
+        return hpcsim_estimate(self._engine, int(head), row, nodes)
+
     def fits(self, rows: np.ndarray) -> np.ndarray:
         """Whether each of `rows` fits on the free resources now."""
         rows = np.asarray(rows, dtype=np.int64)
