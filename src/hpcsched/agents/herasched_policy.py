@@ -59,7 +59,7 @@ class HeraSchedPolicy:
         self.order_by = order_by
         self._order = None
         self._call: dict | None = None  # HPCsim's backfilling call under way (order_by)
-        self.unshown = 0  # jobs order_by would have started that the allocator agent cannot see
+        self.unshown = 0  # placements (kept or not) of jobs the agent's window did not show
         #: ``@allocator=NAME``: that heuristic (in the run's profile dialect, made at `reset`)
         #: places the selector's jobs in place of the allocator agent; None: the agent
         self.place_with = place_with
@@ -186,10 +186,7 @@ class HeraSchedPolicy:
             head = order[0]
             if view.fits(np.array([head]))[0]:
                 self._call = None
-                nodes = self._nodes_for(view, head)
-                if nodes is None:
-                    return Wait()
-                return Start(head, nodes)
+                return Start(head, self._nodes_for(view, head))
             call = self._call = {"now": view.now, "head": head, "rest": order[1:], "cursor": 0,
                                  "kept": False, "target": view.hpcsim_estimate(head)}
 
@@ -202,16 +199,16 @@ class HeraSchedPolicy:
             if not view.fits(np.array([row]))[0]:
                 continue
             nodes = self._nodes_for(view, row)
-            if nodes is not None and \
-                    view.hpcsim_estimate(call["head"], row, nodes) == call["target"]:
+            if view.hpcsim_estimate(call["head"], row, nodes) == call["target"]:
                 call["kept"] = True
                 return Start(row, nodes)
         return None
 
-    def _nodes_for(self, view, row: int) -> tuple[int, ...] | None:
+    def _nodes_for(self, view, row: int) -> tuple[int, ...]:
         """`row`'s nodes now: the heuristic's (`place_with`), or the allocator agent's, on the
-        observation with `row` as the selector's choice; None if the agent's window does not
-        show `row` (counted in `unshown`)."""
+        observation with `row` as the selector's choice. Where the agent's window does not show
+        `row` (a queue longer than the window), it is shown in the first slot, the rest of the
+        queue after it (counted in `unshown`)."""
         if self.placer is not None:
             return self._place(view, row, None)
         observer = self.observer
@@ -219,7 +216,8 @@ class HeraSchedPolicy:
         at = np.flatnonzero(snap.rows == row)
         if not at.size:
             self.unshown += 1
-            return None
+            snap = observer.observe(_FirstShown(view, row), self.obs)
+            at = np.flatnonzero(snap.rows == row)
         slot = int(at[0])
         self.obs[-1] = observer.slot_value(slot)
         scores = self._scores(1)
@@ -256,8 +254,21 @@ class HeraSchedPolicy:
         if self.guard is not None:
             out["reserving_decisions"] = self.guard.reserving
         if self._order is not None:
-            out["unshown_starts"] = self.unshown
+            out["unshown_placements"] = self.unshown
         return out
+
+
+class _FirstShown:
+    """A decision view whose queue has `row` first, then the others in their order: what the
+    allocator agent observes to place a job its window would not show."""
+
+    def __init__(self, view, row: int) -> None:
+        self._view = view
+        queue = view.queue
+        self.queue = np.concatenate([[row], queue[queue != row]]).astype(np.int64)
+
+    def __getattr__(self, name):
+        return getattr(self._view, name)
 
 
 def as_policy(model, *, sample: bool = False, seed: int = 0,
