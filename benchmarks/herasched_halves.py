@@ -3,14 +3,16 @@ selector agent, and one more column, its allocator agent: each agent beside the 
 other half.
 
     python benchmarks/herasched_halves.py --cluster spartan-deeplearn \\
-        [--models MODEL,...] [--periods test,test-high-load] [--jobs N] [--workers 2] \\
-        [--json FILE]
+        [--models MODEL,...] [--periods test,test-high-load] [--selectors fcfs,...|none] \\
+        [--jobs N] [--workers 2] [--json FILE]
 
 MODEL: one per training seed (default: the partition's shipped models). A cell of the agent row is
 ``herasched:MODEL@allocator=A`` (the selector agent picks, heuristic A places); of the agent column
 ``herasched:MODEL@selector=S`` (heuristic S orders the jobs with HPCsim's backfilling behind its
 head, as the grid's cells do, and the allocator agent places every job started); the corner is the
-model itself. With both options a model runs the grid's cell S + A exactly (tested), so each agent
+model itself. --selectors names the rows that get an agent-column cell (default: all seven;
+``none``: the agent row alone, where HPCsim's backfilling in Python would take hours, as on
+Physical's periods). With both options a model runs the grid's cell S + A exactly (tested), so each agent
 cell differs from its neighbours in the grid by the one half it names.
 
 Printed per period: the table (AWT / MWT in seconds; an agent cell gives the mean over the models),
@@ -68,6 +70,8 @@ def main() -> None:
     ap.add_argument("--cluster", required=True, choices=sorted(PERIODS))
     ap.add_argument("--models", help="comma-separated (default: the shipped models)")
     ap.add_argument("--periods", default="test,test-high-load")
+    ap.add_argument("--selectors", help="the rows given an agent-column cell, comma-separated, "
+                                        "or none (default: all seven)")
     ap.add_argument("--jobs", type=int, help="only the first N jobs of each period")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--json", metavar="FILE", help="write every run as a row")
@@ -76,8 +80,14 @@ def main() -> None:
     periods = args.periods.split(",")
     if not models:
         raise SystemExit(f"no model given and none shipped for {args.cluster}")
+    rows = list(SELECTORS) if args.selectors is None else \
+        [] if args.selectors == "none" else args.selectors.split(",")
+    unknown = sorted(set(rows) - set(SELECTORS))
+    if unknown:
+        raise SystemExit(f"--selectors: {', '.join(unknown)}: not the grid's (one of "
+                         f"{', '.join(SELECTORS)}, or none)")
     cells = [(s, a) for s in SELECTORS for a in ALLOCATORS]
-    agent_cells = [(AGENT, a) for a in ALLOCATORS] + [(s, AGENT) for s in SELECTORS] + \
+    agent_cells = [(AGENT, a) for a in ALLOCATORS] + [(s, AGENT) for s in rows] + \
         [(AGENT, AGENT)]
     t0, cpu0 = time.time(), time.process_time()
     with ProcessPoolExecutor(args.workers) as pool:
@@ -110,8 +120,8 @@ def main() -> None:
         for s in list(SELECTORS) + [AGENT]:
             line = []
             for a in list(ALLOCATORS) + [AGENT]:
-                m = grid.get((s, a)) or mean[s, a]
-                line.append(f"{m['wait']:,.1f} / {m['max_wait']:,.0f}")
+                m = grid.get((s, a)) or mean.get((s, a))
+                line.append("" if m is None else f"{m['wait']:,.1f} / {m['max_wait']:,.0f}")
             print(f"| {s if s != AGENT else 'agent (selector)'} | {' | '.join(line)} |")
         print(f"\n{'cell':<24} {'MWT (s) per model':<44} {'MWT below':>9} {'S > 2':>6} "
               f"{'lowest mean S':>13} {'unshown':>8}")

@@ -40,7 +40,7 @@ NAMED = {"experiment.txt": r"dq-s(\d)", "experiment-mixed.txt": r"dqm-s(\d)",
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index(MARKER)
-    return text[start:text.index("**The two networks on Physical", start)]
+    return text[start:text.index("**Which half does what", start)]
 
 
 def config(run: str) -> dict:
