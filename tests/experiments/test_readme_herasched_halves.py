@@ -34,14 +34,15 @@ def readme() -> str:
     return text[start:text.index("**The two networks on Physical", start)]
 
 
-def rows() -> list[dict]:
-    return json.loads((DATA / "deeplearn-squared.json").read_text())
+def rows(name: str = "deeplearn-squared") -> list[dict]:
+    return json.loads((DATA / f"{name}.json").read_text())
 
 
-def split(period: str):
-    """The period's heuristic cells {(selector, allocator): row} and agent cells {cell: [rows]}."""
+def split(period: str, name: str = "deeplearn-squared"):
+    """The period's heuristic cells {(selector, allocator): row} and agent cells {cell: [rows]}
+    in the rows `name`.json."""
     grid, agents = {}, {}
-    for r in rows():
+    for r in rows(name):
         if r["period"] != period:
             continue
         if r["model"]:
@@ -59,9 +60,11 @@ def label(cell) -> str:
     return f"{NAMES[cell[0]]} + allocator agent"
 
 
-def table() -> dict[tuple[str, str], list[str]]:
+def table(which: int = 0) -> dict[tuple[str, str], list[str]]:
+    """The paragraph's table `which` (0: Deeplearn's, 1: Physical's) by (period, cell)."""
     out = {}
-    for line in readme().splitlines():
+    text = readme().split("On Physical, the shipped models")[which]
+    for line in text.splitlines():
         cols = [c.strip() for c in line.strip("|").split("|")]
         if line.startswith("| test") and len(cols) == 7:
             out[cols[0], cols[1]] = cols[2:]
@@ -119,11 +122,14 @@ def test_the_corner_is_the_models_as_the_squared_paragraph_reads_them():
             assert (num(m[1]), num(m[2])) == (round(r["wait"], 1), r["max_wait"])
 
 
-def test_the_table_is_the_rows():
-    got = table()
-    assert len(got) == 2 * 11
-    for period, name in PERIODS.items():
-        grid, agents = split(period)
+@pytest.mark.parametrize("which, name, cells", [(0, "deeplearn-squared", 11),
+                                                 (1, "physical-shipped", 4)])
+def test_the_table_is_the_rows(which, name, cells):
+    got = table(which)
+    assert len(got) == 2 * cells
+    for period, pname in PERIODS.items():
+        grid, agents = split(period, name)
+        assert len(agents) == cells
         for cell, runs in agents.items():
             awt = np.mean([r["wait"] for r in runs])
             mwt = np.mean([r["max_wait"] for r in runs])
@@ -133,7 +139,7 @@ def test_the_table_is_the_rows():
             want = [f"{awt:,.1f}", f"{mwt:,.0f} ± {sd:,.0f}", lowest_beside(grid, cell),
                     str(sum(g["max_wait"] > mwt for g in grid.values())),
                     str(sum(v > 2 for v in score.values()))]
-            assert got[name, label(cell)] == want, (period, cell)
+            assert got[pname, label(cell)] == want, (period, cell)
 
 
 def test_the_bullets_are_the_table():
@@ -257,3 +263,48 @@ def test_one_model_s_every_cell_made_again(tmp_path):
     ours = halves(tmp_path, "--models", model)
     assert len([r for r in ours if r["model"]]) == 2 * 11
     same(ours, model, PERIODS)
+
+
+def mean_mwt(runs) -> float:
+    return float(np.mean([r["max_wait"] for r in runs]))
+
+
+def test_the_shipped_deeplearn_bullet_is_its_rows():
+    text = flat(readme())
+    grid, agents = split("test", "deeplearn-shipped")
+    assert len(agents) == 11 and all(len(r) == 3 for r in agents.values())
+    row = sorted(mean_mwt(agents["agent", a]) for a in ALLOCATORS)
+    own = mean_mwt(agents["agent", "agent"])
+    assert f"waits {row[0]:,.0f}-{row[-1]:,.0f} s (mean MWT) with a heuristic allocator and " \
+           f"{own:,.0f} s with its own" in text and row[0] > own
+    below = [s for s in SELECTORS
+             if mean_mwt(agents[s, "agent"]) < min(grid[s, a]["max_wait"] for a in ALLOCATORS)]
+    assert below == ["lcfs", "wfp3"]
+    grid, agents = split("test-high-load", "deeplearn-shipped")
+    below = [s for s in SELECTORS
+             if mean_mwt(agents[s, "agent"]) < min(grid[s, a]["max_wait"] for a in ALLOCATORS)]
+    assert below == ["sjf", "wfp3", "unicep"]
+    row = sorted(mean_mwt(agents["agent", a]) for a in ALLOCATORS)
+    own = mean_mwt(agents["agent", "agent"])
+    assert f"({row[0]:,.0f}-{row[-1]:,.0f} s with a heuristic, {own:,.0f} s with its own)" in text
+    assert row[0] > own
+
+
+def test_the_physical_bullets_are_its_rows():
+    text = flat(readme())
+    got = table(1)
+    test = [got["test", label(("agent", a))] for a in ALLOCATORS]
+    mwts = sorted(num(t[1].split(" ± ")[0]) for t in test)
+    scores = sorted(int(t[4]) for t in test)
+    assert f"({mwts[0]:,.0f}-{mwts[-1]:,.0f} s, S > 2 against {scores[0]}-{scores[-1]} cells)" \
+        in text
+    assert got["test", label(("agent", "agent"))][3:] == ["21", "21"]
+    high = {a: got["test high-load day", label(("agent", a))] for a in ALLOCATORS + ("agent",)}
+    own = num(high["agent"][1].split(" ± ")[0])
+    assert all(num(high[a][1].split(" ± ")[0]) < own for a in ALLOCATORS)
+    quoted = ", ".join(f"{a} {high[a][1].split(' ± ')[0]} s" for a in
+                       ("topology", "first-available", "best-fit"))
+    assert f"({quoted}, against {own:,.0f} s)" in text
+    assert max(int(high[a][4]) for a in ALLOCATORS) == 2
+    grid, _ = split("test-high-load", "physical-shipped")
+    assert min(g["max_wait"] for g in grid.values()) == 183611
