@@ -122,14 +122,22 @@ def test_the_corner_is_the_models_as_the_squared_paragraph_reads_them():
             assert (num(m[1]), num(m[2])) == (round(r["wait"], 1), r["max_wait"])
 
 
-@pytest.mark.parametrize("which, name, cells", [(0, "deeplearn-squared", 11),
-                                                 (1, "physical-shipped", 4)])
-def test_the_table_is_the_rows(which, name, cells):
+#: each table's rows: (rows file, period, the agent cells taken from it)
+DEEPLEARN = [("deeplearn-squared", p, None) for p in PERIODS]
+PHYSICAL = [("physical-shipped", p, None) for p in PERIODS] + \
+    [("physical-shipped-test", "test", [(s, "agent") for s in SELECTORS])]
+
+
+@pytest.mark.parametrize("which, sources", [(0, DEEPLEARN), (1, PHYSICAL)])
+def test_the_table_is_the_rows(which, sources):
     got = table(which)
-    assert len(got) == 2 * cells
-    for period, pname in PERIODS.items():
+    assert len(got) == (22 if which == 0 else 15)
+    for name, period, only in sources:
+        pname = PERIODS[period]
         grid, agents = split(period, name)
-        assert len(agents) == cells
+        assert len(agents) == (11 if name != "physical-shipped" else 4)
+        if only is not None:
+            agents = {c: agents[c] for c in only}
         for cell, runs in agents.items():
             awt = np.mean([r["wait"] for r in runs])
             mwt = np.mean([r["max_wait"] for r in runs])
@@ -308,3 +316,27 @@ def test_the_physical_bullets_are_its_rows():
     assert max(int(high[a][4]) for a in ALLOCATORS) == 2
     grid, _ = split("test-high-load", "physical-shipped")
     assert min(g["max_wait"] for g in grid.values()) == 183611
+
+
+def test_physical_s_two_runs_agree_and_its_column_bullet_is_the_rows():
+    """The test period's grid and agent row are the same in both Physical files; the column."""
+    grid, row = split("test", "physical-shipped")
+    grid2, agents = split("test", "physical-shipped-test")
+    assert grid == grid2
+    for cell, runs in row.items():
+        assert [(r["wait"], r["max_wait"]) for r in runs] == \
+            [(r["wait"], r["max_wait"]) for r in agents[cell]]
+    text = flat(readme())
+    col = {s: mean_mwt(agents[s, "agent"]) for s in SELECTORS}
+    assert all(col[s] < min(grid[s, a]["max_wait"] for a in ALLOCATORS) for s in SELECTORS)
+    assert f"({min(col.values()):,.0f}-{max(col.values()):,.0f} s)" in text
+    below = [sum(g["max_wait"] > col[s] for g in grid.values()) for s in SELECTORS]
+    assert f"below {min(below)}-{max(below)} of the 21 cells" in text
+    own = mean_mwt(agents["agent", "agent"])
+    assert [s for s in SELECTORS if col[s] < own] == ["wfp3", "unicep", "f1", "f2"]
+    seed2 = [r["max_wait"] for s in SELECTORS for r in agents[s, "agent"]
+             if "physical-s2" in r["model"]]
+    assert f"seed 2's allocator agent waits {min(seed2):,.0f}-{max(seed2):,.0f} s" in text
+    m = re.search(r"^fcfs \+ agent .* (\d+)$",
+                  (DATA / "physical-shipped-test.txt").read_text(), re.M)
+    assert f"Under FCFS {int(m[1]):,} of the placements" in text
