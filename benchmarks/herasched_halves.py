@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from herasched_reserve import _period, run_cell
+from herasched_reserve import _period, submit_grid
 
 AGENT = "agent"
 
@@ -61,7 +61,6 @@ def run_one(cluster, split, jobs, spec) -> dict:
 
 def main() -> None:
     from hpcsched.cli.herasched_eval import _default_models
-    from hpcsched.experiments.herasched_eval import check_model
     from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
     from hpcsched.sim.metrics import combined_score
     from hpcsched.workload.hera_periods import PERIODS
@@ -91,12 +90,9 @@ def main() -> None:
         [(AGENT, AGENT)]
     t0, cpu0 = time.time(), time.process_time()
     with ProcessPoolExecutor(args.workers) as pool:
+        jobs = {(split, c, ""): f for (split, c), f in
+                submit_grid(pool, args.cluster, periods, args.jobs, models[0]).items()}
         for split in periods:
-            check_model(models[0], _period(args.cluster, split, args.jobs).cluster, args.cluster)
-        jobs = {}
-        for split in periods:
-            for c in cells:
-                jobs[split, c, ""] = pool.submit(run_cell, args.cluster, split, args.jobs, *c)
             for c in agent_cells:
                 for m in models:
                     jobs[split, c, m] = pool.submit(run_one, args.cluster, split, args.jobs,

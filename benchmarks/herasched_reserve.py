@@ -47,12 +47,23 @@ def run_one(cluster, split, jobs, spec) -> dict:
     return run_model(_period(cluster, split, jobs), spec).metrics
 
 
+def submit_grid(pool, cluster: str, periods, jobs, model: str) -> dict:
+    """Check that `model` can schedule the periods' cluster, then submit the 21 cells of each
+    period to `pool`: {(period, (selector, allocator)): future}."""
+    from hpcsched.experiments.herasched_eval import check_model
+    from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
+
+    for split in periods:
+        check_model(model, _period(cluster, split, jobs).cluster, cluster)
+    return {(split, (s, a)): pool.submit(run_cell, cluster, split, jobs, s, a)
+            for split in periods for s in SELECTORS for a in ALLOCATORS}
+
+
 def spec_of(model: str, age: str) -> str:
     return model if age == "none" else f"{model}@reserve={age}"
 
 
 def main() -> None:
-    from hpcsched.experiments.herasched_eval import check_model
     from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS, cell_name
     from hpcsched.sim.metrics import combined_score
     from hpcsched.cli.herasched_eval import _default_models
@@ -82,12 +93,8 @@ def main() -> None:
     cells = [(s, a) for s in SELECTORS for a in ALLOCATORS]
     t0, cpu0 = time.time(), time.process_time()
     with ProcessPoolExecutor(args.workers) as pool:
+        jobs = submit_grid(pool, args.cluster, periods, args.jobs, models[0])
         for split in periods:
-            check_model(models[0], _period(args.cluster, split, args.jobs).cluster, args.cluster)
-        jobs = {}
-        for split in periods:
-            for c in cells:
-                jobs[split, c] = pool.submit(run_cell, args.cluster, split, args.jobs, *c)
             for age in ages:
                 for m in models:
                     jobs[split, age, m] = pool.submit(run_one, args.cluster, split, args.jobs,
