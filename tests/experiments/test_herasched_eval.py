@@ -317,3 +317,16 @@ def test_models_none_runs_the_grid_alone(capsys):
     assert code == 0, err
     assert "no HeraSched model given for spartan-physical (--models): the grid alone" in out
     assert "herasched:" not in out
+
+
+def test_a_row_names_the_heuristic_that_placed_a_model_s_jobs(capsys):
+    model = "pretrained/herasched-deeplearn-s0"
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--periods", "test-high-load",
+                             "--jobs", str(JOBS), "--json", "--models",
+                             f"{model}@allocator=best-fit,{model}@selector=fcfs")
+    assert code == 0, err
+    rows = [r for r in json.loads(out) if r.get("kind") == "herasched"]
+    assert [(r["policy"], r["allocator"]) for r in rows] == [
+        (f"herasched:{model}@allocator=best-fit", "best-fit"),
+        (f"herasched:{model}@selector=fcfs", "agent"), ("herasched", "agent,best-fit")]
+    assert he.placed_by(f"{model}@reserve=1:00:00@allocator=topology") == "topology"

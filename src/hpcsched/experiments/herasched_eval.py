@@ -466,7 +466,7 @@ class Evaluation:
             row.update(score=bscores[b.label][0], score_sd=bscores[b.label][1],
                        awt_rel=_rel(b.awt, mean["wait"]), mwt_rel=_rel(b.mwt, mean["max_wait"]))
         for run in self.runs:
-            row = {**base, "policy": f"herasched:{run.model}", "allocator": "agent",
+            row = {**base, "policy": f"herasched:{run.model}", "allocator": placed_by(run.model),
                    "backfill": BACKFILL, "kind": "herasched"}
             row.update({k: v for k, v in run.metrics.items() if isinstance(v, (int, float))})
             s = self.scores(run)
@@ -486,7 +486,8 @@ class Evaluation:
                             f"memory_gb_{key}": k.memory, f"gpus_{key}": k.gpus})
             out.append(row)
         cells = self.grid.cells()
-        row = {**base, "policy": "herasched", "allocator": "agent", "backfill": BACKFILL,
+        placers = sorted({placed_by(run.model) for run in self.runs})
+        row = {**base, "policy": "herasched", "allocator": ",".join(placers), "backfill": BACKFILL,
                "kind": "herasched", **mean, "models": len(self.runs), "seeds": self.seeds,
                "cells_s_above_2": sum(scores[c][0] > 2 for c in cells),
                "cells_mwt_above": sum(self.grid.mwt(c) > mean["max_wait"] for c in cells)}
@@ -495,6 +496,16 @@ class Evaluation:
                        baselines_mwt_above=sum(b.mwt > mean["max_wait"] for b in self.baselines))
         out.append(row)
         return out
+
+
+def placed_by(model: str) -> str:
+    """What places a model's jobs, as its rows name it: ``agent`` (its allocator agent), or the
+    heuristic of ``@allocator=NAME``."""
+    from hpcsched import recipes
+    from hpcsched.recipes.herasched import model_options
+
+    _, option = recipes.get("herasched").split(model)
+    return model_options(option, f"herasched:{model}").allocator or "agent"
 
 
 def _rel(value: float, reference: float) -> float:
