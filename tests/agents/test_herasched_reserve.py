@@ -249,8 +249,11 @@ def test_a_job_past_the_reservation_goes_to_a_node_that_leaves_the_oldest_its_sh
 
 
 def test_the_options_combine_and_refuse_what_they_do_not_know():
-    from hpcsched.recipes.herasched import ModelOptions, model_options
+    from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
+    from hpcsched.recipes.herasched import (ALLOCATOR_OPTIONS, SELECTOR_OPTIONS, ModelOptions,
+                                            model_options)
 
+    assert (ALLOCATOR_OPTIONS, SELECTOR_OPTIONS) == (ALLOCATORS, SELECTORS)  # the grid's names
     assert model_options("", "m") == ModelOptions()
     assert model_options("allocator=best-fit", "m") == ModelOptions(None, "best-fit")
     both = ModelOptions(6 * 3600.0, "topology")

@@ -12,7 +12,9 @@ and
 With ``@allocator=NAME`` (`place_with`) a heuristic allocator of the grid's (in the run's profile
 dialect) places each job the selector picks, in place of the allocator agent: an ablation of the
 hierarchy (which half does what). Under a reservation a job running past it still leaves the
-oldest job its nodes (`_place`).
+oldest job its nodes (`_place`). With ``@selector=NAME`` (`order_by`) one of the grid's selectors
+picks instead, with HPCsim's backfilling behind its head (`_decide_ordered`), and the allocator
+agent places each job started; with both options a model runs the grid's cell exactly (tested).
 
 So a model schedules a trace through `simulate` exactly as through its environment (tested), and
 nothing else starts a job: under ``--backfill easy`` the engine's backfilling is never called (it
@@ -290,7 +292,9 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
     thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
     model's own, `train herasched --reserve-after`, if it was trained so) holds EASY's
     reservation for the oldest job once it has waited that long; `place_with` (a heuristic
-    allocator's name) places the selector's jobs in place of the model's allocator agent."""
+    allocator's name) places the selector's jobs in place of the model's allocator agent;
+    `order_by` (a grid selector's name) picks the jobs, with HPCsim's backfilling, in place of
+    its selector agent."""
     from hpcsched.agents.herasched import RECIPE, HeraSchedConfig
     from hpcsched.agents.herasched_nets import ModelShape, agent_networks
     from hpcsched.modelfile import config_of, read_model, restore_state

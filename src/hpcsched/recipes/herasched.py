@@ -11,8 +11,9 @@ its schedule as it is (the engine's backfilling only runs behind a job that coul
 HeraSched starts only jobs that fit); ``conservative`` is refused. Models run under the ``hpcsim``
 profile (the thesis's simulator) unless the command names another pass-loop profile. Options follow
 the path, joined by '@': ``@reserve[=AGE]`` (EASY's reservation for the oldest job once it has
-waited AGE) and ``@allocator=NAME`` (topology, best-fit or first-available places the selector's
-jobs in place of the model's allocator agent)."""
+waited AGE), ``@allocator=NAME`` (topology, best-fit or first-available places the selector's
+jobs in place of the model's allocator agent) and ``@selector=NAME`` (one of the grid's seven
+selectors, with HPCsim's backfilling, picks the jobs the allocator agent places)."""
 
 from __future__ import annotations
 
@@ -139,10 +140,11 @@ RECIPE = register(Recipe(
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
     profile="hpcsim", places_jobs=True, separator="@",
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
-    usage="herasched:PATH[@reserve[=AGE]][@allocator=NAME] (a model file, or a run folder: its "
-          "best.pt; @reserve: hold an EASY reservation for the oldest job once it has waited "
-          "AGE; @allocator: topology, best-fit or first-available places the jobs in place of "
-          "the model's allocator)",
+    usage="herasched:PATH[@reserve[=AGE]][@allocator=NAME][@selector=NAME] (a model file, or "
+          "a run folder: its best.pt; @reserve: hold an EASY reservation for the oldest job "
+          "once it has waited AGE; @allocator: topology, best-fit or first-available places the "
+          "jobs in place of the model's allocator; @selector: fcfs, sjf, ... with HPCsim's "
+          "backfilling picks them in place of its selector)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
