@@ -94,10 +94,11 @@ def test_best_pt_and_the_validation_the_readme_describes():
 
 
 def table() -> dict[str, list[str]]:
+    """The rows of the section's tables of five columns (period, AWT, MWT, MWT below, S > 2)."""
     out = {}
     for line in readme().splitlines():
-        if line.startswith("| test"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| test") and len(cells) == 5:
             out[cells[0].split(" (")[0]] = cells[1:]
     return out
 
