@@ -31,7 +31,7 @@ PERIODS = {"test": "test", "test-high-load": "test high-load day"}
 def readme() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("**Which half does what")
-    return text[start:text.index("**The two networks on Physical", start)]
+    return text[start:text.index("**Two more Physical seeds", start)]
 
 
 def rows(name: str = "deeplearn-squared") -> list[dict]:
