@@ -104,7 +104,7 @@ class HeraSchedPolicy:
             from hpcsched.sim.factory import resolve_allocator
             self.placer = resolve_allocator(self.place_with, view.profile)
         if self.order_by is not None:
-            from hpcsched.experiments.herasched_grid import selector_policy
+            from hpcsched.policies.priority import get_policy
             if view.profile != "hpcsim" or view.backfill != "easy":
                 raise ValueError(f"{self.name}: @selector runs the grid's cells (HPCsim's "
                                  f"backfilling behind the head): the hpcsim profile with --backfill "
@@ -112,7 +112,7 @@ class HeraSchedPolicy:
             if self.reserve_after is not None:
                 raise ValueError(f"{self.name}: @selector backfills as HPCsim does; it takes no "
                                  f"@reserve")
-            self._order = selector_policy(self.order_by, view.profile)
+            self._order = get_policy(self.order_by, dialect="hpcsim")  # the grid's selector
             self._call = None
             self.unshown = 0
 
