@@ -147,6 +147,36 @@ def test_job_type_classes_on_a_hand_case():
                    "placed": 1, "not_placed": 0.5, "wait": 8.0}
 
 
+def test_queue_parts_on_a_hand_case():
+    # four jobs arrive by the cut at t1 = 9 (the fifth at 9 itself, not started); three start
+    jobs = JobTable.from_columns(submit=np.array([0.0, 0.0, 1.0, 2.0, 9.0]),
+                                 run_time=np.full(5, 10.0), req_procs=np.ones(5, dtype=int),
+                                 req_time=np.full(5, 30.0))
+    ep = dbf.Episode(0, jobs, np.array([0.0, 4.0, 9.0, np.nan, np.nan]), np.full(5, 10.0),
+                     0.0, 9.0, 4, 3)
+    parts = ep.queue_parts()
+    # started: waits 0, 4 and 8; left: job 3 has waited 7 by the cut, job 4 nothing
+    assert parts == {"span": 9.0, "arrived": 5, "left_waiting": 2, "queue_started": 12 / 9,
+                     "queue_left": 7 / 9, "wait_all": 19 / 5, "wait_left": 3.5}
+    m = ep.metrics()
+    assert m["wait"] == 4.0  # the AWT reads the started jobs only
+    assert m["queue_length"] == pytest.approx(parts["queue_started"] + parts["queue_left"])
+
+
+def test_queue_parts_add_up_on_real_episodes():
+    ctx = dbf.Context("lublin-1", (dbf.Method("LCFS", "lcfs"), dbf.Method("SJF", "sqf", "easy")),
+                      queue_parts=True)
+    res = dbf.run_online(ctx, {0: [8000, 8500], 1: [8000]})
+    for rows in res.values():
+        for r in rows:
+            m, p = r["metrics"], r["parts"]
+            assert p["left_waiting"] > 0  # the cut leaves jobs waiting: the case that matters
+            assert m["queue_length"] == pytest.approx(p["queue_started"] + p["queue_left"])
+            assert p["wait_all"] * p["arrived"] == pytest.approx(m["queue_length"] * p["span"])
+            assert p["arrived"] == m["jobs"] + p["left_waiting"]
+            assert p["wait_all"] > m["wait"]  # those left waiting have waited longer than AWT
+
+
 def _row(method, kind, protocol="online", window=None, **metrics):
     base = {"method": method, "kind": kind, "protocol": protocol, "window": window,
             "backfill": "none", "utilization": 0.7, "wait": 1000.0, "queue_length": 10.0,

@@ -94,6 +94,32 @@ class Episode:
         m.update(self.summary)
         return m
 
+    def queue_parts(self) -> dict[str, float]:
+        """Where the episode's time-averaged queue length comes from. Every job that arrived by
+        the cut (``arrived``) either started by it, its whole wait counted, or is still waiting
+        there (``left_waiting``), its wait counted until the cut; ``queue_started`` and
+        ``queue_left`` are the two shares of `metrics`' ``queue_length`` (their sum). The AWT
+        (`metrics`' ``wait``) reads only the first group; ``wait_all`` is the mean over both,
+        the waits cut at t1 (``queue_length`` x ``span`` / ``arrived``), and ``wait_left`` the
+        second group's mean. ``span`` is t1 - t0 in seconds."""
+        submit = self.jobs.submit
+        t0, t1 = self.t0, self.t1
+        span = t1 - t0
+        arrived = submit <= t1
+        begun = np.isfinite(self.start_time) & (self.start_time <= t1)
+        until = np.where(begun, self.start_time, t1)
+        waited = np.clip(np.minimum(until, t1) - np.maximum(submit, t0), 0.0, None)
+        left = arrived & ~begun
+        n_arrived, n_left = int(np.count_nonzero(arrived)), int(np.count_nonzero(left))
+        per_span = (lambda x: float(x) / span) if span > 0 else (lambda x: 0.0)
+        return {
+            "span": span, "arrived": n_arrived, "left_waiting": n_left,
+            "queue_started": per_span(np.sum(waited[begun])),
+            "queue_left": per_span(np.sum(waited[left])),
+            "wait_all": float(np.sum(waited[arrived])) / n_arrived if n_arrived else 0.0,
+            "wait_left": float(np.mean(waited[left])) if n_left else 0.0,
+        }
+
 
 def run_episode(prepared, policy, start: int, *, backfill: str = "none",
                 episode_jobs: int = EPISODE_JOBS, lookahead: int | None = None) -> Episode:
@@ -266,6 +292,7 @@ class Context:
     #: windows M to measure invisible jobs for, beside a method's own (Fig. 3.6)
     windows: tuple[int, ...] = ()
     job_types: bool = False  # Fig. 3.7's per-job-type counts
+    queue_parts: bool = False  # `Episode.queue_parts` of each episode
 
 
 _WORKER: dict[str, Any] = {}
@@ -334,6 +361,8 @@ def _run_chunk(task: tuple[int, int, list[int]]) -> list[dict]:
             row["visible"] = {w: dbf_window.visibility(lengths, w) for w in sorted(windows)}
         if ctx.job_types:
             row["types"] = dbf_window.job_type_counts(ep)
+        if ctx.queue_parts:
+            row["parts"] = ep.queue_parts()
         out.append(row)
     return out
 
