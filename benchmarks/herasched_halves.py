@@ -12,7 +12,8 @@ MODEL: one per training seed (default: the partition's shipped models). A cell o
 head, as the grid's cells do, and the allocator agent places every job started); the corner is the
 model itself. --selectors names the rows that get an agent-column cell (default: all seven;
 ``none``: the agent row alone, where HPCsim's backfilling in Python would take hours, as on
-Physical's periods). With both options a model runs the grid's cell S + A exactly (tested), so each agent
+Physical's periods). --from-json FILE[,FILE] runs nothing and reports the runs earlier --json
+files hold, several files' models together (--models names them, in order). With both options a model runs the grid's cell S + A exactly (tested), so each agent
 cell differs from its neighbours in the grid by the one half it names.
 
 Printed per period: the table (AWT / MWT in seconds; an agent cell gives the mean over the models),
@@ -59,10 +60,67 @@ def run_one(cluster, split, jobs, spec) -> dict:
     return {**result.metrics, **policy.summary()}
 
 
+def read_rows(files, cluster, periods, models, agent_cells, cells) -> dict:
+    """The runs of --json files (several: their models together), keyed as `main` keys its own:
+    (period, cell, model; "" for a heuristic cell). A heuristic cell two files give differently,
+    or a run the report needs and no file gives, is refused."""
+    got: dict = {}
+    for name in files:
+        with open(name) as f:
+            for r in json.load(f):
+                if r["cluster"] != cluster or r["period"] not in periods:
+                    continue
+                key = (r["period"], (r["selector"], r["allocator"]), r["model"])
+                value = {k: r[k] for k in ("wait", "max_wait", "unshown_placements") if k in r}
+                if key in got and got[key] != value:
+                    raise SystemExit(f"{name}: {key} is {value}, another file has {got[key]}")
+                got[key] = value
+    need = [(p, c, "") for p in periods for c in cells] + \
+        [(p, c, m) for p in periods for c in agent_cells for m in models]
+    missing = [k for k in need if k not in got]
+    if missing:
+        raise SystemExit(f"--from-json: {len(missing)} run(s) not in the files, the first "
+                         f"{missing[0]}")
+    return got
+
+
+def report(cluster, split, models, cells, agent_cells, got) -> None:
+    """The period's table, then each agent cell against the 21 heuristic cells."""
+    from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
+    from hpcsched.sim.metrics import combined_score
+
+    grid = {c: got[split, c, ""] for c in cells}
+    runs = {c: [got[split, c, m] for m in models] for c in agent_cells}
+    mean = {c: {k: float(np.mean([r[k] for r in rs])) for k in ("wait", "max_wait")}
+            for c, rs in runs.items()}
+    print(f"\n{cluster}, {split}, {len(models)} model(s): AWT / MWT (s); a cell with "
+          f"an agent: the mean over the models")
+    print(f"| selector | {' | '.join(ALLOCATORS)} | {AGENT} (allocator) |")
+    print("|---" * (len(ALLOCATORS) + 2) + "|")
+    for s in list(SELECTORS) + [AGENT]:
+        line = []
+        for a in list(ALLOCATORS) + [AGENT]:
+            m = grid.get((s, a)) or mean.get((s, a))
+            line.append("" if m is None else f"{m['wait']:,.1f} / {m['max_wait']:,.0f}")
+        print(f"| {s if s != AGENT else 'agent (selector)'} | {' | '.join(line)} |")
+    width = max(44, 9 * len(models))
+    print(f"\n{'cell':<24} {'MWT (s) per model':<{width}} {'MWT below':>9} {'S > 2':>6} "
+          f"{'lowest mean S':>13} {'unshown':>8}")
+    for c in agent_cells:
+        mean_s = {h: float(np.mean([combined_score(r, grid[h]) for r in runs[c]]))
+                  for h in cells}
+        name = "HeraSched" if c == (AGENT, AGENT) else f"{c[0]} + {c[1]}"
+        mwts = ", ".join(format(r["max_wait"], ",.0f") for r in runs[c])
+        below = sum(grid[h]["max_wait"] > mean[c]["max_wait"] for h in cells)
+        known = [r["unshown_placements"] for r in runs[c] if "unshown_placements" in r]
+        unshown = str(sum(known)) if len(known) == len(runs[c]) else "-"
+        print(f"{name:<24} {mwts:<{width}} {below:>6}/21 {sum(v > 2 for v in mean_s.values()):>3}"
+              f"/21 {min(mean_s.values()):>13.3f} {unshown:>8}")
+
+
 def main() -> None:
     from hpcsched.cli.herasched_eval import _default_models
     from hpcsched.experiments.herasched_grid import ALLOCATORS, SELECTORS
-    from hpcsched.sim.metrics import combined_score
     from hpcsched.workload.hera_periods import PERIODS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -74,6 +132,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, help="only the first N jobs of each period")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--json", metavar="FILE", help="write every run as a row")
+    ap.add_argument("--from-json", metavar="FILE[,FILE]",
+                    help="run nothing: report the runs of earlier --json files (several: their "
+                         "models together; --models names which, in order)")
     args = ap.parse_args()
     models = args.models.split(",") if args.models else _default_models(args.cluster)
     periods = args.periods.split(",")
@@ -89,47 +150,29 @@ def main() -> None:
     agent_cells = [(AGENT, a) for a in ALLOCATORS] + [(s, AGENT) for s in rows] + \
         [(AGENT, AGENT)]
     t0, cpu0 = time.time(), time.process_time()
-    with ProcessPoolExecutor(args.workers) as pool:
-        jobs = {(split, c, ""): f for (split, c), f in
-                submit_grid(pool, args.cluster, periods, args.jobs, models[0]).items()}
-        for split in periods:
-            for c in agent_cells:
-                for m in models:
-                    jobs[split, c, m] = pool.submit(run_one, args.cluster, split, args.jobs,
-                                                    spec(m, *c))
-        got = {k: f.result() for k, f in jobs.items()}
+    if args.from_json:
+        got = read_rows(args.from_json.split(","), args.cluster, periods, models, agent_cells,
+                        cells)
+    else:
+        with ProcessPoolExecutor(args.workers) as pool:
+            jobs = {(split, c, ""): f for (split, c), f in
+                    submit_grid(pool, args.cluster, periods, args.jobs, models[0]).items()}
+            for split in periods:
+                for c in agent_cells:
+                    for m in models:
+                        jobs[split, c, m] = pool.submit(run_one, args.cluster, split, args.jobs,
+                                                        spec(m, *c))
+            got = {k: f.result() for k, f in jobs.items()}
     rows = [{"cluster": args.cluster, "period": split, "selector": c[0], "allocator": c[1],
-             "model": m, "wait": float(r["wait"]), "max_wait": float(r["max_wait"])}
+             "model": m, "wait": float(r["wait"]), "max_wait": float(r["max_wait"]),
+             **({"unshown_placements": int(r["unshown_placements"])}
+                if "unshown_placements" in r else {})}
             for (split, c, m), r in got.items()]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
     for split in periods:
-        grid = {c: got[split, c, ""] for c in cells}
-        runs = {c: [got[split, c, m] for m in models] for c in agent_cells}
-        mean = {c: {k: float(np.mean([r[k] for r in rs])) for k in ("wait", "max_wait")}
-                for c, rs in runs.items()}
-        print(f"\n{args.cluster}, {split}, {len(models)} model(s): AWT / MWT (s); a cell with "
-              f"an agent: the mean over the models")
-        print(f"| selector | {' | '.join(ALLOCATORS)} | {AGENT} (allocator) |")
-        print("|---" * (len(ALLOCATORS) + 2) + "|")
-        for s in list(SELECTORS) + [AGENT]:
-            line = []
-            for a in list(ALLOCATORS) + [AGENT]:
-                m = grid.get((s, a)) or mean.get((s, a))
-                line.append("" if m is None else f"{m['wait']:,.1f} / {m['max_wait']:,.0f}")
-            print(f"| {s if s != AGENT else 'agent (selector)'} | {' | '.join(line)} |")
-        print(f"\n{'cell':<24} {'MWT (s) per model':<44} {'MWT below':>9} {'S > 2':>6} "
-              f"{'lowest mean S':>13} {'unshown':>8}")
-        for c in agent_cells:
-            mean_s = {h: float(np.mean([combined_score(r, grid[h]) for r in runs[c]]))
-                      for h in cells}
-            name = "HeraSched" if c == (AGENT, AGENT) else f"{c[0]} + {c[1]}"
-            mwts = ", ".join(format(r["max_wait"], ",.0f") for r in runs[c])
-            below = sum(grid[h]["max_wait"] > mean[c]["max_wait"] for h in cells)
-            unshown = sum(r.get("unshown_placements", 0) for r in runs[c])
-            print(f"{name:<24} {mwts:<44} {below:>6}/21 {sum(v > 2 for v in mean_s.values()):>3}"
-                  f"/21 {min(mean_s.values()):>13.3f} {unshown:>8}")
+        report(args.cluster, split, models, cells, agent_cells, got)
     print(f"\nmodels={len(models)} runs={len(got)} wall_s={time.time() - t0:.0f} "
           f"main_cpu_s={time.process_time() - cpu0:.1f} workers={args.workers} "
           f"load={os.getloadavg()[0]:.2f}")

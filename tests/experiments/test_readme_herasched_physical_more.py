@@ -6,8 +6,11 @@ shipped models as benchmarks/data/herasched_physical/experiment.txt has them."""
 import csv
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.experiments.test_readme_herasched_physical import flat, num
@@ -139,3 +142,83 @@ def test_the_bullets_are_the_experiment_s_output():
                      high)
     assert (f"mean MWT {hcrit[1]} s against the lowest cell's {hcrit[2]} s, S > 2 against none "
             f"(lowest mean S {hlow[1]})") in text
+
+
+# -- which half does what, on five seeds ---------------------------------------------------------
+HALVES = ROOT / "benchmarks" / "data" / "herasched_halves"
+HALF_FILES = ("physical-shipped-test.json", "physical-shipped.json", "physical-more-test.json")
+SELECTORS = ("fcfs", "lcfs", "sjf", "wfp3", "unicep", "f1", "f2")
+ALLOCATORS = ("topology", "best-fit", "first-available")
+MORE = tuple(f"benchmarks/data/herasched_physical_more/s{s}/best.pt" for s in SEEDS)
+
+
+def halves():
+    """The test period's heuristic cells {cell: row} and agent runs {cell: {model: row}} of the
+    three halves files together; a heuristic cell two files give differently fails here."""
+    grid, agents = {}, {}
+    for name in HALF_FILES:
+        for r in json.loads((HALVES / name).read_text()):
+            if r["period"] != "test":
+                continue
+            cell = (r["selector"], r["allocator"])
+            if r["model"]:
+                agents.setdefault(cell, {})[r["model"]] = r
+            else:
+                assert grid.setdefault(cell, r)["max_wait"] == r["max_wait"], (name, cell)
+    return grid, agents
+
+
+def test_the_halves_of_seeds_3_and_4_agree_with_the_experiment():
+    """The corner of the halves runs is each model as `experiment herasched` read it."""
+    _, agents = halves()
+    found = models(parts(DATA / "experiment-5.txt")[0])
+    for seed, model in zip(SEEDS, MORE):
+        r = agents["agent", "agent"][model]
+        assert (f"{r['wait']:,.1f}", f"{r['max_wait']:,.0f}") == found[seed][:2]
+    assert all(len(runs) == 5 for runs in agents.values())
+
+
+def test_the_five_seed_halves_bullet_is_the_runs():
+    from hpcsched.sim.metrics import combined_score
+
+    text = flat(readme())
+    grid, agents = halves()
+    lowest = min(g["max_wait"] for g in grid.values())
+
+    def mean(cell, which=None):
+        runs = [r for m, r in agents[cell].items() if which is None or m in which]
+        return float(np.mean([r["max_wait"] for r in runs]))
+
+    column = [(s, "agent") for s in SELECTORS]
+    two = {c[0]: mean(c, MORE) for c in column}
+    row_low = {s: min(grid[s, a]["max_wait"] for a in ALLOCATORS) for s in SELECTORS}
+    assert [s for s in SELECTORS if two[s] < row_low[s]] == ["unicep"]
+    most = max(sum(g["max_wait"] > v for g in grid.values()) for v in two.values())
+    assert (f"behind the seven is {min(two.values()):,.0f}-{max(two.values()):,.0f} s, against "
+            f"{mean(('agent', 'agent'), MORE):,.0f} s with its own selector") in text
+    assert f"below at most {most} of the 21 cells" in text
+    five = {c: mean(c) for c in agents}
+    best = min(column, key=five.get)
+    assert best == ("wfp3", "agent") and five[best] > lowest
+    below = sum(g["max_wait"] > five[best] for g in grid.values())
+    assert (f"lowest mean MWT is {five[best]:,.0f} s (WFP3 + allocator agent), above the lowest "
+            f"cell's {lowest:,.0f} s and below {below} of 21 cells") in text
+    assert not any(five[c] < lowest for c in agents)  # no agent cell meets the MWT criterion
+    for c in column:  # mean S > 2 against every cell, in every row of the column
+        assert all(np.mean([combined_score(r, g) for r in agents[c].values()]) > 2
+                   for g in grid.values()), c
+    sel = [five["agent", a] for a in ALLOCATORS]
+    assert f"(mean MWT {min(sel):,.0f}-{max(sel):,.0f} s)" in text
+
+
+def test_the_halves_report_from_json_is_the_stored_output():
+    """`herasched_halves.py --from-json` over the three files prints physical-five-test.txt (the
+    last line, with its timings, aside)."""
+    shipped = ",".join(f"pretrained/herasched-physical-s{s}" for s in range(3))
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "herasched_halves.py"), "--cluster",
+         "spartan-physical", "--periods", "test", "--models", ",".join((shipped,) + MORE),
+         "--from-json", ",".join(str(HALVES / f) for f in HALF_FILES)],
+        capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    stored = (HALVES / "physical-five-test.txt").read_text()
+    assert out.rsplit("\nmodels=", 1)[0] == stored.rsplit("\nmodels=", 1)[0]
