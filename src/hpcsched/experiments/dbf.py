@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hpcsched.sim.metrics import interval_metrics
+from hpcsched.sim.metrics import interval_metrics, interval_waits
 
 EPISODE_JOBS = 1000
 #: SchedInspector's own protocol: windows of this many jobs, no arrival after them
@@ -103,12 +103,9 @@ class Episode:
         the waits cut at t1 (``queue_length`` x ``span`` / ``arrived``), and ``wait_left`` the
         second group's mean. ``span`` is t1 - t0 in seconds."""
         submit = self.jobs.submit
-        t0, t1 = self.t0, self.t1
-        span = t1 - t0
-        arrived = submit <= t1
-        begun = np.isfinite(self.start_time) & (self.start_time <= t1)
-        until = np.where(begun, self.start_time, t1)
-        waited = np.clip(np.minimum(until, t1) - np.maximum(submit, t0), 0.0, None)
+        span = self.t1 - self.t0
+        arrived = submit <= self.t1
+        begun, waited = interval_waits(submit, self.start_time, self.t0, self.t1)
         left = arrived & ~begun
         n_arrived, n_left = int(np.count_nonzero(arrived)), int(np.count_nonzero(left))
         per_span = (lambda x: float(x) / span) if span > 0 else (lambda x: 0.0)

@@ -120,6 +120,16 @@ def schedule_metrics(
     return m
 
 
+def interval_waits(submit: np.ndarray, start: np.ndarray, t0: float,
+                   t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """(begun, waited): which jobs started by t1, and how long each waited inside [t0, t1] (a job
+    not started by t1, start NaN or later, waits until t1)."""
+    start = np.asarray(start, dtype=np.float64)
+    begun = np.isfinite(start) & (start <= t1)
+    until = np.where(begun, start, t1)  # when each job stops waiting, as seen from [t0, t1]
+    return begun, np.clip(np.minimum(until, t1) - np.maximum(submit, t0), 0.0, None)
+
+
 def interval_metrics(
     jobs: JobTable,
     start: np.ndarray,
@@ -144,10 +154,8 @@ def interval_metrics(
     executed = np.asarray(executed, dtype=np.float64)
     submit, procs, req = jobs.submit, jobs.procs, jobs.req_time
     span = float(t1) - float(t0)
-    begun = np.isfinite(start) & (start <= t1)
+    begun, waited = interval_waits(submit, start, t0, t1)
     placed = begun & (start >= t0)
-    until = np.where(begun, start, t1)  # when each job stops waiting, as seen from [t0, t1]
-    waited = np.clip(np.minimum(until, t1) - np.maximum(submit, t0), 0.0, None)
     ran = np.where(begun, np.clip(np.minimum(start + executed, t1) - np.maximum(start, t0),
                                   0.0, None), 0.0)
     w = start[placed] - submit[placed]
