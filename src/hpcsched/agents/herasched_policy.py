@@ -15,6 +15,9 @@ hierarchy (which half does what). Under a reservation a job running past it stil
 oldest job its nodes (`_place`). With ``@selector=NAME`` (`order_by`) one of the grid's selectors
 picks instead, with HPCsim's backfilling behind its head (`_decide_ordered`), and the allocator
 agent places each job started; with both options a model runs the grid's cell exactly (tested).
+With ``@work-conserving`` (`work_conserving`) the selector is not offered Forward while a job it
+may pick fits now: it never leaves the machine idle on purpose (an ablation of schedule
+cycling; the choices among the jobs are the model's own).
 
 So a model schedules a trace through `simulate` exactly as through its environment (tested), and
 nothing else starts a job: under ``--backfill easy`` the engine's backfilling is never called (it
@@ -53,8 +56,12 @@ class HeraSchedPolicy:
     def __init__(self, selector, allocator, *, net: str, window: int, tail: int,
                  sample: bool = False, seed: int = 0, name: str = "herasched",
                  reserve_after: float | None = None, place_with: str | None = None,
-                 order_by: str | None = None) -> None:
+                 order_by: str | None = None, work_conserving: bool = False) -> None:
         self.name = name
+        #: ``@work-conserving``: Forward hidden while a job the selector may pick fits now;
+        #: `held_forward` counts the selector decisions where it was hidden so
+        self.work_conserving = bool(work_conserving)
+        self.held_forward = 0
         #: ``@selector=NAME``: that heuristic of the grid's orders the jobs, with HPCsim's
         #: backfilling behind its head (the grid's cells), in place of the selector agent; each
         #: job started is placed by the allocator agent (or `place_with`); None: the agent
@@ -112,9 +119,13 @@ class HeraSchedPolicy:
             if self.reserve_after is not None:
                 raise ValueError(f"{self.name}: @selector backfills as HPCsim does; it takes no "
                                  f"@reserve")
+            if self.work_conserving:
+                raise ValueError(f"{self.name}: @selector replaces the selector agent, so "
+                                 f"@work-conserving has nothing to act on")
             self._order = get_policy(self.order_by, dialect="hpcsim")  # the grid's selector
             self._call = None
             self.unshown = 0
+        self.held_forward = 0
 
     def _scores(self, agent: int) -> np.ndarray:
         """The agent's (0: selector, 1: allocator) float64 scores of the observation now."""
@@ -137,6 +148,9 @@ class HeraSchedPolicy:
         mask = observer.selector_mask()
         guard = self.guard
         plan = None if guard is None else guard.narrow(view, observer, mask)
+        if self.work_conserving and mask[layout.forward] and mask[:layout.forward].any():
+            mask[layout.forward] = False
+            self.held_forward += 1
         slot = self._choose(self._scores(0), mask)
         self.decisions += 1
         self.slots[slot] += 1
@@ -257,6 +271,8 @@ class HeraSchedPolicy:
             out["reserving_decisions"] = self.guard.reserving
         if self._order is not None:
             out["unshown_placements"] = self.unshown
+        if self.work_conserving:
+            out["forward_hidden"] = self.held_forward
         return out
 
 
@@ -286,7 +302,8 @@ def as_policy(model, *, sample: bool = False, seed: int = 0,
 def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
                    reserve_after: float | None = None,
                    place_with: str | None = None,
-                   order_by: str | None = None) -> HeraSchedPolicy:
+                   order_by: str | None = None,
+                   work_conserving: bool = False) -> HeraSchedPolicy:
     """The model file at `path` (a full checkpoint or a slim export) as an engine Policy: its
     actors, on whatever cluster it is asked to schedule (the default network carries over; the
     thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
@@ -294,7 +311,8 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
     reservation for the oldest job once it has waited that long; `place_with` (a heuristic
     allocator's name) places the selector's jobs in place of the model's allocator agent;
     `order_by` (a grid selector's name) picks the jobs, with HPCsim's backfilling, in place of
-    its selector agent."""
+    its selector agent; `work_conserving` hides Forward from the selector while a job it may
+    pick fits."""
     from hpcsched.agents.herasched import RECIPE, HeraSchedConfig
     from hpcsched.agents.herasched_nets import ModelShape, agent_networks
     from hpcsched.modelfile import config_of, read_model, restore_state
@@ -316,7 +334,8 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
                            tail=norm["tail"], sample=sample, seed=seed,
                            name=name or f"herasched:{path}",
                            reserve_after=config.reserve_after if reserve_after is None
-                           else reserve_after, place_with=place_with, order_by=order_by)
+                           else reserve_after, place_with=place_with, order_by=order_by,
+                           work_conserving=work_conserving)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

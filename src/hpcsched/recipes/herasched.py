@@ -44,6 +44,8 @@ class ModelOptions:
     #: ``@selector=NAME``: a heuristic orders the jobs with HPCsim's backfilling behind its head
     #: (the grid's cells) in place of the model's selector agent; None: the model's own
     selector: str | None = None
+    #: ``@work-conserving``: the selector is not offered Forward while a job it may pick fits
+    work_conserving: bool = False
 
 
 def _unknown(option: str, name: str) -> ValueError:
@@ -54,7 +56,9 @@ def _unknown(option: str, name: str) -> ValueError:
                       f"{', '.join(ALLOCATOR_OPTIONS)}): that heuristic places the selector's "
                       f"jobs in place of the model's allocator; @selector=NAME (one of "
                       f"{', '.join(SELECTOR_OPTIONS)}): that heuristic with HPCsim's "
-                      f"backfilling picks the jobs in place of the model's selector")
+                      f"backfilling picks the jobs in place of the model's selector; "
+                      f"@work-conserving: the selector is not offered Forward while a job it "
+                      f"may pick fits now")
 
 
 def model_options(option: str, name: str) -> ModelOptions:
@@ -65,12 +69,15 @@ def model_options(option: str, name: str) -> ModelOptions:
     found: dict[str, object] = {}
     for part in option.split("@") if option else ():
         key, eq, value = part.partition("=")
-        if key not in ("reserve", "allocator", "selector") or (eq and not value) or \
-                (key != "reserve" and not eq):
+        if key not in ("reserve", "allocator", "selector", "work-conserving") or \
+                (eq and not value) or (key in ("allocator", "selector") and not eq) or \
+                (key == "work-conserving" and eq):
             raise _unknown(part, name)
         if key in found:
             raise ValueError(f"{name}: @{key} is given twice")
-        if key != "reserve":
+        if key == "work-conserving":
+            found[key] = True
+        elif key != "reserve":
             names = ALLOCATOR_OPTIONS if key == "allocator" else SELECTOR_OPTIONS
             if value not in names:
                 raise ValueError(f"{name}: @{key}={value}: not one of the grid's {key}s "
@@ -87,8 +94,12 @@ def model_options(option: str, name: str) -> ModelOptions:
     if "selector" in found and "reserve" in found:
         raise ValueError(f"{name}: @selector backfills as HPCsim does (the grid's cells); it takes "
                          f"no @reserve")
+    if "selector" in found and "work-conserving" in found:
+        raise ValueError(f"{name}: @selector replaces the model's selector, so @work-conserving "
+                         f"has nothing to act on")
     return ModelOptions(reserve_after=found.get("reserve"), allocator=found.get("allocator"),
-                        selector=found.get("selector"))
+                        selector=found.get("selector"),
+                        work_conserving=bool(found.get("work-conserving", False)))
 
 
 def reserve_after(option: str, name: str) -> float | None:
@@ -111,7 +122,7 @@ def policy(path, prepared, *, option: str, seed: int, sample: bool, name: str):
         check_profile(prepared)
     return load_herasched(path, sample=sample, seed=seed, name=name,
                           reserve_after=options.reserve_after, place_with=options.allocator,
-                          order_by=options.selector)
+                          order_by=options.selector, work_conserving=options.work_conserving)
 
 
 def tiny() -> Tiny:
@@ -140,11 +151,12 @@ RECIPE = register(Recipe(
     train="hpcsched.experiments.herasched_training:train", shipped=("herasched-",),
     profile="hpcsim", places_jobs=True, separator="@",
     title="HeraSched models (Wang's thesis Ch. 4; hpcsim profile, a cluster of named nodes)",
-    usage="herasched:PATH[@reserve[=AGE]][@allocator=NAME][@selector=NAME] (a model file, or "
-          "a run folder: its best.pt; @reserve: hold an EASY reservation for the oldest job "
-          "once it has waited AGE; @allocator: topology, best-fit or first-available places the "
-          "jobs in place of the model's allocator; @selector: fcfs, sjf, ... with HPCsim's "
-          "backfilling picks them in place of its selector)",
+    usage="herasched:PATH[@reserve[=AGE]][@allocator=NAME][@selector=NAME][@work-conserving] "
+          "(a model file, or a run folder: its best.pt; @reserve: hold an EASY reservation for "
+          "the oldest job once it has waited AGE; @allocator: topology, best-fit or "
+          "first-available places the jobs in place of the model's allocator; @selector: fcfs, "
+          "sjf, ... with HPCsim's backfilling picks them in place of its selector; "
+          "@work-conserving: no Forward while a job the selector may pick fits)",
     train_command=Command("herasched", "HeraSched (Wang's thesis Ch. 4): a PPO job selector and a "
                                        "PPO node allocator for heterogeneous clusters",
                           f"{CLI}:add_train_arguments", f"{CLI}:cmd_train"),
