@@ -93,3 +93,20 @@ def test_a_shipped_model_reads_with_it_on_the_engine():
     assert np.isfinite(result.start).all()
     assert policy.slots[-1] == 0  # Forward never chosen: always hidden while a job fitted
     assert policy.summary()["forward_hidden"] > 0  # and it was on offer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["test", "test-high-load"])
+def test_the_shipped_deeplearn_models_schedule_as_without_it(split):
+    """README: read with the option, each shipped Deeplearn model starts every job of both test
+    periods when and where it does without it."""
+    from hpcsched.experiments.herasched_eval import period_prepared
+    from hpcsched.experiments.policyspec import resolve_policy
+
+    prepared = period_prepared("spartan-deeplearn", split)
+    for seed in range(3):
+        model = f"herasched:pretrained/herasched-deeplearn-s{seed}"
+        plain = simulate(prepared, resolve_policy(model, prepared))
+        kept = simulate(prepared, resolve_policy(f"{model}@work-conserving", prepared))
+        assert plain.start.tolist() == kept.start.tolist(), seed
+        assert [a.tolist() for a in plain.allocations] == [a.tolist() for a in kept.allocations]
