@@ -1,0 +1,146 @@
+"""The README's "Against a flat selector" against benchmarks/data/herasched_halves/: the flat
+selectors' outputs are what their rows print, the heuristic cells are those of the trained
+selectors' runs, and the table and every number of the bullets are recomputed from the rows
+(the trained selectors' from the rows "Which half does what" and "Two more Physical seeds" read)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.experiments.test_readme_herasched_physical import flat, num
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks" / "data" / "herasched_halves"
+ALLOCATORS = ("agent", "topology", "best-fit", "first-available")
+#: (label, cluster, period, the trained selectors' rows, the flat selector's rows)
+SETS = [
+    ("Deeplearn, test", "spartan-deeplearn", "test", ["deeplearn-squared"], "deeplearn-flat"),
+    ("Deeplearn, high-load day", "spartan-deeplearn", "test-high-load", ["deeplearn-squared"],
+     "deeplearn-flat"),
+    ("Physical, test", "spartan-physical", "test",
+     ["physical-shipped-test", "physical-shipped", "physical-more-test"], "physical-flat-test"),
+]
+
+
+def readme() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Against a flat selector")
+    return text[start:text.index("**The two networks on Physical", start)]
+
+
+def load(names, period):
+    grid, agents = {}, {}
+    for name in names:
+        for r in json.loads((DATA / f"{name}.json").read_text()):
+            if r["period"] != period:
+                continue
+            cell = (r["selector"], r["allocator"])
+            if r["model"]:
+                agents.setdefault(cell, {})[r["model"]] = r
+            else:
+                assert grid.setdefault(cell, r)["max_wait"] == r["max_wait"], (name, cell)
+    return grid, agents
+
+
+def computed():
+    """{(label, allocator): (trained MWT, below, flat MWT, below)} and the lowest cells."""
+    out, lowest = {}, {}
+    for label, _, period, trained, flat_rows in SETS:
+        grid, t = load(trained, period)
+        grid2, f = load([flat_rows], period)
+        assert {c: g["max_wait"] for c, g in grid.items()} == \
+            {c: g["max_wait"] for c, g in grid2.items()}  # the same 21 cells
+        lowest[label] = min(g["max_wait"] for g in grid.values())
+        for a in ALLOCATORS:
+            assert len(t["agent", a]) == 5 and len(f["agent", a]) == 5
+            tm = np.mean([r["max_wait"] for r in t["agent", a].values()])
+            fm = np.mean([r["max_wait"] for r in f["agent", a].values()])
+            out[label, a] = (tm, sum(g["max_wait"] > tm for g in grid.values()),
+                             fm, sum(g["max_wait"] > fm for g in grid.values()))
+    return out, lowest
+
+
+def test_the_table_is_the_rows():
+    got = {}
+    for line in readme().splitlines():
+        c = [x.strip() for x in line.strip("|").split("|")]
+        if len(c) == 6 and c[0] in {s[0] for s in SETS}:
+            got[c[0], "agent" if c[1] == "its own agent" else c[1]] = c[2:]
+    rows, _ = computed()
+    assert set(got) == set(rows)
+    for key, (tm, tb, fm, fb) in rows.items():
+        assert got[key] == [f"{tm:,.0f}", str(tb), f"{fm:,.0f}", str(fb)], key
+
+
+def test_the_bullets_are_the_rows():
+    text = flat(readme())
+    rows, lowest = computed()
+    assert (f"{lowest['Deeplearn, test']:,.0f} s (Deeplearn, test), "
+            f"{lowest['Deeplearn, high-load day']:,.0f} s (its high-load day) and "
+            f"{lowest['Physical, test']:,.0f} s (Physical, test)") in text
+    high = [rows["Deeplearn, high-load day", a] for a in ALLOCATORS]
+    gaps = [f - t for t, _, f, _ in high]
+    assert min(gaps) > 0 and f"it is {min(gaps):,.0f}-{max(gaps):,.0f} s below the flat" in text
+    assert [a for a in ALLOCATORS if rows["Deeplearn, high-load day", a][1] == 21] == \
+        ["agent", "best-fit", "first-available"]
+    assert all(f[3] < 21 for f in high)  # the flat rule is never below every cell there
+    test = {a: rows["Deeplearn, test", a] for a in ALLOCATORS}
+    assert [a for a in ALLOCATORS if test[a][0] < test[a][2]] == ["agent", "best-fit"]
+    own = rows["Physical, test", "agent"]
+    assert f"({own[0]:,.0f} against {own[2]:,.0f} s, both below {own[1]} cells)" in text
+    assert own[1] == own[3]
+    bf = rows["Physical, test", "best-fit"]
+    assert bf[3] == 21 and bf[2] < lowest["Physical, test"]
+    assert f"every cell on Physical's test period** ({bf[2]:,.0f} s)" in text
+    out = (DATA / "physical-flat-test.txt").read_text()
+    s2 = next(ln for ln in out.splitlines() if ln.startswith("agent + best-fit"))
+    assert s2.split()[-3] == "19/21" and "S > 2 against 19 of the 21 cells" in text
+
+
+def test_the_flat_cells_with_a_heuristic_allocator_do_not_depend_on_the_model():
+    """The flat selector's schedule is the model's only through its allocator agent."""
+    for _, _, period, _, flat_rows in SETS:
+        _, f = load([flat_rows], period)
+        for a in ALLOCATORS[1:]:
+            assert len({(r["wait"], r["max_wait"]) for r in f["agent", a].values()}) == 1
+
+
+@pytest.mark.parametrize("name, cluster, periods", [
+    ("deeplearn-flat", "spartan-deeplearn", "test,test-high-load"),
+    ("physical-flat-test", "spartan-physical", "test")])
+def test_each_output_is_what_its_rows_print(name, cluster, periods):
+    prefix = "flat-dqm" if cluster == "spartan-deeplearn" else "flat-ph"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "herasched_halves.py"), "--cluster", cluster,
+         "--periods", periods, "--selectors", "none",
+         "--models", ",".join(f"{prefix}{s}.pt" for s in range(5)),
+         "--from-json", str(DATA / f"{name}.json")],
+        capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    stored = (DATA / f"{name}.txt").read_text()
+    assert out.rsplit("\nmodels=", 1)[0] == stored.rsplit("\nmodels=", 1)[0]
+
+
+@pytest.mark.slow
+def test_a_flat_deeplearn_model_made_again_runs_its_cells(tmp_path):
+    """The script's flat copy of dqm-s0, run again: its own-allocator and best-fit cells on the
+    test period are the rows'."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from herasched_flat import flatten
+    from hpcsched.experiments.herasched_eval import period_prepared
+    from hpcsched.experiments.policyspec import resolve_policy
+    from hpcsched.sim.run import simulate
+
+    path = tmp_path / "flat-dqm0.pt"
+    flatten(ROOT / "benchmarks/data/herasched_deeplearn_squared/m0/best.pt", path)
+    prepared = period_prepared("spartan-deeplearn", "test")
+    _, f = load(["deeplearn-flat"], "test")
+    for option, alloc in (("", "agent"), ("@allocator=best-fit", "best-fit")):
+        run = simulate(prepared, resolve_policy(f"herasched:{path}{option}", prepared),
+                       backfill="easy")
+        row = f["agent", alloc]["flat-dqm0.pt"]
+        assert (run.metrics["wait"], run.metrics["max_wait"]) == \
+            pytest.approx((row["wait"], row["max_wait"]), rel=1e-12)
