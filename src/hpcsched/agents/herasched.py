@@ -72,6 +72,10 @@ class HeraSchedConfig(PPOSettings):
     #: EASY's reservation for the oldest job once it has waited this many seconds (ours: the
     #: masks of ``herasched:MODEL@reserve=AGE``); None: the thesis's masks
     reserve_after: float | None = None
+    #: a heuristic allocator (topology, best-fit, first-available) places the selector's jobs, in
+    #: place of the allocator agent, which then is not trained (ours: ``@allocator=NAME``'s);
+    #: None: the allocator agent (the thesis's)
+    place_with: str | None = None
     #: episodes stepped side by side (each network called once per step for all of them)
     num_envs: int = 4
     # -- the networks ---------------------------------------------------------------------------
@@ -110,7 +114,7 @@ class HeraSchedConfig(PPOSettings):
         return dict(window=self.window, tail=self.tail, episode_jobs=self.episode_jobs,
                     selector_every=self.selector_every, allocator_every=self.allocator_every,
                     reward_scale=self.reward_scale, selector_reward=self.selector_reward,
-                    reserve_after=self.reserve_after)
+                    reserve_after=self.reserve_after, place_with=self.place_with)
 
     def prepared(self):
         """The training trace, prepared (once per config object)."""

@@ -39,8 +39,8 @@ import numpy as np
 from hpcsched.agents.greedy import decision_scores, greedy
 from hpcsched.agents.herasched_nets import fits_layout
 from hpcsched.agents.herasched_numpy import numpy_scores
-from hpcsched.cluster.allocate import fitting_nodes
-from hpcsched.envs.hera_observation import HeraLayout, HeraObserver, OldestReservation
+from hpcsched.envs.hera_observation import (HeraLayout, HeraObserver, OldestReservation,
+                                            heuristic_nodes)
 from hpcsched.sim.decisions import Start, Wait
 
 
@@ -244,26 +244,9 @@ class HeraSchedPolicy:
         return tuple(chosen)
 
     def _place(self, view, row: int, plan) -> tuple[int, ...]:
-        """`row`'s nodes from the heuristic allocator (``@allocator=NAME``). Under a reservation
-        (`plan`), a job running past it gets the nodes that leave the oldest job its share if
-        they are enough, else all of those and the allocator's pick of the rest among the others
-        (no more than the reservation spares: `OldestReservation.narrow` let it through so)."""
-        observer = self.observer
-        cluster, free = view.cluster, view.free
-        demand, count = observer.demand[row], int(observer.count[row])
-        fits = fitting_nodes(cluster, free, demand)
-        if plan is None or view.now + self.guard.req[row] <= plan.shadow:
-            nodes = self.placer.allocate(cluster, free, demand, count, fits=fits)
-        else:
-            safe = plan.harmless(demand) & fits
-            n_safe = int(np.count_nonzero(safe))
-            if n_safe >= count:
-                nodes = self.placer.allocate(cluster, free, demand, count, fits=safe)
-            else:
-                rest = self.placer.allocate(cluster, free, demand, count - n_safe,
-                                            fits=fits & ~safe)
-                nodes = np.concatenate([np.flatnonzero(safe), rest])
-        return tuple(int(i) for i in nodes)
+        """`row`'s nodes from the heuristic allocator (``@allocator=NAME``; under a reservation,
+        `envs.hera_observation.heuristic_nodes`'s rule)."""
+        return heuristic_nodes(self.placer, view, self.observer, row, plan, self.guard)
 
     def summary(self) -> dict[str, Any]:
         out = {"agent_decisions": self.decisions}
@@ -296,7 +279,8 @@ def as_policy(model, *, sample: bool = False, seed: int = 0,
     c = model.config
     return HeraSchedPolicy(model.selector_policy, model.allocator_policy, net=c.net,
                            window=model.layout.window, tail=model.layout.tail, sample=sample,
-                           seed=seed, name=name, reserve_after=c.reserve_after)
+                           seed=seed, name=name, reserve_after=c.reserve_after,
+                           place_with=c.place_with)
 
 
 def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | None = None,
@@ -309,7 +293,8 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
     thesis's MLPs need a cluster and window of their own shape). `reserve_after` (None: the
     model's own, `train herasched --reserve-after`, if it was trained so) holds EASY's
     reservation for the oldest job once it has waited that long; `place_with` (a heuristic
-    allocator's name) places the selector's jobs in place of the model's allocator agent;
+    allocator's name; None: the model's own, `train herasched --allocator`, if it was trained
+    so) places the selector's jobs in place of the model's allocator agent;
     `order_by` (a grid selector's name) picks the jobs, with HPCsim's backfilling, in place of
     its selector agent; `work_conserving` hides Forward from the selector while a job it may
     pick fits."""
@@ -334,8 +319,9 @@ def load_herasched(path, *, sample: bool = False, seed: int = 0, name: str | Non
                            tail=norm["tail"], sample=sample, seed=seed,
                            name=name or f"herasched:{path}",
                            reserve_after=config.reserve_after if reserve_after is None
-                           else reserve_after, place_with=place_with, order_by=order_by,
-                           work_conserving=work_conserving)
+                           else reserve_after,
+                           place_with=config.place_with if place_with is None else place_with,
+                           order_by=order_by, work_conserving=work_conserving)
 
 
 __all__ = ["HeraSchedPolicy", "as_policy", "load_herasched"]

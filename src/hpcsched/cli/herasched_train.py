@@ -62,7 +62,7 @@ def slurm_duration(text: str) -> float:
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    from hpcsched.envs.herasched import SELECTOR_REWARDS
+    from hpcsched.envs.herasched import HEURISTIC_ALLOCATORS, SELECTOR_REWARDS
 
     p.epilog = EPILOG_TRAIN
     p.add_argument("--out", required=True, help="the run's folder")
@@ -106,6 +106,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "has waited AGE (a Slurm duration: MM, HH:MM:SS, D-HH, ...; 0: always), "
                         "the masks that herasched:MODEL@reserve=AGE reads a model through; the "
                         "model then reads so by default (default: the thesis's masks)")
+    p.add_argument("--allocator", dest="place_with", choices=HEURISTIC_ALLOCATORS,
+                   metavar="NAME",
+                   help="ours: a heuristic allocator (topology, best-fit or first-available, in "
+                        "the profile's dialect) places each job the selector picks, as "
+                        "herasched:MODEL@allocator=NAME does; only the selector is trained, and "
+                        "the model then reads so by default (default: the allocator agent)")
     g = p.add_argument_group("PPO, both agents (defaults: Table 4.2, SB3 where it is silent)")
     g.add_argument("--pi-lr", type=positive_float, default=3e-4,
                    help="the actors' Adam learning rate (3e-4)")

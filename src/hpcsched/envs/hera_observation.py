@@ -362,5 +362,31 @@ class OldestReservation:
         return mask
 
 
+def heuristic_nodes(placer, view, observer: "HeraObserver", row: int, plan=None,
+                    guard: OldestReservation | None = None) -> tuple[int, ...]:
+    """`row`'s nodes from a heuristic allocator `placer` (``herasched:MODEL@allocator=NAME``,
+    `train herasched --allocator NAME`), on what is free now. Under a reservation (`plan`, held
+    by `guard`), a job running past it gets the nodes that leave the oldest job its share if they
+    are enough, else all of those and the allocator's pick of the rest among the others (no more
+    than the reservation spares: `OldestReservation.narrow` let it through so)."""
+    from hpcsched.cluster.allocate import fitting_nodes
+
+    cluster, free = view.cluster, view.free
+    demand, count = observer.demand[row], int(observer.count[row])
+    fits = fitting_nodes(cluster, free, demand)
+    if plan is None or view.now + guard.req[row] <= plan.shadow:
+        nodes = placer.allocate(cluster, free, demand, count, fits=fits)
+    else:
+        safe = plan.harmless(demand) & fits
+        n_safe = int(np.count_nonzero(safe))
+        if n_safe >= count:
+            nodes = placer.allocate(cluster, free, demand, count, fits=safe)
+        else:
+            rest = placer.allocate(cluster, free, demand, count - n_safe, fits=fits & ~safe)
+            nodes = np.concatenate([np.flatnonzero(safe), rest])
+    return tuple(int(i) for i in nodes)
+
+
 __all__ = ["HeraLayout", "HeraObserver", "JOB_FEATURES", "NODE_FEATURES", "OldestReservation",
-           "SLOT_FEATURES", "Snapshot", "TIME_CAP", "placeholders", "scale_time"]
+           "SLOT_FEATURES", "Snapshot", "TIME_CAP", "heuristic_nodes", "placeholders",
+           "scale_time"]

@@ -105,16 +105,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hpcsched.envs.hera_observation import HeraLayout, HeraObserver, OldestReservation
+from hpcsched.envs.hera_observation import (HeraLayout, HeraObserver, OldestReservation,
+                                            heuristic_nodes)
 from hpcsched.envs.pick_job import SlotSpace
 from hpcsched.sim.decisions import Start, Wait
-from hpcsched.sim.factory import make_engine
+from hpcsched.sim.factory import make_engine, resolve_allocator
 from hpcsched.sim.run import Prepared
 from hpcsched.workload.jobs import JobTable
 
 SELECTOR, ALLOCATOR = 0, 1
 #: Table 4.2: selector actions per selector reward (A_s), jobs per allocator reward (A_a)
 SELECTOR_EVERY = 512
+#: the heuristic allocators that may place the selector's jobs in place of the allocator agent
+#: (`place_with`): the grid's three (Appendix B's columns), in the profile's dialect
+HEURISTIC_ALLOCATORS = ("topology", "best-fit", "first-available")
 ALLOCATOR_EVERY = 100
 #: rewards in hours
 REWARD_SCALE = 3600.0
@@ -264,8 +268,12 @@ class HeraEpisode:
     """One episode on its engine: the decision instant, who acts, the job being placed."""
 
     def __init__(self, prepared: Prepared, start: int, jobs: int, layout: HeraLayout,
-                 rewards: WaitRewards, reserve_after: float | None = None) -> None:
+                 rewards: WaitRewards, reserve_after: float | None = None,
+                 place_with: str | None = None) -> None:
         table = prepared.jobs.window(start, jobs)
+        #: a heuristic allocator placing each job the selector picks (None: the allocator agent)
+        self.placer = None if place_with is None else \
+            resolve_allocator(place_with, prepared.profile)
         #: EASY's reservation for the oldest job, narrowing the masks (None: the thesis's masks)
         self.guard = None if reserve_after is None else \
             OldestReservation(reserve_after, table.req_time)
@@ -314,22 +322,29 @@ class HeraEpisode:
             view = self.engine.next_decision()
         self.view = None
 
-    def select(self, slot: int) -> float:
-        """The selector's action: a slot (its job becomes the allocator's) or Forward (-1).
-        Returns its reward."""
+    def select(self, slot: int) -> tuple[float, float]:
+        """The selector's action: a slot (its job becomes the allocator's, or with a heuristic
+        allocator starts on its nodes at once) or Forward (-1). Returns the rewards (selector's,
+        allocator's) that fell due."""
         snap = self.observer.snapshot
         if slot < 0:
             reward = self.rewards.selector(None, snap.queued, snap.total_wait)
             before = self.waited()
             self.engine.apply(Wait())
             self.next_instant(self.engine.next_decision())
-            return reward + self.rewards.moved(before, self.waited())
+            return reward + self.rewards.moved(before, self.waited()), 0.0
         row = int(snap.rows[slot])
         wait = float(self.view.now - self.observer.submit[row])
         reward = self.rewards.selector(wait, snap.queued - 1, snap.total_wait - wait)
         self.agent, self.slot, self.row, self.chosen = ALLOCATOR, slot, row, []
         self.obs[-1] = self.observer.slot_value(slot)
-        return reward
+        if self.placer is None:
+            return reward, 0.0
+        nodes = heuristic_nodes(self.placer, self.view, self.observer, row, self.plan,
+                                self.guard)
+        self.chosen = list(nodes)
+        r_sel, r_alloc = self._start_chosen()
+        return reward + r_sel, r_alloc
 
     def allocate(self, node: int) -> tuple[float, float]:
         """The allocator's action: one node for the job. Returns the rewards (selector's,
@@ -338,6 +353,10 @@ class HeraEpisode:
         self.chosen.append(int(node))
         if len(self.chosen) < self.observer.count[self.row]:
             return 0.0, 0.0
+        return self._start_chosen()
+
+    def _start_chosen(self) -> tuple[float, float]:
+        """Start the job on the nodes chosen; the rewards that fell due (see `allocate`)."""
         snap = self.observer.snapshot
         wait = float(self.view.now - self.observer.submit[self.row])
         self.engine.apply(Start(self.row, tuple(self.chosen)))
@@ -396,6 +415,10 @@ class HeraSchedEnv(gym.Env):
         reserve_after: hold EASY's reservation for the oldest waiting job once it has waited
             this many seconds (`envs.hera_observation.OldestReservation`: the masks narrowed as
             ``herasched:MODEL@reserve=AGE`` narrows them); None: the thesis's masks.
+        place_with: a heuristic allocator (topology, best-fit, first-available, in the profile's
+            dialect) places each job the selector picks, as ``herasched:MODEL@allocator=NAME``
+            does: the allocator agent never acts, every step is the selector's. None: the
+            allocator agent places.
     """
 
     metadata = {"render_modes": []}
@@ -406,11 +429,16 @@ class HeraSchedEnv(gym.Env):
                  selector_every: int = SELECTOR_EVERY, allocator_every: int = ALLOCATOR_EVERY,
                  reward_scale: float = REWARD_SCALE, start_range: tuple[int, int] | None = None,
                  drop_oversized: bool = False, selector_reward: str = "average",
-                 reserve_after: float | None = None) -> None:
+                 reserve_after: float | None = None, place_with: str | None = None) -> None:
         super().__init__()
         self.reserve_after = None if reserve_after is None else \
             OldestReservation.check(reserve_after)
         self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
+        if place_with is not None and place_with not in HEURISTIC_ALLOCATORS:
+            raise ValueError(f"place_with must be one of {', '.join(HEURISTIC_ALLOCATORS)} (a "
+                             f"heuristic allocator) or None (the allocator agent), not "
+                             f"{place_with!r}")
+        self.place_with = place_with
         self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
         n = len(self.prepared.jobs)
         self.episode_jobs = n if episode_jobs is None else int(episode_jobs)
@@ -454,7 +482,8 @@ class HeraSchedEnv(gym.Env):
         super().reset(seed=seed)
         start = self._start(options or {})
         self.episode = HeraEpisode(self.prepared, start, self.episode_jobs, self.layout,
-                                   WaitRewards(*self.reward_args), self.reserve_after)
+                                   WaitRewards(*self.reward_args), self.reserve_after,
+                                   self.place_with)
         if self.episode.done:  # cannot happen: a job waits at the first instant
             raise RuntimeError("the episode ended before any decision")
         return self.episode.obs.copy(), self._info((0.0, 0.0))
@@ -473,7 +502,7 @@ class HeraSchedEnv(gym.Env):
                 raise ValueError(f"action {a} is not valid for the {who} now (valid: "
                                  f"{np.flatnonzero(self._mask).tolist()})")
         if ep.agent == SELECTOR:
-            rewards = (ep.select(-1 if a == self.forward else a), 0.0)
+            rewards = ep.select(-1 if a == self.forward else a)
         else:
             rewards = ep.allocate(a)
         if ep.done:
@@ -513,6 +542,7 @@ class HeraSchedEnv(gym.Env):
                 "window": (ep.start, ep.jobs), "started": ep.started}
 
 
-__all__ = ["ALLOCATOR", "ALLOCATOR_EVERY", "DEFAULT_CLUSTER", "HeraEpisode", "HeraSchedEnv",
-           "REWARD_SCALE", "SELECTOR", "SELECTOR_EVERY", "THESIS_WINDOWS", "WaitRewards",
-           "as_herasched_trace", "check_profile", "thesis_window", "window_of"]
+__all__ = ["ALLOCATOR", "ALLOCATOR_EVERY", "DEFAULT_CLUSTER", "HEURISTIC_ALLOCATORS",
+           "HeraEpisode", "HeraSchedEnv", "REWARD_SCALE", "SELECTOR", "SELECTOR_EVERY",
+           "THESIS_WINDOWS", "WaitRewards", "as_herasched_trace", "check_profile",
+           "thesis_window", "window_of"]
