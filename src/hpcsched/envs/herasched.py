@@ -116,12 +116,12 @@ from hpcsched.workload.jobs import JobTable
 SELECTOR, ALLOCATOR = 0, 1
 #: Table 4.2: selector actions per selector reward (A_s), jobs per allocator reward (A_a)
 SELECTOR_EVERY = 512
-#: the heuristic allocators that may place the selector's jobs in place of the allocator agent
-#: (`place_with`): the grid's three (Appendix B's columns), in the profile's dialect
-HEURISTIC_ALLOCATORS = ("topology", "best-fit", "first-available")
 ALLOCATOR_EVERY = 100
 #: rewards in hours
 REWARD_SCALE = 3600.0
+#: the heuristic allocators that may place the selector's jobs in place of the allocator agent
+#: (`place_with`): the grid's three (Appendix B's columns), in the profile's dialect
+HEURISTIC_ALLOCATORS = ("topology", "best-fit", "first-available")
 #: the selector's reward: Eq. 4.1 ("average"), or ours, the waiting time accrued ("accrued") or
 #: the squared waiting time accrued ("squared")
 SELECTOR_REWARDS = ("average", "accrued", "squared")
@@ -433,12 +433,12 @@ class HeraSchedEnv(gym.Env):
         super().__init__()
         self.reserve_after = None if reserve_after is None else \
             OldestReservation.check(reserve_after)
-        self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
         if place_with is not None and place_with not in HEURISTIC_ALLOCATORS:
             raise ValueError(f"place_with must be one of {', '.join(HEURISTIC_ALLOCATORS)} (a "
                              f"heuristic allocator) or None (the allocator agent), not "
                              f"{place_with!r}")
         self.place_with = place_with
+        self.prepared = as_herasched_trace(trace, cluster, profile, drop_oversized=drop_oversized)
         self.layout = HeraLayout.of(self.prepared.cluster, *window_of(cluster, window, tail))
         n = len(self.prepared.jobs)
         self.episode_jobs = n if episode_jobs is None else int(episode_jobs)
