@@ -190,3 +190,78 @@ def test_the_squared_runs_as_the_readme_says():
     from hpcsched.modelfile import read_model
     for seed in (0, 1):
         assert read_model(SQUARED / f"s{seed}" / "best.pt")["epoch"] == 10
+
+
+# -- the selector trained behind best-fit (`--allocator best-fit`) -----------------------------
+BESTFIT = DATA / "herasched_cerit_bestfit"
+
+
+def bestfit_log(seed: int) -> list[dict]:
+    with open(BESTFIT / f"s{seed}" / "log.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_runs_behind_best_fit_as_the_readme_says():
+    import re
+
+    text = flat(readme())
+    secs = []
+    for seed, best_update in ((0, 20), (1, 10)):
+        rows_ = bestfit_log(seed)
+        cfg = json.loads((BESTFIT / f"s{seed}" / "config.json").read_text())
+        assert (cfg["seed"], cfg["place_with"], cfg["selector_reward"]) == \
+            (seed, "best-fit", "accrued")
+        assert len(rows_) == 60 and sum(int(r["selector_steps"]) for r in rows_) == 122880
+        assert all(int(r["allocator_steps"]) == 0 for r in rows_)  # the agent never acted
+        vals = [r for r in rows_ if r["val_score"]]
+        assert [int(r["epoch"]) for r in vals] == [10, 20, 30, 40, 50, 60]
+        # as the flat rule waits on the validation weeks (its row: cerit-flat-validation.json)
+        _, flat_agents = cells("flat-validation")
+        ref = flat_agents["agent", "best-fit"][0]
+        assert all(float(r["val_max_wait"]) == ref["max_wait"] for r in vals)
+        assert {round(float(r["val_wait"])) for r in vals} <= {127, 128}
+        top = max(float(r["val_score"]) for r in vals)
+        assert next(int(r["epoch"]) for r in vals if float(r["val_score"]) == top) == best_update
+        assert f"{top:.3f}" in text
+        untrained = re.search(r"untrained greedy model: validation S ([\d.]+)",
+                              (BESTFIT / f"s{seed}" / "output.txt").read_text())[1]
+        assert untrained in text
+        secs += [float(r["epoch_s"]) for r in rows_]
+        from hpcsched.modelfile import read_model
+        assert read_model(BESTFIT / f"s{seed}" / "best.pt")["epoch"] == best_update
+    assert f"{int(min(secs))}-{int(max(secs))} s an update" in text
+
+
+def test_the_test_weeks_as_the_readme_says():
+    import re
+
+    text = flat(readme())
+    out = (BESTFIT / "experiment-test.txt").read_text()
+    per = re.findall(r"runs/cb-s(\d): AWT ([\d,.]+) s, MWT ([\d,]+) s", out)
+    assert [p[0] for p in per] == ["0", "1"]
+    mean = re.search(r"\| mean ± sd of 2 models \| ([\d,.]+) ± [\d,.]+ \| ([\d,]+) ± ", out)
+    assert num(mean[2]) == pytest.approx(np.mean([num(p[2]) for p in per]), abs=1)
+    assert (f"Mean AWT {mean[1]} s and MWT {mean[2]} s (per seed {per[0][2]} and {per[1][2]} "
+            f"s)") in text
+    grid, fl = cells("flat-test")
+    f = fl["agent", "best-fit"][0]
+    fb = grid["fcfs", "best-fit"]
+    assert (f"the flat rule with best-fit's {f['wait']:,.1f} s and {f['max_wait']:,.0f} s and "
+            f"FCFS + best-fit's {fb['wait']:,.1f} s and {fb['max_wait']:,.0f} s") in text
+    assert num(mean[2]) > f["max_wait"] and num(mean[1]) > f["wait"]  # worse than the flat rule
+    crit = re.search(r"below (\d+) of 21 cells\)\n- S > 2 against (\d+) of 21", out)
+    assert f"The MWT is below {crit[1]} of the 21 cells, and S > 2 against {crit[2]}" in text
+
+
+@pytest.mark.slow
+def test_each_best_pt_rescored_on_the_test_weeks():
+    import re
+
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+
+    out = (BESTFIT / "experiment-test.txt").read_text()
+    prepared = period_prepared("cerit-zewura", "test")
+    for seed in (0, 1):
+        run = run_model(prepared, str(BESTFIT / f"s{seed}" / "best.pt"))
+        m = re.search(rf"runs/cb-s{seed}: AWT ([\d,.]+) s, MWT ([\d,]+) s", out)
+        assert (f"{run.awt:,.1f}", f"{run.mwt:,.0f}") == (m[1], m[2])
