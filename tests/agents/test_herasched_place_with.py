@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from hpcsched.agents.herasched import HeraSched, HeraSchedConfig
-from hpcsched.agents.herasched_policy import as_policy, load_herasched
+from hpcsched.agents.herasched_policy import load_herasched
 from hpcsched.envs.herasched import HEURISTIC_ALLOCATORS, SELECTOR, HeraSchedEnv
-from hpcsched.sim.run import simulate
+from tests.agents.test_herasched_reserve import same_in_env_and_engine
 
 SMALL = dict(window=16, tail=4, episode_jobs=200, num_envs=2, update_every=128,
              selector_every=32, allocator_every=10, minibatch=64, update_epochs=1, pi_lr=3e-3,
@@ -53,18 +53,8 @@ def test_a_model_trained_so_schedules_on_the_engine_as_in_its_env(tmp_path, plac
     assert all(torch.equal(v, model.allocator_policy.state_dict()[k]) for k, v in before.items())
     assert model.history[-1]["allocator_steps"] == 0
     assert not any(k.startswith("allocator_loss") for k in model.history[-1])
-    env = HeraSchedEnv(config.prepared(), config.cluster,
-                       **{**config.env_kwargs(), "episode_jobs": 300})
-    obs, info = env.reset(options={"start": 100})
-    terminated = False
-    while not terminated:
-        obs, _, terminated, _, info = env.step(model.predict(obs, info["action_mask"]))
-    ours = env.engine.result()
-    policy = as_policy(model)
+    _, _, policy = same_in_env_and_engine(model, config)
     assert policy.place_with == place_with
-    theirs = simulate(env.prepared, policy, start=100, jobs=300)
-    np.testing.assert_array_equal(ours.start, theirs.start)
-    assert [a.tolist() for a in ours.allocations] == [a.tolist() for a in theirs.allocations]
     # the file keeps it: read so by default; @allocator=NAME (load_herasched's) overrides it
     model.save(tmp_path / "m.pt")
     assert load_herasched(tmp_path / "m.pt").place_with == place_with

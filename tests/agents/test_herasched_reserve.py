@@ -149,12 +149,32 @@ def test_an_option_with_an_equals_sign_is_not_taken_for_a_partition():
 
 # ---- trained with the reservation (`train herasched --reserve-after`) -------------------------
 
+def same_in_env_and_engine(model, config, start: int = 100, jobs: int = 300):
+    """Play `model` greedily through its env on `jobs` jobs from `start`, run it as a policy on
+    the engine over the same jobs, and check both schedules are the same, start for start and
+    node for node; returns (the env, the engine's result, the policy)."""
+    from hpcsched.agents.herasched_policy import as_policy
+    from hpcsched.envs.herasched import HeraSchedEnv
+
+    env = HeraSchedEnv(config.prepared(), config.cluster,
+                       **{**config.env_kwargs(), "episode_jobs": jobs})
+    obs, info = env.reset(options={"start": start})
+    terminated = False
+    while not terminated:
+        obs, _, terminated, _, info = env.step(model.predict(obs, info["action_mask"]))
+    ours = env.engine.result()
+    policy = as_policy(model)
+    theirs = simulate(env.prepared, policy, start=start, jobs=jobs)
+    np.testing.assert_array_equal(ours.start, theirs.start)
+    assert [a.tolist() for a in ours.allocations] == [a.tolist() for a in theirs.allocations]
+    return env, theirs, policy
+
+
 def test_a_model_trained_with_the_reservation_schedules_on_the_engine_as_in_its_env(tmp_path):
     import torch
 
     from hpcsched.agents.herasched import HeraSched, HeraSchedConfig
     from hpcsched.agents.herasched_policy import as_policy, load_herasched
-    from hpcsched.envs.herasched import HeraSchedEnv
 
     torch.manual_seed(0)
     config = HeraSchedConfig(window=16, tail=4, episode_jobs=200, num_envs=2, update_every=128,
@@ -162,17 +182,7 @@ def test_a_model_trained_with_the_reservation_schedules_on_the_engine_as_in_its_
                              pi_lr=3e-3, vf_lr=3e-3, reserve_after=0.0)
     model = HeraSched(config)
     model.learn(1)
-    env = HeraSchedEnv(config.prepared(), config.cluster,
-                       **{**config.env_kwargs(), "episode_jobs": 300})
-    obs, info = env.reset(options={"start": 100})
-    terminated = False
-    while not terminated:
-        obs, _, terminated, _, info = env.step(model.predict(obs, info["action_mask"]))
-    ours = env.engine.result()
-    policy = as_policy(model)
-    theirs = simulate(env.prepared, policy, start=100, jobs=300)
-    np.testing.assert_array_equal(ours.start, theirs.start)
-    assert [a.tolist() for a in ours.allocations] == [a.tolist() for a in theirs.allocations]
+    env, theirs, policy = same_in_env_and_engine(model, config)
     assert policy.summary()["reserving_decisions"] > 0
     # the reservation changed the schedule: the same weights without it schedule otherwise
     free = as_policy(model)

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.experiments.test_readme_herasched_physical import flat, num
+from tests.experiments.test_readme_herasched_physical import flat
+from tests.experiments.test_readme_herasched_physical_more import halves
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "herasched_halves"
@@ -33,17 +34,7 @@ def readme() -> str:
 
 
 def load(names, period):
-    grid, agents = {}, {}
-    for name in names:
-        for r in json.loads((DATA / f"{name}.json").read_text()):
-            if r["period"] != period:
-                continue
-            cell = (r["selector"], r["allocator"])
-            if r["model"]:
-                agents.setdefault(cell, {})[r["model"]] = r
-            else:
-                assert grid.setdefault(cell, r)["max_wait"] == r["max_wait"], (name, cell)
-    return grid, agents
+    return halves([f"{name}.json" for name in names], period)
 
 
 def computed():

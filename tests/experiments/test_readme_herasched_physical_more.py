@@ -152,13 +152,14 @@ ALLOCATORS = ("topology", "best-fit", "first-available")
 MORE = tuple(f"benchmarks/data/herasched_physical_more/s{s}/best.pt" for s in SEEDS)
 
 
-def halves():
-    """The test period's heuristic cells {cell: row} and agent runs {cell: {model: row}} of the
-    three halves files together; a heuristic cell two files give differently fails here."""
+def halves(names=HALF_FILES, period: str = "test"):
+    """The period's heuristic cells {cell: row} and agent runs {cell: {model: row}} of halves
+    files (`herasched_halves.py --json`) together; a heuristic cell two files give differently
+    fails here."""
     grid, agents = {}, {}
-    for name in HALF_FILES:
+    for name in names:
         for r in json.loads((HALVES / name).read_text()):
-            if r["period"] != "test":
+            if r["period"] != period:
                 continue
             cell = (r["selector"], r["allocator"])
             if r["model"]:
