@@ -59,6 +59,12 @@ def test_a_model_trained_so_schedules_on_the_engine_as_in_its_env(tmp_path, plac
     model.save(tmp_path / "m.pt")
     assert load_herasched(tmp_path / "m.pt").place_with == place_with
     assert load_herasched(tmp_path / "m.pt", place_with="topology").place_with == "topology"
+    # and its rows in `experiment herasched` name the heuristic, not the agent
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+    prepared = period_prepared("spartan-deeplearn", "test", jobs=100)
+    assert run_model(prepared, str(tmp_path / "m.pt")).placed == place_with
+    assert run_model(prepared, f"{tmp_path / 'm.pt'}@allocator=topology").placed == "topology"
+    assert run_model(prepared, "pretrained/herasched-deeplearn-s0").placed == "agent"
 
 
 def test_the_command_line_option():

@@ -329,4 +329,5 @@ def test_a_row_names_the_heuristic_that_placed_a_model_s_jobs(capsys):
     assert [(r["policy"], r["allocator"]) for r in rows] == [
         (f"herasched:{model}@allocator=best-fit", "best-fit"),
         (f"herasched:{model}@selector=fcfs", "agent"), ("herasched", "agent,best-fit")]
-    assert he.placed_by(f"{model}@reserve=1:00:00@allocator=topology") == "topology"
+    assert he.run_model(he.period_prepared("spartan-deeplearn", "test", jobs=JOBS),
+                        f"{model}@reserve=1:00:00@allocator=topology").placed == "topology"

@@ -174,6 +174,9 @@ class ModelRun(_Waits):
     window: int
     tail: int
     kinds: list[KindRequests]
+    #: what placed its jobs: ``agent`` (its allocator agent), or the heuristic of
+    #: ``@allocator=NAME`` or of its training (`train herasched --allocator`)
+    placed: str = "agent"
 
 
 def check_model(model: str, cluster, name: str = "") -> None:
@@ -210,7 +213,8 @@ def run_model(prepared: Prepared, model: str) -> ModelRun:
         raise RuntimeError(f"herasched:{model}: {result.metrics['unstarted']} job(s) never "
                            f"started")
     return ModelRun(model, dict(result.metrics), policy.slots.copy(), policy.window, policy.tail,
-                    kind_requests(result.jobs, result.allocations, prepared.cluster))
+                    kind_requests(result.jobs, result.allocations, prepared.cluster),
+                    policy.place_with or "agent")
 
 
 # ---- learned baselines --------------------------------------------------------------------------
@@ -466,7 +470,7 @@ class Evaluation:
             row.update(score=bscores[b.label][0], score_sd=bscores[b.label][1],
                        awt_rel=_rel(b.awt, mean["wait"]), mwt_rel=_rel(b.mwt, mean["max_wait"]))
         for run in self.runs:
-            row = {**base, "policy": f"herasched:{run.model}", "allocator": placed_by(run.model),
+            row = {**base, "policy": f"herasched:{run.model}", "allocator": run.placed,
                    "backfill": BACKFILL, "kind": "herasched"}
             row.update({k: v for k, v in run.metrics.items() if isinstance(v, (int, float))})
             s = self.scores(run)
@@ -486,7 +490,7 @@ class Evaluation:
                             f"memory_gb_{key}": k.memory, f"gpus_{key}": k.gpus})
             out.append(row)
         cells = self.grid.cells()
-        placers = sorted({placed_by(run.model) for run in self.runs})
+        placers = sorted({run.placed for run in self.runs})
         row = {**base, "policy": "herasched", "allocator": ",".join(placers), "backfill": BACKFILL,
                "kind": "herasched", **mean, "models": len(self.runs), "seeds": self.seeds,
                "cells_s_above_2": sum(scores[c][0] > 2 for c in cells),
@@ -496,16 +500,6 @@ class Evaluation:
                        baselines_mwt_above=sum(b.mwt > mean["max_wait"] for b in self.baselines))
         out.append(row)
         return out
-
-
-def placed_by(model: str) -> str:
-    """What places a model's jobs, as its rows name it: ``agent`` (its allocator agent), or the
-    heuristic of ``@allocator=NAME``."""
-    from hpcsched import recipes
-    from hpcsched.recipes.herasched import model_options
-
-    _, option = recipes.get("herasched").split(model)
-    return model_options(option, f"herasched:{model}").allocator or "agent"
 
 
 def _rel(value: float, reference: float) -> float:
