@@ -17,13 +17,19 @@ from tests.experiments.test_readme_herasched_physical_more import halves
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "herasched_halves"
 ALLOCATORS = ("agent", "topology", "best-fit", "first-available")
-#: (label, cluster, period, the trained selectors' rows, the flat selector's rows)
+#: (label, cluster, period, the trained selectors' rows, the flat selector's rows, the flat
+#: models read (None: all five))
 SETS = [
-    ("Deeplearn, test", "spartan-deeplearn", "test", ["deeplearn-squared"], "deeplearn-flat"),
+    ("Deeplearn, test", "spartan-deeplearn", "test", ["deeplearn-squared"], "deeplearn-flat",
+     None),
     ("Deeplearn, high-load day", "spartan-deeplearn", "test-high-load", ["deeplearn-squared"],
-     "deeplearn-flat"),
+     "deeplearn-flat", None),
     ("Physical, test", "spartan-physical", "test",
-     ["physical-shipped-test", "physical-shipped", "physical-more-test"], "physical-flat-test"),
+     ["physical-shipped-test", "physical-shipped", "physical-more-test"], "physical-flat-test",
+     None),
+    # the trained selectors' rows there are the three shipped seeds': their three flat copies
+    ("Physical, high-load day", "spartan-physical", "test-high-load", ["physical-shipped"],
+     "physical-flat-high", ("flat-ph0.pt", "flat-ph1.pt", "flat-ph2.pt")),
 ]
 
 
@@ -40,14 +46,17 @@ def load(names, period):
 def computed():
     """{(label, allocator): (trained MWT, below, flat MWT, below)} and the lowest cells."""
     out, lowest = {}, {}
-    for label, _, period, trained, flat_rows in SETS:
+    for label, _, period, trained, flat_rows, keep in SETS:
         grid, t = load(trained, period)
         grid2, f = load([flat_rows], period)
+        if keep is not None:
+            f = {c: {m: r for m, r in runs.items() if m in keep} for c, runs in f.items()}
         assert {c: g["max_wait"] for c, g in grid.items()} == \
             {c: g["max_wait"] for c, g in grid2.items()}  # the same 21 cells
         lowest[label] = min(g["max_wait"] for g in grid.values())
         for a in ALLOCATORS:
-            assert len(t["agent", a]) == 5 and len(f["agent", a]) == 5
+            n = 5 if keep is None else len(keep)
+            assert len(t["agent", a]) == n and len(f["agent", a]) == n
             tm = np.mean([r["max_wait"] for r in t["agent", a].values()])
             fm = np.mean([r["max_wait"] for r in f["agent", a].values()])
             out[label, a] = (tm, sum(g["max_wait"] > tm for g in grid.values()),
@@ -71,8 +80,14 @@ def test_the_bullets_are_the_rows():
     text = flat(readme())
     rows, lowest = computed()
     assert (f"{lowest['Deeplearn, test']:,.0f} s (Deeplearn, test), "
-            f"{lowest['Deeplearn, high-load day']:,.0f} s (its high-load day) and "
-            f"{lowest['Physical, test']:,.0f} s (Physical, test)") in text
+            f"{lowest['Deeplearn, high-load day']:,.0f} s (its high-load day), "
+            f"{lowest['Physical, test']:,.0f} s (Physical, test) and "
+            f"{lowest['Physical, high-load day']:,.0f} s (its high-load day)") in text
+    ph = {a: rows["Physical, high-load day", a] for a in ALLOCATORS}
+    assert (f"({ph['agent'][2]:,.0f} against {ph['agent'][0]:,.0f} s)" in text
+            and ph["agent"][2] < ph["agent"][0])
+    assert [a for a in ALLOCATORS if ph[a][0] < ph[a][2]] == ["topology", "best-fit"]
+    assert min(min(v[0], v[2]) for v in ph.values()) > lowest["Physical, high-load day"]
     high = [rows["Deeplearn, high-load day", a] for a in ALLOCATORS]
     gaps = [f - t for t, _, f, _ in high]
     assert min(gaps) > 0 and f"it is {min(gaps):,.0f}-{max(gaps):,.0f} s below the flat" in text
@@ -94,7 +109,7 @@ def test_the_bullets_are_the_rows():
 
 def test_the_flat_cells_with_a_heuristic_allocator_do_not_depend_on_the_model():
     """The flat selector's schedule is the model's only through its allocator agent."""
-    for _, _, period, _, flat_rows in SETS:
+    for _, _, period, _, flat_rows, _ in SETS:
         _, f = load([flat_rows], period)
         for a in ALLOCATORS[1:]:
             assert len({(r["wait"], r["max_wait"]) for r in f["agent", a].values()}) == 1
@@ -102,7 +117,8 @@ def test_the_flat_cells_with_a_heuristic_allocator_do_not_depend_on_the_model():
 
 @pytest.mark.parametrize("name, cluster, periods", [
     ("deeplearn-flat", "spartan-deeplearn", "test,test-high-load"),
-    ("physical-flat-test", "spartan-physical", "test")])
+    ("physical-flat-test", "spartan-physical", "test"),
+    ("physical-flat-high", "spartan-physical", "test-high-load")])
 def test_each_output_is_what_its_rows_print(name, cluster, periods):
     prefix = "flat-dqm" if cluster == "spartan-deeplearn" else "flat-ph"
     out = subprocess.run(
