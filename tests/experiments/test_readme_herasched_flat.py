@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.experiments.test_readme_herasched_physical import flat
+from tests.experiments.test_readme_herasched_physical import flat, num
 from tests.experiments.test_readme_herasched_physical_more import halves
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,3 +151,68 @@ def test_a_flat_deeplearn_model_made_again_runs_its_cells(tmp_path):
         row = f["agent", alloc]["flat-dqm0.pt"]
         assert (run.metrics["wait"], run.metrics["max_wait"]) == \
             pytest.approx((row["wait"], row["max_wait"]), rel=1e-12)
+
+
+# -- the Physical selector trained behind best-fit ------------------------------------------------
+BESTFIT = ROOT / "benchmarks" / "data" / "herasched_physical_bestfit"
+
+
+def bestfit_readme() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**A Physical selector trained behind best-fit")
+    return flat(text[start:text.index("**The two networks on Physical", start)])
+
+
+def test_the_physical_runs_behind_best_fit_as_the_readme_says():
+    import csv
+    import re
+
+    from hpcsched.modelfile import read_model
+
+    text = bestfit_readme()
+    secs = []
+    for seed, best in ((0, 20), (1, 10), (2, 10)):
+        with open(BESTFIT / f"s{seed}" / "log.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        cfg = json.loads((BESTFIT / f"s{seed}" / "config.json").read_text())
+        assert (cfg["seed"], cfg["place_with"], cfg["cluster"]) == \
+            (seed, "best-fit", "spartan-physical")
+        assert len(rows) == 30 and sum(int(r["selector_steps"]) for r in rows) == 61440
+        assert all(int(r["allocator_steps"]) == 0 for r in rows)
+        scores = [(int(r["epoch"]), float(r["val_score"])) for r in rows if r["val_score"]]
+        top = max(v for _, v in scores)
+        assert next(e for e, v in scores if v == top) == best
+        assert read_model(BESTFIT / f"s{seed}" / "best.pt")["epoch"] == best
+        secs += [float(r["epoch_s"]) for r in rows]
+        if seed == 0:
+            assert "S 1.550, 2.120 and 1.895 at updates 10, 20 and 30" in text
+            assert [e for e, _ in scores] == [10, 20, 30]
+            assert [f"{v:.3f}" for _, v in scores] == ["1.550", "2.120", "1.895"]
+        else:
+            assert {f"{v:.3f}" for _, v in scores} == {"2.005"}
+    assert f"{int(min(secs))}-{int(max(secs))} s an update" in text
+    out = (BESTFIT / "experiment-test.txt").read_text()
+    per = re.findall(r"runs/pb-s\d: AWT [\d,.]+ s, MWT ([\d,]+) s", out)
+    mean = re.search(r"\| mean ± sd of 3 models \| [\d,.]+ ± [\d,.]+ \| ([\d,]+) ± ", out)[1]
+    crit = re.search(r"below (\d+) of 21 cells\)\n- S > 2 against (\d+) of 21", out)
+    assert (f"Mean MWT {mean} s (per seed {per[0]}, {per[1]} and {per[2]} s)") in text
+    assert f"below {crit[1]} of the 21 cells, with S > 2 against {crit[2]}" in text
+    rows_, lowest = computed()
+    flat_bf = rows_["Physical, test", "best-fit"][2]
+    assert f"flat rule with best-fit's {flat_bf:,.0f} s" in text
+    assert min(num(p) for p in per) > flat_bf  # worse on every seed
+
+
+@pytest.mark.slow
+def test_the_physical_best_pt_files_rescored_on_the_test_period():
+    import re
+
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+
+    out = (BESTFIT / "experiment-test.txt").read_text()
+    prepared = period_prepared("spartan-physical", "test")
+    for seed in range(3):
+        run = run_model(prepared, str(BESTFIT / f"s{seed}" / "best.pt"))
+        m = re.search(rf"runs/pb-s{seed}: AWT ([\d,.]+) s, MWT ([\d,]+) s", out)
+        assert (f"{run.awt:,.1f}", f"{run.mwt:,.0f}") == (m[1], m[2])
+        assert run.placed == "best-fit"
