@@ -384,6 +384,14 @@ def test_baselines_json_rows(capsys):
     assert "wait_per_seed" not in by["FCFS"]  # a single policy has none
     assert by["Insp-SJF"]["rejection_ratio"] > 0
     assert by["Insp-SJF-o"]["protocol"] == "offline"
+    # the online rows carry the waits of every job arrived by the cut (Episode.queue_parts)
+    for r in rows:
+        if r["protocol"] == "online":
+            assert r["wait_all"] >= r["wait"] and r["left_waiting"] > 0, r["method"]
+        else:  # SchedInspector's own windows run until every job has started: no cut
+            assert "wait_all" not in r, r["method"]
+    assert by["two"]["wait_all"] == pytest.approx((by["FCFS"]["wait_all"]
+                                                   + by["SJF"]["wait_all"]) / 2)
     assert [r["wait"] for r in rows] == sorted(r["wait"] for r in rows)  # Fig. 3.4's order
 
 

@@ -49,6 +49,9 @@ INSPECTORS = ("inspect:pretrained/inspect-lublin-1-sjf", "inspect:pretrained/ins
 DBF_MODELS = ("dbf-m32", "dbf-m64", "dbf-m128")
 #: the metrics of Fig. 3.4, in its order; every row carries them (and KEY_sd over seeds)
 METRICS = ("utilization", "wait", "queue_length", "job_load", "bsld")
+#: what the online rows carry besides (`Episode.queue_parts`): the mean wait of every job that
+#: arrived by the cut (the waits of those still waiting cut there), and how many still wait
+PART_KEYS = ("wait_all", "left_waiting")
 
 
 # -- the test episodes -----------------------------------------------------------------------------
@@ -360,6 +363,7 @@ def _run_chunk(task: tuple[int, int, list[int]]) -> list[dict]:
             row["types"] = dbf_window.job_type_counts(ep)
         if ctx.queue_parts:
             row["parts"] = ep.queue_parts()
+            row["metrics"].update({k: row["parts"][k] for k in PART_KEYS})
         out.append(row)
     return out
 
@@ -505,14 +509,14 @@ def baselines(trace: str = "lublin-1", methods: Sequence[Method] | None = None, 
     std = _prepared(trace, "standard")
     starts = test_starts(len(std.jobs), episodes, episode_jobs=episode_jobs)
     online = [i for i, m in enumerate(methods) if m.protocol == "online"]
-    context = Context(trace, tuple(methods), episode_jobs)
+    context = Context(trace, tuple(methods), episode_jobs, queue_parts=True)
     results = run_online(context, {i: starts for i in online}, workers=workers, progress=progress)
     rows = []
+    keys = METRICS + ("rejection_ratio",) + PART_KEYS
     for i in online:
         m = methods[i]
-        per_seed = [episode_means(results[i, k], METRICS + ("rejection_ratio",))
-                    for k in range(len(m.policies()))]
-        rows.append(method_row(m, std.name, per_seed, len(starts)))
+        per_seed = [episode_means(results[i, k], keys) for k in range(len(m.policies()))]
+        rows.append(method_row(m, std.name, per_seed, len(starts), keys))
     # SchedInspector's own protocol: its experiment's code, on windows from the same starts
     done: dict[str, list[dict]] = {}
     for m in methods:
@@ -752,8 +756,8 @@ def plot_baselines(rows: Sequence[dict], path) -> Any:
     return save_figure(fig, path)
 
 
-__all__ = ["Claim", "Context", "DBF_MODELS", "EPISODE_JOBS", "Episode", "HEURISTICS",
-           "INSPECTORS", "METRICS", "Method", "OFFLINE_JOBS", "baseline_methods", "baselines",
+__all__ = ["Claim", "Context", "DBF_MODELS", "EPISODE_JOBS", "Episode", "HEURISTICS", "INSPECTORS",
+           "METRICS", "Method", "OFFLINE_JOBS", "PART_KEYS", "baseline_methods", "baselines",
            "claims", "episode_span", "heuristic_methods", "inspector_method", "map_starts",
            "mean_row", "plot_baselines", "resolve_windows", "run_episode", "run_online",
            "shipped_models", "simulations", "sort_by_wait", "test_starts"]
