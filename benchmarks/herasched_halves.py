@@ -140,14 +140,14 @@ def main() -> None:
     periods = args.periods.split(",")
     if not models:
         raise SystemExit(f"no model given and none shipped for {args.cluster}")
-    rows = list(SELECTORS) if args.selectors is None else \
+    with_agent = list(SELECTORS) if args.selectors is None else \
         [] if args.selectors == "none" else args.selectors.split(",")
-    unknown = sorted(set(rows) - set(SELECTORS))
+    unknown = sorted(set(with_agent) - set(SELECTORS))
     if unknown:
         raise SystemExit(f"--selectors: {', '.join(unknown)}: not the grid's (one of "
                          f"{', '.join(SELECTORS)}, or none)")
     cells = [(s, a) for s in SELECTORS for a in ALLOCATORS]
-    agent_cells = [(AGENT, a) for a in ALLOCATORS] + [(s, AGENT) for s in rows] + \
+    agent_cells = [(AGENT, a) for a in ALLOCATORS] + [(s, AGENT) for s in with_agent] + \
         [(AGENT, AGENT)]
     t0, cpu0 = time.time(), time.process_time()
     if args.from_json:

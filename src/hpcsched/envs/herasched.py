@@ -336,15 +336,15 @@ class HeraEpisode:
         row = int(snap.rows[slot])
         wait = float(self.view.now - self.observer.submit[row])
         reward = self.rewards.selector(wait, snap.queued - 1, snap.total_wait - wait)
-        self.agent, self.slot, self.row, self.chosen = ALLOCATOR, slot, row, []
+        self.slot, self.row = slot, row
+        if self.placer is not None:  # placed at once: the allocator agent never acts
+            self.chosen = list(heuristic_nodes(self.placer, self.view, self.observer, row,
+                                               self.plan, self.guard))
+            r_sel, r_alloc = self._start_chosen()
+            return reward + r_sel, r_alloc
+        self.agent, self.chosen = ALLOCATOR, []
         self.obs[-1] = self.observer.slot_value(slot)
-        if self.placer is None:
-            return reward, 0.0
-        nodes = heuristic_nodes(self.placer, self.view, self.observer, row, self.plan,
-                                self.guard)
-        self.chosen = list(nodes)
-        r_sel, r_alloc = self._start_chosen()
-        return reward + r_sel, r_alloc
+        return reward, 0.0
 
     def allocate(self, node: int) -> tuple[float, float]:
         """The allocator's action: one node for the job. Returns the rewards (selector's,
