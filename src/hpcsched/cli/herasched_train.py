@@ -133,6 +133,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "with new critics), with new optimisers, to train it on this run's trace "
                         "and settings; the same cluster layout, window, tail and network (kept "
                         "with the run)")
+    p.add_argument("--imitate", metavar="RULES",
+                   help="ours: before the first update, teach the agents a fixed rule's choices "
+                        "on the training trace (behaviour cloning), so that PPO starts from that "
+                        "rule's schedule: SELECTOR+ALLOCATOR, e.g. first-fit+best-fit (the first "
+                        "job of the window that may start, on best-fit's nodes); with --allocator "
+                        "the selector's alone (first-fit); update 0 is validated")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
@@ -157,7 +163,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     add_keep_validated(g)
 
 RUN_OPTIONS = ("validate_every", "validate_jobs", "validate_trace", "validate_subsets",
-               "validate_also", "init")
+               "validate_also", "init", "imitate")
 
 
 def cmd_train(args) -> int:

@@ -65,7 +65,7 @@ import numpy as np
 
 #: `train`'s options that shape a run besides its config, with their defaults
 RUN_OPTIONS = {"validate_every": 10, "validate_jobs": 2000, "validate_trace": None,
-               "validate_subsets": 4, "validate_also": None, "init": None}
+               "validate_subsets": 4, "validate_also": None, "init": None, "imitate": None}
 #: the settings a warm start's file must share with the run besides the observation's layout
 #: (`HeraSched.norm`: window, tail, nodes, numbers observed): the networks' family and sizes
 WARM_SHARED = ("net", "hidden", "width")
@@ -222,6 +222,12 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
     from hpcsched.report.plots import training_curve
 
     say = log or (lambda text: print(text, file=sys.stderr))
+    if options.get("imitate") and not resume:  # refused before the run folder is made
+        from hpcsched.agents.herasched_imitation import parse_rules
+
+        if options.get("init"):
+            raise ValueError("--init FILE and --imitate RULES are two warm starts: give one")
+        parse_rules(options["imitate"], config.place_with)
     model = open_run(out, config, resume=resume, load=HeraSched.load,
                      create=lambda: HeraSched(config), say=say, options=options,
                      run_options=RUN_OPTIONS, legacy_options=LEGACY_OPTIONS,
@@ -232,6 +238,11 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
         epoch, critics = warm_start(model, opts["init"])
         say(f"starting from the {'networks' if critics else 'actors'} of {opts['init']} (its "
             f"update {epoch}; {'' if critics else 'new critics, '}new optimisers)")
+    if opts.get("imitate") and not resume:
+        from hpcsched.agents.herasched_imitation import describe, imitate
+
+        say(describe(imitate(model, opts["imitate"])))
+    started = bool(opts.get("init") or opts.get("imitate"))
     validation = (HeraValidation(config, opts["validate_jobs"], opts.get("validate_trace"),
                                  opts["validate_subsets"])
                   if opts["validate_every"] and opts["validate_jobs"] else None)
@@ -261,8 +272,8 @@ def _train(config, out: Path, epochs: int, *, resume: bool, plot_every: int,
 
     learn_epochs(model, out, epochs, validation=validation, validate_every=opts["validate_every"],
                  key="val_score", improves=lambda v, best: best is None or v > best,
-                 start_counts=bool(opts.get("init")), started=lambda score: (
-                     f"{'starting' if opts.get('init') else 'untrained'} greedy model: "
+                 start_counts=started, started=lambda score: (
+                     f"{'starting' if started else 'untrained'} greedy model: "
                      f"validation S {score:.3f}"),
                  columns=LOG_FIRST + LOG_METRICS + LOG_LAST,
                  label=f"training herasched {config.cluster} ({config.net} network)",
