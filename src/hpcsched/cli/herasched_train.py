@@ -16,6 +16,8 @@ EPILOG_TRAIN = """examples:
   hpcsched train herasched --out runs/hs-dl --epochs 400 --resume        # continue that run
   hpcsched train herasched --cluster spartan-deeplearn --trace more.txt --init runs/hs-dl/best.pt \\
       --out runs/hs-dl-more                                  # train that model on more data
+  hpcsched train herasched --cluster spartan-deeplearn --trace deeplearn-train.txt \\
+      --imitate first-fit+best-fit --out runs/hs-dl-ff      # start from a heuristic's schedule
   hpcsched train herasched --cluster spartan-physical --trace week.txt --net thesis --out runs/hs-ph
   hpcsched trace convert cerit-2013 cerit-train.swf --from 2013-01-01 --until 2013-02-26
   hpcsched trace convert cerit-2013 cerit-validation.swf --from 2013-02-26 --until 2013-03-12
