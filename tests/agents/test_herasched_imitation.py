@@ -170,7 +170,7 @@ def test_the_command_imitates_then_validates_the_start(tmp_path, capsys):
              "--validate-every", "1", "--validate-jobs", "300", "--validate-subsets", "1"]
     out = tmp_path / "run"
     assert main(["train", "herasched", "--out", str(out), *small, "--epochs", "1",
-                 "--allocator", "best-fit", "--imitate", "first-fit"]) == 0
+                 "--allocator", "best-fit", "--imitate", "first-fit", "--keep-validated"]) == 0
     err = capsys.readouterr().err
     assert "imitating first-fit: the selector on 2,048 decisions" in err
     assert "allocator on" not in err  # behind best-fit the allocator agent imitates nothing
@@ -178,6 +178,11 @@ def test_the_command_imitates_then_validates_the_start(tmp_path, capsys):
     run_options = json.loads((out / "config.json").read_text())["run_options"]
     assert run_options["imitate"] == "first-fit"
     assert [h["epoch"] for h in read_model(out / "model.pt")["history"]] == [0, 1]
+    # the imitated start is kept with the validated updates, as its update 0
+    assert sorted(p.name for p in (out / "validated").iterdir()) == ["epoch-0.pt", "epoch-1.pt"]
+    start = read_model(out / "validated" / "epoch-0.pt")
+    assert start["epoch"] == 0 and "imitating" not in str(start["history"])
+    assert [h["epoch"] for h in start["history"]] == [0]
     # a resume does not imitate again, and keeps the option
     assert main(["train", "herasched", "--out", str(out), "--resume", "--epochs", "2"]) == 0
     assert "imitating" not in capsys.readouterr().err

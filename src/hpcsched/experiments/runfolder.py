@@ -243,7 +243,8 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
     best so far (`best_so_far`), model.pt, the log (`RunLog`: log.csv of `logged(history)`, by
     default the rows with a mean reward; progress with `note(stats)`) and, every `plot_every`
     epochs and at the end, `curve()`. `keep_validated`: also a copy of model.pt at every validated
-    epoch, `validated/STEP-N.pt` (`kept_path`), to choose a checkpoint another way afterwards."""
+    epoch, `validated/STEP-N.pt` (`kept_path`), to choose a checkpoint another way afterwards
+    (and of a starting policy that counts, as `STEP-0.pt`)."""
     from hpcsched.experiments.runlog import RunLog
 
     todo = max(0, epochs - model.epoch)
@@ -253,6 +254,10 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
         score = start[key] = validation.score(model)
         if start_counts:
             model.save(out / "best.pt")
+            if keep_validated:  # the starting model, scored: kept as its epoch 0
+                kept = kept_path(out, step, 0)
+                kept.parent.mkdir(exist_ok=True)
+                shutil.copyfile(out / "best.pt", kept)
         say(started(score))
     best = best_so_far(model.history, key, improves, start_counts)
     logged = logged or (lambda rows: [h for h in rows if "mean_reward" in h])
