@@ -7,8 +7,9 @@ schedule instead of from random weights (`train herasched --imitate first-fit+be
 **The rules.** The selector's is `first-fit`: the first slot its mask allows, Forward only when
 no job may start. The window lists its head slots oldest first and its tail after them, so with
 the thesis's masks this starts the oldest job that fits, with no reservation: the "flat rule" of
-`benchmarks/herasched_flat.py`; under `--reserve-after AGE`'s masks it is FCFS with EASY's
-reservation for the oldest job once it has waited AGE. The allocator's is one of the heuristic
+`benchmarks/herasched_flat.py`; under `--reserve-after AGE`'s masks it starts the oldest job
+that the reservation for the oldest waiting job allows (once that one has waited AGE): FCFS with
+an EASY-like reservation, within the window. The allocator's is one of the heuristic
 allocators (`envs.herasched.HEURISTIC_ALLOCATORS`): the job's nodes are the ones that heuristic
 picks (`envs.hera_observation.heuristic_nodes`, as `herasched:MODEL@allocator=NAME` places them),
 and at each of the allocator's steps any of them not yet chosen is right.
@@ -140,7 +141,9 @@ def fit(policy: torch.nn.Module, obs: np.ndarray, mask: np.ndarray, target: np.n
         ) -> dict[str, float]:
     """Adam on minus the log-probability of the rule's choice (`target`: an action per decision,
     or a boolean mask of the actions that are all right); returns the last pass's mean loss and
-    the share of decisions whose greedy action the rule would take."""
+    the share of decisions whose greedy action the rule would take. That share counts as a miss
+    an action the observation cannot tell from the rule's (a node like the rule's, but for its
+    index), so where many nodes are alike it stays low however well the rule is learned."""
     obs_t, mask_t = torch.from_numpy(obs), torch.from_numpy(mask)
     target_t = torch.from_numpy(target)
     if target_t.dtype != torch.bool:
