@@ -141,9 +141,7 @@ def fit(policy: torch.nn.Module, obs: np.ndarray, mask: np.ndarray, target: np.n
         ) -> dict[str, float]:
     """Adam on minus the log-probability of the rule's choice (`target`: an action per decision,
     or a boolean mask of the actions that are all right); returns the last pass's mean loss and
-    the share of decisions whose greedy action the rule would take. That share counts as a miss
-    an action the observation cannot tell from the rule's (a node like the rule's, but for its
-    index), so where many nodes are alike it stays low however well the rule is learned."""
+    the share of decisions whose greedy action the rule would take."""
     obs_t, mask_t = torch.from_numpy(obs), torch.from_numpy(mask)
     target_t = torch.from_numpy(target)
     if target_t.dtype != torch.bool:
