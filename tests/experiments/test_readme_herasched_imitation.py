@@ -250,3 +250,46 @@ def test_the_stored_deeplearn_models_rescored():
             run = run_model(prepared, str(DATA / key / f"s{seed}" / name))
             assert (f"{run.awt:,.1f}", f"{run.mwt:,.0f}") == \
                 (f"{per[label.format(seed)][0]:,.1f}", f"{per[label.format(seed)][1]:,.0f}")
+
+
+def test_the_physical_runs_with_both_agents_imitating():
+    from hpcsched.modelfile import read_model
+
+    text = readme()
+    run = "physical-both"
+    agree = []
+    for seed in range(3):
+        c = config(run, seed)
+        assert (c["seed"], c["place_with"], c["run_options"]["imitate"]) == \
+            (seed, None, "first-fit+best-fit")
+        rows = log(run, seed)
+        assert [int(r["epoch"]) for r in rows] == list(range(1, 25))  # stopped after 24
+        start = read_model(DATA / run / f"s{seed}" / "start.pt")
+        assert start["epoch"] == 0
+        score = start["history"][0]["val_score"]
+        later = [float(r["val_score"]) for r in rows if r["val_score"]]
+        assert f"{score:.3f}" == "3.359" and len(later) == 2 and max(later) <= score
+        out = output(run, seed)
+        assert f"starting greedy model: validation S {score:.3f}" in out
+        agree.append(float(re.search(r"allocator on [\d,]+ decisions \(greedy agrees on "
+                                     r"([\d.]+)%", out)[1]))
+    assert f"best-fit's nodes on only {min(agree)}-{max(agree)} %" in text
+    assert "each start scored S 3.359" in text and "stopped after 24 updates" in text
+    starts = [start_score("physical", s) for s in range(3)]
+    assert f"selector-only starts above scored {min(starts):.3f}-{max(starts):.3f}" in text
+    assert "| Physical, high-load day | its own agent | 320,746 |" in \
+        (ROOT / "README.md").read_text()  # the shipped models', in "Against a flat selector"
+    assert "about what the shipped models wait (320,746 s)" in text
+    test = criteria((DATA / "physical-both-test.txt").read_text())
+    label = "runs/pa-s{}/validated/epoch-0.pt"
+    per = [test["per"][label.format(s)][1] for s in range(3)]
+    assert (test["below"], test["s2"]) == (21, 21)
+    assert (f"mean MWT {test['mwt']:,.0f} s ({per[0]:,.0f}, {per[1]:,.0f} and {per[2]:,.0f} s), "
+            f"below every cell (the lowest is 90,396 s), with S > 2 against all 21 cells") in text
+    assert sum(p < 90_396 for p in per) == 2 and "on two seeds of three" in text
+    high = criteria(period((DATA / "physical-both-high.txt").read_text(),
+                           "physical-test-high-load"))
+    hper = [high["per"][label.format(s)][1] for s in range(3)]
+    assert (f"High-load day, the starts: mean MWT {high['mwt']:,.0f} s ({hper[0]:,.0f}, "
+            f"{hper[1]:,.0f} and {hper[2]:,.0f} s), below {high['below']} of the 21 cells, "
+            f"with S > 2 against {high['s2']}") in text
