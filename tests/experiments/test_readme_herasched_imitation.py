@@ -293,3 +293,17 @@ def test_the_physical_runs_with_both_agents_imitating():
     assert (f"High-load day, the starts: mean MWT {high['mwt']:,.0f} s ({hper[0]:,.0f}, "
             f"{hper[1]:,.0f} and {hper[2]:,.0f} s), below {high['below']} of the 21 cells, "
             f"with S > 2 against {high['s2']}") in text
+
+
+@pytest.mark.slow
+def test_the_stored_physical_starts_rescored():
+    """The three starts of both agents imitating, on Physical's test period: the output's waits."""
+    from hpcsched.experiments.herasched_eval import period_prepared, run_model
+
+    per = criteria((DATA / "physical-both-test.txt").read_text())["per"]
+    prepared = period_prepared("spartan-physical", "test")
+    for seed in range(3):
+        run = run_model(prepared, str(DATA / "physical-both" / f"s{seed}" / "start.pt"))
+        awt, mwt = per[f"runs/pa-s{seed}/validated/epoch-0.pt"]
+        assert (f"{run.awt:,.1f}", f"{run.mwt:,.0f}") == (f"{awt:,.1f}", f"{mwt:,.0f}")
+        assert run.placed == "agent"
