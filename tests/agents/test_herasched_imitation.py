@@ -14,7 +14,6 @@ import torch
 from hpcsched.agents.herasched import HeraSched, HeraSchedConfig
 from hpcsched.agents.herasched_imitation import (demonstrate, first_fit, fit, imitate,
                                                  parse_rules)
-from hpcsched.envs.hera_observation import heuristic_nodes
 from hpcsched.envs.herasched import ALLOCATOR, SELECTOR
 from hpcsched.sim.factory import resolve_allocator
 
@@ -135,7 +134,7 @@ def best_fit_agreement(model, start: int) -> float:
         action = int(model.predict(obs, info["action_mask"]))
         if info["agent"] == ALLOCATOR:
             if not ep.chosen:
-                nodes = heuristic_nodes(placer, ep.view, ep.observer, ep.row, ep.plan, ep.guard)
+                nodes = ep.nodes_by(placer, ep.row)
             hits += action in nodes and action not in ep.chosen
             picks += 1
         obs, _, terminated, _, info = env.step(action)

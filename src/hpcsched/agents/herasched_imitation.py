@@ -11,7 +11,7 @@ the thesis's masks this starts the oldest job that fits, with no reservation: th
 that the reservation for the oldest waiting job allows (once that one has waited AGE): FCFS with
 an EASY-like reservation, within the window. The allocator's is one of the heuristic
 allocators (`envs.herasched.HEURISTIC_ALLOCATORS`): the job's nodes are the ones that heuristic
-picks (`envs.hera_observation.heuristic_nodes`, as `herasched:MODEL@allocator=NAME` places them),
+picks (`HeraEpisode.nodes_by`, as `herasched:MODEL@allocator=NAME` places them),
 and at each of the allocator's steps any of them not yet chosen is right.
 
 **The demonstrations** are the rule's own schedule on the run's training trace: one environment,
@@ -95,7 +95,6 @@ def demonstrate(env, allocator: str | None, decisions: int = DECISIONS, stride: 
     """Run the rules on `env` (a `HeraSchedEnv`) until `decisions` selector decisions are kept,
     one in `stride`; the allocator agent's decisions (when `env` has no heuristic allocator of
     its own) follow `allocator`'s placements and are kept with their job's selector decision."""
-    from hpcsched.envs.hera_observation import heuristic_nodes
     from hpcsched.sim.factory import resolve_allocator
 
     if (env.place_with is None) != (allocator is not None):
@@ -121,7 +120,7 @@ def demonstrate(env, allocator: str | None, decisions: int = DECISIONS, stride: 
             nodes = ()
         else:
             if not nodes:  # the job's first node: the heuristic places it whole
-                nodes = heuristic_nodes(placer, ep.view, ep.observer, ep.row, ep.plan, ep.guard)
+                nodes = ep.nodes_by(placer, ep.row)
             left = [n for n in nodes if n not in ep.chosen]
             action = min(left)
             if keep:

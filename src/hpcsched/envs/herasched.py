@@ -338,13 +338,17 @@ class HeraEpisode:
         reward = self.rewards.selector(wait, snap.queued - 1, snap.total_wait - wait)
         self.slot, self.row = slot, row
         if self.placer is not None:  # placed at once: the allocator agent never acts
-            self.chosen = list(heuristic_nodes(self.placer, self.view, self.observer, row,
-                                               self.plan, self.guard))
+            self.chosen = list(self.nodes_by(self.placer, row))
             r_sel, r_alloc = self._start_chosen()
             return reward + r_sel, r_alloc
         self.agent, self.chosen = ALLOCATOR, []
         self.obs[-1] = self.observer.slot_value(slot)
         return reward, 0.0
+
+    def nodes_by(self, placer, row: int) -> tuple[int, ...]:
+        """The nodes heuristic allocator `placer` gives job `row` now, under the reservation held
+        (`envs.hera_observation.heuristic_nodes`)."""
+        return heuristic_nodes(placer, self.view, self.observer, row, self.plan, self.guard)
 
     def allocate(self, node: int) -> tuple[float, float]:
         """The allocator's action: one node for the job. Returns the rewards (selector's,

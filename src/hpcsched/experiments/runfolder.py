@@ -247,6 +247,11 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
     (and of a starting policy that counts, as `STEP-0.pt`)."""
     from hpcsched.experiments.runlog import RunLog
 
+    def keep(n: int, src: Path) -> None:
+        kept = kept_path(out, step, n)
+        kept.parent.mkdir(exist_ok=True)
+        shutil.copyfile(src, kept)
+
     todo = max(0, epochs - model.epoch)
     if validation is not None and started is not None and model.epoch == 0 and todo:
         start = {step: 0}  # in the history first: a validation that adds its details to the
@@ -255,9 +260,7 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
         if start_counts:
             model.save(out / "best.pt")
             if keep_validated:  # the starting model, scored: kept as its epoch 0
-                kept = kept_path(out, step, 0)
-                kept.parent.mkdir(exist_ok=True)
-                shutil.copyfile(out / "best.pt", kept)
+                keep(0, out / "best.pt")
         say(started(score))
     best = best_so_far(model.history, key, improves, start_counts)
     logged = logged or (lambda rows: [h for h in rows if "mean_reward" in h])
@@ -274,9 +277,7 @@ def learn_epochs(model, out: Path, epochs: int, *, key: str, improves: Callable[
                     model.save(out / "best.pt")
                 model.save(out / "model.pt")
                 if keep_validated and key in stats:
-                    kept = kept_path(out, step, n)
-                    kept.parent.mkdir(exist_ok=True)
-                    shutil.copyfile(out / "model.pt", kept)
+                    keep(n, out / "model.pt")
                 runlog.epoch(stats, logged(model.history), note(stats))
                 if plot_every and n % plot_every == 0:
                     curve()
