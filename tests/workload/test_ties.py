@@ -147,9 +147,23 @@ def test_the_command_averages_a_model_over_the_draws(tmp_path, capsys):
     assert own["wait"] == pytest.approx(np.mean([r.awt for r in runs]))
     assert own["max_wait_draw_sd"] == pytest.approx(np.std([r.mwt for r in runs], ddof=1))
     assert {r["tie_draws"] for r in rows} == {1}
+    assert own["max_wait_draws"] == [r.mwt for r in runs]
+    # the paired comparison against the lowest cell, from the rows themselves
+    mean = next(r for r in rows if r["policy"] == "herasched")
+    cells = [r for r in rows if r["kind"] == "cell"]
+    low = min(cells, key=lambda r: r["max_wait"])
+    assert mean["paired_cell"] == f"{low['policy']} + {low['allocator']}"
+    diff = np.array(own["max_wait_draws"]) - np.array(low["max_wait_draws"])
+    assert mean["paired_difference"] == pytest.approx(diff.mean())
+    assert mean["paired_standard_error"] == pytest.approx(diff.std(ddof=1) / np.sqrt(2))
+    assert mean["paired_lower"] == int(np.sum(diff < 0))
     code, out, err = run_cli(capsys, "experiment", "herasched", "--periods", "test-high-load",
                              "--jobs", "50", "--models", "none", "--tie-draws", "1")
     assert code == 0, err
     assert "Tie order: " in out and "mean over 2 schedules" in out
+    code, out, err = run_cli(capsys, "experiment", "herasched", "--periods", "test-high-load",
+                             "--jobs", str(JOBS), "--models", str(model), "--tie-draws", "1")
+    assert code == 0, err
+    assert "paired over the 2 schedules, HeraSched's MWT minus" in out
     code, _, err = run_cli(capsys, "experiment", "herasched", "--tie-draws", "-1")
     assert_one_line_error(code, err, "--tie-draws -1")

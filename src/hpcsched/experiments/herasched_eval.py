@@ -395,6 +395,19 @@ class Evaluation:
                                         avg("cores"), avg("memory"), avg("gpus")))
         return out
 
+    def paired_mwt(self, cell) -> dict:
+        """With tie draws: HeraSched's MWT (the models' mean, draw by draw) minus `cell`'s on the
+        same schedules: the mean difference, its standard error, and on how many of the draws
+        HeraSched's is lower. The draws' common luck cancels in each difference, so this tells
+        whether a gap is larger than the tie order's noise."""
+        if not self.tie_draws or not self.runs:
+            raise ValueError("a paired comparison needs models and tie draws (--tie-draws K)")
+        mine = np.mean([r.metrics["max_wait_draws"] for r in self.runs], axis=0)
+        diff = mine - np.asarray(self.grid.metrics[cell]["max_wait_draws"])
+        mean, sd = _stats(diff)
+        return {"difference": mean, "standard_error": sd / math.sqrt(diff.size),
+                "lower": int(np.sum(diff < 0)), "draws": int(diff.size)}
+
     # -- the issue's criteria --------------------------------------------------------------------
 
     def criteria(self) -> list[str]:
@@ -412,6 +425,11 @@ class Evaluation:
         lines = [f"HeraSched's MWT below every cell's: {'yes' if below == n else 'no'} "
                  f"({mean['max_wait']:,.0f} s, {what}; the lowest cell's {grid.mwt(low):,.0f} s, "
                  f"{hg.cell_name(low)}; below {below} of {n} cells)"]
+        if self.tie_draws:
+            p = self.paired_mwt(low)
+            lines.append(f"paired over the {p['draws']} schedules, HeraSched's MWT minus "
+                         f"{hg.cell_name(low)}'s: {p['difference']:+,.0f} s (standard error "
+                         f"{p['standard_error']:,.0f} s), lower on {p['lower']} of {p['draws']}")
         scores = self.mean_scores()
         above = sum(s > 2 for s, _ in scores.values())
         worst = min(cells, key=lambda c: scores[c][0])
@@ -449,15 +467,14 @@ class Evaluation:
         for cell in self.grid.cells():
             row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL,
                    "kind": "cell"}
-            row.update({k: v for k, v in self.grid.metrics[cell].items()
-                        if isinstance(v, (int, float))})
+            row.update(_numbers(self.grid.metrics[cell]))
             row["seeds"] = []
             out.append(row)
         brows = []
         for b in self.baselines:
             row = {**base, "policy": b.spec, "allocator": b.allocator, "backfill": BACKFILL,
                    "kind": "baseline"}
-            row.update({k: v for k, v in b.metrics.items() if isinstance(v, (int, float))})
+            row.update(_numbers(b.metrics))
             row.update(seeds=[b.spec], **self.baseline_facts(b))
             brows.append(row)
         out += brows
@@ -476,7 +493,7 @@ class Evaluation:
         for run in self.runs:
             row = {**base, "policy": f"herasched:{run.model}", "allocator": run.placed,
                    "backfill": BACKFILL, "kind": "herasched"}
-            row.update({k: v for k, v in run.metrics.items() if isinstance(v, (int, float))})
+            row.update(_numbers(run.metrics))
             s = self.scores(run)
             row.update(seeds=[run.model], cells_s_above_2=sum(v > 2 for v in s.values()),
                        cells_mwt_above=sum(self.grid.mwt(c) > run.mwt for c in s),
@@ -502,8 +519,19 @@ class Evaluation:
         if self.baselines:
             row.update(baselines_s_above_2=sum(v > 2 for v, _ in bscores.values()),
                        baselines_mwt_above=sum(b.mwt > mean["max_wait"] for b in self.baselines))
+        if self.tie_draws:
+            low = self.grid.best_mwt()
+            p = self.paired_mwt(low)
+            row.update(paired_cell=hg.cell_name(low), paired_difference=p["difference"],
+                       paired_standard_error=p["standard_error"], paired_lower=p["lower"])
         out.append(row)
         return out
+
+
+def _numbers(metrics: dict) -> dict:
+    """A run's metrics fit for a row: its numbers, and each tie draw's MWT (`max_wait_draws`)."""
+    return {k: v for k, v in metrics.items()
+            if isinstance(v, (int, float)) or k == "max_wait_draws"}
 
 
 def _rel(value: float, reference: float) -> float:
@@ -553,7 +581,7 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
     each group of jobs alike dealt again (`workload.ties.shuffle_ties`, seeds 1 to `draws`), every
     cell, baseline and model scoring the same copies; each run's metrics are then the mean over
     the 1 + `draws` schedules (`_mean_metrics`: with `wait_draw_sd` and `max_wait_draw_sd`, the
-    spread the tie order alone makes), so the criteria judge expected results with ties broken at
+    spread the tie order alone makes, and `max_wait_draws`, each schedule's MWT), so the criteria judge expected results with ties broken at
     random. Table 4.3 and Fig. 4.6 stay those of the period as generated; `seconds` sums the
     draws. `draws` = 0 is `evaluate`."""
     from hpcsched.workload.ties import shuffle_ties, tie_groups
@@ -596,6 +624,7 @@ def _mean_metrics(runs: Sequence[dict]) -> dict:
         out[key] = float(np.mean([r[key] for r in runs])) if numeric else value
     out["wait_draw_sd"] = _stats([r["wait"] for r in runs])[1]
     out["max_wait_draw_sd"] = _stats([r["max_wait"] for r in runs])[1]
+    out["max_wait_draws"] = [float(r["max_wait"]) for r in runs]
     return out
 
 
