@@ -162,8 +162,11 @@ def test_the_command_averages_a_model_over_the_draws(tmp_path, capsys):
     assert code == 0, err
     assert "Tie order: " in out and "mean over 2 schedules" in out
     code, out, err = run_cli(capsys, "experiment", "herasched", "--periods", "test-high-load",
-                             "--jobs", str(JOBS), "--models", str(model), "--tie-draws", "1")
+                             "--jobs", str(JOBS), "--models", str(model), "--tie-draws", "1",
+                             "--plot", str(tmp_path))
     assert code == 0, err
     assert "paired over the 2 schedules, HeraSched's MWT minus" in out
+    figure = tmp_path / "spartan-deeplearn-test-high-load-draws.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = run_cli(capsys, "experiment", "herasched", "--tie-draws", "-1")
     assert_one_line_error(code, err, "--tie-draws -1")

@@ -47,7 +47,8 @@ run time, and those larger than the cluster: on cerit-2013 one, job 8687, named)
 
 --plot DIR writes, per period, CLUSTER-PERIOD-heatmap.png (Fig. 4.5: (cell - HeraSched) /
 HeraSched of AWT and MWT; without a model, against the grid's best cell), -scores.png (Fig. 4.8)
-and -slots.png (Fig. 4.6). --json prints flat rows: a row per cell (policy = the selector,
+and -slots.png (Fig. 4.6); with --tie-draws, -draws.png (each cell's and model's MWT on every
+schedule, and its mean). --json prints flat rows: a row per cell (policy = the selector,
 allocator, wait = AWT, max_wait = MWT, score = mean S against it, score_sd, awt_rel, mwt_rel,
 seeds = []), a row per model (policy herasched:MODEL, allocator agent, its metrics, seeds =
 [MODEL], selector_decisions, selector_slots, slots_*, and Table 4.3 as jobs_/cores_/memory_gb_/
@@ -242,6 +243,8 @@ def cmd_eval(args) -> int:
                 if ev.runs:
                     plots += [he.score_plot(ev, f"{stem}-scores.png"),
                               he.slot_plot(ev, f"{stem}-slots.png")]
+                if ev.tie_draws:
+                    plots.append(he.draws_plot(ev, f"{stem}-draws.png"))
     if args.fmt in ("json", "csv"):
         print(format_rows([r for ev, _ in evaluations for r in ev.rows()], args.fmt))
         return 0

@@ -668,6 +668,40 @@ def score_plot(ev: Evaluation, path):
     return save_figure(fig, path)
 
 
+def draws_plot(ev: Evaluation, path):
+    """With tie draws: each cell's and each model's MWT on every schedule (dots; a cross: the
+    period as generated), their mean (a dash), the cells in order of their mean, the models last;
+    the dashed line: the lowest cell's mean."""
+    from hpcsched.report.plots import _pyplot, save_figure
+
+    if not ev.tie_draws:
+        raise ValueError("the draws figure needs tie draws (--tie-draws K)")
+    plt = _pyplot()
+    cells = sorted(ev.grid.cells(), key=ev.grid.mwt)
+    series = [(hg.cell_name(c), ev.grid.metrics[c]["max_wait_draws"], "C0") for c in cells]
+    series += [(_short(r.model), r.metrics["max_wait_draws"], "C3") for r in ev.runs]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(series)), 3.8), dpi=110)
+    rng = np.random.default_rng(0)  # the dots' jitter only
+    for i, (_, values, colour) in enumerate(series):
+        v = np.asarray(values, dtype=float) / 3600.0
+        ax.plot(i + rng.uniform(-0.2, 0.2, v.size - 1), v[1:], ".", color=colour, alpha=0.5,
+                markersize=4)
+        ax.plot([i], v[:1], "kx", markersize=5)
+        ax.plot([i - 0.3, i + 0.3], [v.mean()] * 2, color="black", linewidth=1.5)
+    ax.axhline(ev.grid.mwt(cells[0]) / 3600.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(series)), [name for name, _, _ in series], rotation=90, fontsize=7)
+    ax.set_ylabel("MWT (hours)", fontsize=8)
+    ax.set_title(f"{ev.grid.workload}: MWT over {1 + ev.tie_draws} tie draws (x: the period as "
+                 f"generated; dash: the mean; blue: cells, red: models)", fontsize=9)
+    return save_figure(fig, path)
+
+
+def _short(model: str) -> str:
+    """A model's short label: pretrained/NAME, or the file with its folder."""
+    parts = model.replace("\\", "/").rstrip("/").split("/")
+    return "/".join(parts[-2:])
+
+
 def slot_plot(ev: Evaluation, path):
     """Fig. 4.6: the selector's choices (summed over the models) in `slot_bins`'s bins."""
     from hpcsched.report.plots import _pyplot, save_figure
