@@ -170,3 +170,41 @@ def test_the_command_averages_a_model_over_the_draws(tmp_path, capsys):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = run_cli(capsys, "experiment", "herasched", "--tie-draws", "-1")
     assert_one_line_error(code, err, "--tie-draws -1")
+
+
+# ---- compare --tie-draws ------------------------------------------------------------------------
+
+def test_compare_averages_each_window_over_the_drawn_tables(tmp_path, capsys):
+    """Three jobs alike on one processor, then the same again an hour later: FCFS's MWT on each
+    table is 120 - the run time the third row of the first array was dealt (hand-computed), so
+    the row's mean is known for every seed."""
+    from hpcsched.workload.swf import write_swf
+    from tests.test_cli import assert_one_line_error, run_cli
+
+    jobs = JobTable.from_columns(submit=[0, 0, 0, 3600, 3600, 3600],
+                                 run_time=[10, 20, 100, 10, 20, 100], req_time=[100] * 6,
+                                 req_procs=[1] * 6, alloc_procs=[1] * 6)
+    trace = tmp_path / "alike.swf"
+    write_swf(jobs, trace)
+    expected = []
+    for seed in range(4):
+        drawn = jobs if seed == 0 else shuffle_ties(jobs, seed)
+        expected.append(max(drawn.run_time[0] + drawn.run_time[1],
+                            drawn.run_time[3] + drawn.run_time[4]))
+    assert len(set(expected)) > 1  # the draws differ
+    code, out, err = run_cli(capsys, "compare", str(trace), "--policies", "fcfs", "--backfill",
+                             "none", "--start", "0", "--jobs", "6", "--tie-draws", "3", "--json",
+                             "--nodes", "1", "--procs-per-node", "1")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["tie_draws"] == 3 and row["windows"] == 1
+    assert row["max_wait"] == pytest.approx(np.mean(expected))
+    code, out, err = run_cli(capsys, "compare", str(trace), "--policies", "fcfs", "--backfill",
+                             "none", "--start", "0", "--jobs", "6", "--tie-draws", "3",
+                             "--nodes", "1", "--procs-per-node", "1")
+    assert code == 0, err
+    assert "mean over windows and 4 tie draws" in out and "6 of 6 jobs are in 2 groups" in out
+    code, _, err = run_cli(capsys, "compare", str(trace), "--tie-draws", "-2")
+    assert_one_line_error(code, err, "--tie-draws -2")
+    code, _, err = run_cli(capsys, "compare", str(trace), "--episodes", "2", "--tie-draws", "1")
+    assert_one_line_error(code, err, "--episodes")

@@ -31,6 +31,8 @@ EPILOG_COMPARE = """examples:
       --episodes 100 --jobs 1000      # DBF's protocol: episodes, not windows (see --episodes)
   hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \\
       --policies herasched:runs/hs-dl,fcfs+best-fit,unicep+topology   # SELECTOR+ALLOCATOR
+  hpcsched compare dl-test.txt --cluster spartan-deeplearn --backfill easy \\
+      --policies fcfs+best-fit,wfp3+best-fit --tie-draws 9     # ties broken at random, 10 tables
 
 On a cluster of named nodes (--cluster) a policy may name its allocator, SELECTOR+ALLOCATOR
 (first-available, best-fit, topology), instead of --allocator's; each row names its allocator
@@ -90,6 +92,11 @@ def register(sub, fmt) -> None:
                         "episodes (workload.windows.dbf_starts), each from an empty machine, jobs "
                         "arriving throughout, ending when --jobs (default 1000) have started; "
                         "Ch. 3's metrics over each episode")
+    p.add_argument("--tie-draws", type=int, default=0, metavar="K",
+                   help="also run every window on K copies of the trace with the run times of "
+                        "jobs alike (same submit time and request) dealt again, and average over "
+                        "them too: the luck of which of a job array's jobs starts first, which no "
+                        "policy can see (default 0)")
     p.add_argument("--sample", action="store_true",
                    help="learned policies draw their actions from their distribution (seeded by "
                         "--seed; each row says actions=sampled) instead of the greedy choice")
@@ -262,6 +269,11 @@ def cmd_compare(args) -> int:
     from hpcsched.experiments.policyspec import split_allocator
 
     named = {p: split_allocator(p) for p in args.policies}  # bad names fail before any work
+    if args.tie_draws < 0:
+        raise ValueError(f"--tie-draws {args.tie_draws}: give 0 or more copies")
+    if args.episodes and args.tie_draws:
+        raise ValueError("--tie-draws deals run times again within a trace's windows; DBF's "
+                         "episodes (--episodes) do not take it")
     profile_note = resolve_profile(args, [spec for spec, _ in named.values()])
     prepared = prepare_from_args(args)
     if args.episodes:
@@ -275,17 +287,25 @@ def cmd_compare(args) -> int:
     policies = [(p, resolve(named[p][0], args.seed or 0, prepared, sample=args.sample))
                 for p in args.policies]
     check_backfills(args.backfill)
-    total = len(policies) * len(args.backfill) * len(starts)
+    total = len(policies) * len(args.backfill) * len(starts) * (1 + args.tie_draws)
     with Progress(total, "simulating") as bar:
         rows = compare(prepared, policies, args.backfill, starts, length, progress=bar.update,
                        reference=args.reference,
-                       allocators={p: a for p, (_, a) in named.items()})
+                       allocators={p: a for p, (_, a) in named.items()},
+                       tie_draws=args.tie_draws)
     mark_sampled(rows, args.policies, args.sample)
     if args.fmt is None:
         if profile_note:
             print(profile_note)
+        over = "mean over windows"
+        if args.tie_draws:
+            from hpcsched.workload.ties import tie_groups
+
+            over = (f"mean over windows and {1 + args.tie_draws} tie draws (the trace, and "
+                    f"{args.tie_draws} copies with the run times of jobs alike dealt again; "
+                    f"{tie_groups(prepared.jobs).describe()})")
         print(f"{prepared.summary()}\n{len(starts)} window(s) of {length} jobs, starts "
-              f"{','.join(map(str, starts))}; mean over windows\n")
+              f"{','.join(map(str, starts))}; {over}\n")
     print(format_rows(rows, args.fmt or "table"))
     if args.fmt is None and any("rejection_ratio" in r for r in rows):
         from hpcsched.experiments.schedinspector import inspector_summary

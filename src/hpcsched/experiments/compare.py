@@ -117,6 +117,7 @@ def compare(
     progress: Callable[[int], None] | None = None,
     reference: str | None = None,
     allocators: Mapping[str, str | None] | None = None,
+    tie_draws: int = 0,
 ) -> list[dict]:
     """One flat row per (policy, backfilling): trace, policy, backfill, windows, jobs, and the mean
     of each metric over the windows. `progress(k)` is called after each simulated window.
@@ -127,7 +128,12 @@ def compare(
 
     `allocators`: {label: allocator} for policies that place jobs with an allocator of their own
     (a SELECTOR+ALLOCATOR name) instead of `prepared`'s. On a cluster of named nodes every row
-    names its `allocator` (`policyspec.allocator_label`: ``agent`` for a HeraSched model)."""
+    names its `allocator` (`policyspec.allocator_label`: ``agent`` for a HeraSched model).
+
+    `tie_draws` = K: each window is also run on K copies of the trace whose jobs alike (same
+    submit time and request) have their run times dealt again (`workload.ties.shuffle_ties`,
+    seeds 1 to K), and the means are over every window of the 1 + K tables; rows then carry
+    `tie_draws`. A score compares each run with the reference's on the same window and table."""
     from hpcsched.cluster.nodes import Cluster
     from hpcsched.experiments.policyspec import allocator_label, require_named_nodes
 
@@ -136,17 +142,29 @@ def compare(
     if reference is not None and reference not in [label for label, _ in policies]:
         raise ValueError(f"the reference {reference!r} must be one of the policies compared "
                          f"({', '.join(label for label, _ in policies)})")
+    if tie_draws < 0:
+        raise ValueError(f"tie draws must be 0 or more, got {tie_draws}")
+    tables = [prepared]
+    if tie_draws:
+        from hpcsched.workload.ties import shuffle_ties, tie_groups
+
+        groups = tie_groups(prepared.jobs)
+        tables += [replace(prepared, jobs=shuffle_ties(prepared.jobs, seed, groups))
+                   for seed in range(1, tie_draws + 1)]
     rows, runs = [], {}
     for label, policy in policies:
         own = allocators.get(label)
-        placed = replace(prepared, allocator=own) if own else prepared
+        placed = [replace(t, allocator=own) if own else t for t in tables]
         for backfill in backfills:
-            results = simulate_windows(placed, policy, backfill, starts, length, progress)
+            results = [r for t in placed
+                       for r in simulate_windows(t, policy, backfill, starts, length, progress)]
             runs[label, backfill] = results
             row = {"trace": prepared.name, "profile": prepared.profile.name, "policy": label}
             if isinstance(prepared.cluster, Cluster):
-                row["allocator"] = allocator_label(policy, placed, own)
+                row["allocator"] = allocator_label(policy, placed[0], own)
             row.update(backfill=backfill, windows=len(starts), jobs=length)
+            if tie_draws:
+                row["tie_draws"] = tie_draws
             row.update(summarize(results))
             rows.append(row)
     if reference is not None:
