@@ -60,6 +60,10 @@ def test_small_table_by_hand():
     assert s["offered_load"] == (200 + 200 + 10) / (400 * 4)
     assert s["users"] == 1  # -1 is unknown
     assert s["exact_estimates"] == pytest.approx(2 / 3)
+    assert s["jobs_alike"] == 0  # three different submit times
+    twins = JobTable.from_columns(submit=[0, 0, 0, 400], run_time=[100, 50, 10, 5],
+                                  req_time=[100, 100, 10, 10], req_procs=[2, 2, 2, 2])
+    assert trace_stats(twins, 4)["jobs_alike"] == 0.5  # rows 0 and 1; row 2 asks less time
 
 
 def test_degenerate_tables():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcsched.workload.jobs import JobTable
+from hpcsched.workload.ties import tie_groups
 
 DAY = 86400.0
 
@@ -20,7 +21,9 @@ def trace_stats(jobs: JobTable, max_procs: int | None) -> dict:
     ``mean_run_time_s``; ``mean_req_time_s``; ``mean_procs``; ``offered_load`` = sum(run_time *
     procs) / (span * max_procs), the work offered per unit of capacity over the span (above 1: more
     than the cluster can do); ``users``, the number of distinct known user ids; and
-    ``exact_estimates``, the share of jobs whose requested time equals their run time.
+    ``exact_estimates``, the share of jobs whose requested time equals their run time; and
+    ``jobs_alike``, the share of jobs no policy can tell from another (the same submit time and
+    request: `workload.ties`), whose order among themselves is luck (`--tie-draws`).
     Inter-arrival and load are NaN for a table spanning no time. A table whose jobs say what they
     ask of each node (Slurm accounting) also gets ``mean_nodes``, ``one_core_jobs`` (the share of
     jobs asking for one core on one node), ``gpu_jobs`` (the share asking for GPUs) and
@@ -46,6 +49,7 @@ def trace_stats(jobs: JobTable, max_procs: int | None) -> dict:
                          else float("nan")),
         "users": int(np.unique(users).size),
         "exact_estimates": float(np.mean(jobs.req_time == jobs.run_time)),
+        "jobs_alike": tie_groups(jobs).jobs / n,
     }
     if np.all(jobs.nodes > 0):
         out["mean_nodes"] = float(np.mean(jobs.nodes))
