@@ -8,6 +8,7 @@ recomputed from the rows. A slow test schedules the imitated Deeplearn models ag
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -342,3 +343,45 @@ def test_the_imitated_models_are_rescored_on_all_thirty_schedules():
     for row in models("deeplearn-imitation", "test"):
         model = row["policy"].removeprefix("herasched:")
         assert rescored(model, range(30)) == row["max_wait_draws"], model
+
+
+# ---- choosing best.pt over the schedules --------------------------------------------------------
+
+def choice_output() -> str:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herasched_choice_ties.py"),
+                          "--from", str(DATA / "choice.json")], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    return out.stdout
+
+
+def test_the_choice_table_is_the_script_s_output_on_the_stored_rows():
+    text = readme()
+    out = choice_output().splitlines()
+    for line in out[:5]:
+        assert flat(line) in text, line
+    # the last line: the mean correlations with the test S, then with the high-load day's
+    (test_one, test_many), (high_one, high_many) = re.findall(
+        r"one ([+-][\d.]+), many ([+-][\d.]+)", out[5])
+    assert test_one == test_many
+    assert (f"the rank correlation with the test S is the same both ways ({test_one}), and with "
+            f"the high-load day's it falls ({high_one} to {high_many})") in text
+    assert float(high_many) < float(high_one)
+
+
+def test_one_schedule_s_validation_s_is_the_which_checkpoint_table_s():
+    """Seed 0's ten checkpoints, validated again on the period as generated: the whole-span S of
+    the "Which checkpoint" table (computed there from the runs' logs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "choice_ties", ROOT / "benchmarks" / "herasched_choice_ties.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = json.loads((DATA / "choice.json").read_text())
+    seed0 = module.table(data)[0]["validation_one"]
+    text = flat((ROOT / "README.md").read_text())
+    for update, score in sorted(seed0.items()):
+        assert f"| {update} | {score:.3f} |" in text, update
