@@ -208,3 +208,34 @@ def test_compare_averages_each_window_over_the_drawn_tables(tmp_path, capsys):
     assert_one_line_error(code, err, "--tie-draws -2")
     code, _, err = run_cli(capsys, "compare", str(trace), "--episodes", "2", "--tie-draws", "1")
     assert_one_line_error(code, err, "--episodes")
+
+
+def test_the_grid_averages_each_cell_over_the_drawn_tables(day, capsys):
+    from dataclasses import replace
+
+    from hpcsched.experiments import herasched_grid as hg
+    from tests.test_cli import assert_one_line_error, run_cli
+
+    cell = ("fcfs", "best-fit")
+    grid = hg.run_grid(day, selectors=cell[:1], allocators=cell[1:], tie_draws=2)
+    groups = tie_groups(day.jobs)
+    single = [hg.run_grid(replace(day, jobs=shuffle_ties(day.jobs, s, groups) if s else day.jobs),
+                          selectors=cell[:1], allocators=cell[1:]).metrics[cell]
+              for s in range(3)]
+    assert grid.metrics[cell]["max_wait_draws"] == [m["max_wait"] for m in single]
+    assert grid.awt(cell) == pytest.approx(np.mean([m["wait"] for m in single]))
+    assert grid.metrics[cell]["wait_draw_sd"] == pytest.approx(
+        np.std([m["wait"] for m in single], ddof=1))
+    (row,) = grid.rows()
+    assert row["tie_draws"] == 2 and row["max_wait"] == pytest.approx(
+        np.mean(row["max_wait_draws"]))
+    code, out, err = run_cli(capsys, "experiment", "herasched-grid", "--cluster",
+                             "spartan-deeplearn", "--high-load", "--jobs", "200", "--selectors",
+                             "fcfs,sjf", "--allocators", "best-fit", "--tie-draws", "2",
+                             "--plot", "", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert {r["tie_draws"] for r in rows} == {2} and all(len(r["max_wait_draws"]) == 3
+                                                         for r in rows)
+    code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--tie-draws", "-1")
+    assert_one_line_error(code, err, "--tie-draws -1")

@@ -15,6 +15,7 @@ EPILOG_GRID = """examples:
   hpcsched experiment herasched-grid --cluster spartan-physical,spartan-deeplearn --profile hpcsim,standard
   hpcsched experiment herasched-grid --trace jobs.txt --cluster /etc/slurm/slurm.conf --partition gpu
   hpcsched experiment herasched-grid --cluster spartan-physical --json > grid.json
+  hpcsched experiment herasched-grid --cluster spartan-physical,spartan-deeplearn --tie-draws 9
 
 The workloads: stand-ins for the thesis's sets, which are not public, made by the Spartan-like
 generator (hpcsched.workload.spartan, calibrated to the thesis's statistics), fixed seeds:
@@ -24,6 +25,12 @@ generator (hpcsched.workload.spartan, calibrated to the thesis's statistics), fi
   spartan-deeplearn --high-load  deeplearn-high-load: one day, 1,137 jobs (Table B.4), seed 1
 The same jobs written out (`hpcsched trace generate spartan-physical --seed 1 -o week.txt`) and
 given as --trace week.txt give the same cells.
+
+--tie-draws K: which of a job array's jobs (same submit time, same request: no selector can tell
+them apart) starts first is the order of the rows, and it moves a cell's MWT a lot. With K, each
+cell also runs K copies whose run times are dealt again within each group of jobs alike (seeds 1
+to K); every number, the scores and the findings are then on the means over the 1 + K schedules.
+Rows carry tie_draws, wait_draw_sd, max_wait_draw_sd and max_wait_draws.
 
 Every cell is a whole run of the workload with EASY backfilling: a selector (the priority) x an
 allocator (which nodes). Printed per grid: Appendix B's layout (AWT / MWT in seconds, the grid's
@@ -72,6 +79,10 @@ def add_grid_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", default="herasched-grid.png",
                    help="PNG file of the heatmap; with several grids, one file each, named "
                         "NAME-WORKLOAD-PROFILE.png ('' for none; default: herasched-grid.png)")
+    p.add_argument("--tie-draws", type=int, default=0, metavar="K",
+                   help="also run every cell on K copies of the workload with the run times of "
+                        "jobs alike (same submit time and request) dealt again, each cell's "
+                        "numbers the mean over the 1 + K schedules (default 0)")
     p.add_argument("--drop-oversized", action="store_true",
                    help="drop jobs that can never run on the cluster (counted) instead of stopping")
 
@@ -136,6 +147,8 @@ def cmd_grid(args) -> int:
                          "conservative backfilling runs under --profile standard only")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.tie_draws < 0:
+        raise ValueError(f"--tie-draws {args.tie_draws}: give 0 or more copies")
     chosen = _reference(args.reference, args.selectors, args.allocators)
     sets = _sets(args)
     cells = len(args.selectors) * len(args.allocators)
@@ -160,6 +173,12 @@ def cmd_grid(args) -> int:
                 if not isinstance(source, hg.Workload):
                     label = prepared.name  # the trace's own name: phys2k_s11
                 notes.append(f"under {prof}: {prepared.summary()}")
+                if args.tie_draws:
+                    from hpcsched.workload.ties import tie_groups
+
+                    notes.append(f"tie draws: {tie_groups(prepared.jobs).describe()}; each cell "
+                                 f"is the mean over {1 + args.tie_draws} schedules, the workload "
+                                 f"and {args.tie_draws} copies with their run times dealt again")
 
                 def step(cell, label=label, prof=prof):
                     bar.note(f"{label} ({prof}): {cell}")
@@ -167,7 +186,7 @@ def cmd_grid(args) -> int:
 
                 grids.append(hg.run_grid(prepared, workload=label, selectors=args.selectors,
                                          allocators=args.allocators, backfill=args.backfill,
-                                         progress=step))
+                                         progress=step, tie_draws=args.tie_draws))
     references = [chosen or g.reference() for g in grids]
     plots = []
     if args.plot:

@@ -580,7 +580,7 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
     """`evaluate` on the period as generated and on `draws` copies of it with the run times of
     each group of jobs alike dealt again (`workload.ties.shuffle_ties`, seeds 1 to `draws`), every
     cell, baseline and model scoring the same copies; each run's metrics are then the mean over
-    the 1 + `draws` schedules (`_mean_metrics`: with `wait_draw_sd` and `max_wait_draw_sd`, the
+    the 1 + `draws` schedules (`herasched_grid.mean_metrics`: with `wait_draw_sd` and `max_wait_draw_sd`, the
     spread the tie order alone makes, and `max_wait_draws`, each schedule's MWT), so the criteria judge expected results with ties broken at
     random. Table 4.3 and Fig. 4.6 stay those of the period as generated; `seconds` sums the
     draws. `draws` = 0 is `evaluate`."""
@@ -602,30 +602,17 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
     first = evs[0]
     if not draws:
         return replace(first, ties=groups.describe())
-    grid = replace(first.grid, metrics={c: _mean_metrics([e.grid.metrics[c] for e in evs])
+    grid = replace(first.grid, metrics={c: hg.mean_metrics([e.grid.metrics[c] for e in evs])
                                         for c in first.grid.cells()},
-                   seconds={c: sum(e.grid.seconds[c] for e in evs) for c in first.grid.cells()})
-    runs = [replace(r, metrics=_mean_metrics([e.runs[i].metrics for e in evs]))
+                   seconds={c: sum(e.grid.seconds[c] for e in evs) for c in first.grid.cells()},
+                   tie_draws=draws)
+    runs = [replace(r, metrics=hg.mean_metrics([e.runs[i].metrics for e in evs]))
             for i, r in enumerate(first.runs)]
-    done = [replace(b, metrics=_mean_metrics([e.baselines[i].metrics for e in evs]))
+    done = [replace(b, metrics=hg.mean_metrics([e.baselines[i].metrics for e in evs]))
             for i, b in enumerate(first.baselines)]
     seconds = {k: sum(e.seconds[k] for e in evs) for k in first.seconds}
     return replace(first, grid=grid, runs=runs, baselines=done, seconds=seconds,
                    tie_draws=draws, ties=groups.describe())
-
-
-def _mean_metrics(runs: Sequence[dict]) -> dict:
-    """The mean of each numeric metric over `runs` (the same policy's schedules of tie draws),
-    other entries as the first run has them, and the draws' sample standard deviations of AWT
-    and MWT as `wait_draw_sd` and `max_wait_draw_sd`."""
-    out = {}
-    for key, value in runs[0].items():
-        numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-        out[key] = float(np.mean([r[key] for r in runs])) if numeric else value
-    out["wait_draw_sd"] = _stats([r["wait"] for r in runs])[1]
-    out["max_wait_draw_sd"] = _stats([r["max_wait"] for r in runs])[1]
-    out["max_wait_draws"] = [float(r["max_wait"]) for r in runs]
-    return out
 
 
 # ---- figures ------------------------------------------------------------------------------------

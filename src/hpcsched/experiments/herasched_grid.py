@@ -112,6 +112,8 @@ class Grid:
     allocators: tuple[str, ...]
     metrics: dict[tuple[str, str], dict] = field(default_factory=dict)
     seconds: dict[tuple[str, str], float] = field(default_factory=dict)  # CPU s per cell
+    #: shuffled copies averaged into each cell (`run_grid`'s `tie_draws`; 0: the table alone)
+    tie_draws: int = 0
 
     def cells(self) -> list[tuple[str, str]]:
         return [(s, a) for s in self.selectors for a in self.allocators]
@@ -159,9 +161,10 @@ class Grid:
         for cell in self.cells():
             sel, alloc = cell
             row = {"trace": self.workload, "cluster": self.cluster, "profile": self.profile,
-                   "policy": sel, "allocator": alloc, "backfill": self.backfill}
+                   "policy": sel, "allocator": alloc, "backfill": self.backfill,
+                   "tie_draws": self.tie_draws}
             row.update({k: v for k, v in self.metrics[cell].items()
-                        if isinstance(v, (int, float))})
+                        if isinstance(v, (int, float)) or k == "max_wait_draws"})
             awt_rel, mwt_rel = self.relative(cell, reference)
             row.update(score=self.score(cell, reference), awt_rel=awt_rel, mwt_rel=mwt_rel,
                        reference=cell == reference, best_awt=cell == best_a,
@@ -188,6 +191,22 @@ def _relative(value: float, reference: float) -> float:
     return (value - reference) / reference
 
 
+def mean_metrics(runs: Sequence[dict]) -> dict:
+    """The mean of each numeric metric over `runs` (one policy's schedules of tie draws, the
+    first the period as generated), other entries as the first run has them, the draws' sample
+    standard deviations of AWT and MWT (`wait_draw_sd`, `max_wait_draw_sd`) and each draw's MWT
+    (`max_wait_draws`)."""
+    out = {}
+    for key, value in runs[0].items():
+        numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        out[key] = float(np.mean([r[key] for r in runs])) if numeric else value
+    sd = [float(np.std([r[k] for r in runs], ddof=1)) if len(runs) > 1 else 0.0
+          for k in ("wait", "max_wait")]
+    out["wait_draw_sd"], out["max_wait_draw_sd"] = sd
+    out["max_wait_draws"] = [float(r["max_wait"]) for r in runs]
+    return out
+
+
 def selector_policy(name: str, profile: str):
     """The selector `name` as a policy in the profile's dialect (HPCsim's own under `hpcsim`)."""
     from hpcsched.policies.priority import get_policy
@@ -198,9 +217,11 @@ def selector_policy(name: str, profile: str):
 def run_grid(prepared: Prepared, *, workload: str | None = None,
              selectors: Sequence[str] = SELECTORS, allocators: Sequence[str] = ALLOCATORS,
              backfill: str = "easy",
-             progress: Callable[[str], None] | None = None) -> Grid:
+             progress: Callable[[str], None] | None = None, tie_draws: int = 0) -> Grid:
     """Every selector x allocator on the whole prepared table (it must be on a heterogeneous
-    cluster); `progress(label)` after each cell."""
+    cluster); `progress(label)` after each cell. `tie_draws` = K: each cell also runs K copies
+    with the run times of jobs alike dealt again (`workload.ties.shuffle_ties`, seeds 1 to K),
+    and its metrics are the mean over the 1 + K schedules (`mean_metrics`)."""
     from hpcsched.cluster.nodes import Cluster
 
     if not isinstance(prepared.cluster, Cluster):
@@ -208,21 +229,33 @@ def run_grid(prepared: Prepared, *, workload: str | None = None,
                          "(--cluster spartan-physical, a slurm.conf, ...)")
     if not selectors or not allocators:
         raise ValueError("the grid needs at least one selector and one allocator")
+    if tie_draws < 0:
+        raise ValueError(f"tie draws must be 0 or more, got {tie_draws}")
     profile = prepared.profile.name
     policies = {s: selector_policy(s, profile) for s in selectors}  # unknown names fail first
     grid = Grid(workload or prepared.name, prepared.cluster.name, profile, backfill,
-                len(prepared.jobs), tuple(selectors), tuple(allocators))
+                len(prepared.jobs), tuple(selectors), tuple(allocators), tie_draws=tie_draws)
+    tables = [prepared.jobs]
+    if tie_draws:
+        from hpcsched.workload.ties import shuffle_ties, tie_groups
+
+        groups = tie_groups(prepared.jobs)
+        tables += [shuffle_ties(prepared.jobs, seed, groups) for seed in range(1, tie_draws + 1)]
     for sel in selectors:
         for alloc in allocators:
             t0 = time.process_time()
-            engine = make_engine(prepared.jobs, prepared.cluster, prepared.profile, backfill,
-                                 allocator=alloc)
-            result = engine.run(policies[sel])
-            grid.metrics[sel, alloc] = result.metrics
+            runs = []
+            for draw, jobs in enumerate(tables):
+                engine = make_engine(jobs, prepared.cluster, prepared.profile, backfill,
+                                     allocator=alloc)
+                result = engine.run(policies[sel])
+                if "unstarted" in result.metrics:
+                    where = f" (tie draw {draw})" if draw else ""
+                    raise RuntimeError(f"{sel} + {alloc}{where}: "
+                                       f"{result.metrics['unstarted']} job(s) never started")
+                runs.append(result.metrics)
+            grid.metrics[sel, alloc] = mean_metrics(runs) if tie_draws else runs[0]
             grid.seconds[sel, alloc] = time.process_time() - t0
-            if "unstarted" in result.metrics:
-                raise RuntimeError(f"{sel} + {alloc}: {result.metrics['unstarted']} job(s) never "
-                                   f"started")
             if progress:
                 progress(f"{sel}+{alloc}")
     return grid
