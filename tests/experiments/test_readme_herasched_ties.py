@@ -385,3 +385,74 @@ def test_one_schedule_s_validation_s_is_the_which_checkpoint_table_s():
     text = flat((ROOT / "README.md").read_text())
     for update, score in sorted(seed0.items()):
         assert f"| {update} | {score:.3f} |" in text, update
+
+
+# ---- the grid's findings over tie draws ---------------------------------------------------------
+
+def grid_readme() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**The findings with ties broken at random (`--tie-draws`).**")
+    return flat(text[start:text.index("\n## ", start)])
+
+
+def findings(stem: str) -> dict[str, str]:
+    """{claim [set, profile]: "verdict (numbers)"} of a stored `herasched-grid` output."""
+    out = {}
+    for line in (DATA / f"{stem}.md").read_text().splitlines():
+        if line.startswith("- ") and "]: " in line:
+            claim, _, rest = line[2:].partition("]: ")
+            out[claim + "]"] = rest
+    return out
+
+
+def test_the_grid_outputs_are_the_commands_and_count_the_jobs_alike():
+    text = grid_readme()
+    week = (DATA / "grid-draws.md").read_text()
+    high = (DATA / "grid-high-draws.md").read_text()
+    assert week.count("each cell is the mean over 10 schedules") == 2
+    assert high.count("each cell is the mean over 30 schedules") == 2
+    alike = re.findall(r"tie draws: ([\d,]+) of ([\d,]+) jobs are in [\d,]+ groups of jobs alike "
+                       r"\(same submit time and request; the largest holds ([\d,]+)\)", week)
+    (pj, pn, pl), (dj, dn, dl) = alike
+    assert (f"{pj} of the week's {pn} jobs and {dj} of the year's {dn} are alike, in groups of "
+            f"up to {pl} and {dl} jobs") in text
+    cpu = sum(float(x) for x in re.findall(r"; ([\d.]+) CPU s for 21 cells", week))
+    assert f"{cpu:.0f} CPU s for its 42 cells" in text
+
+
+def test_the_findings_table_is_the_stored_outputs():
+    text = grid_readme()
+    full, high = findings("grid-draws"), findings("grid-high-draws")
+
+    def numbers(line: str) -> list[str]:
+        return re.findall(r"[\d,]+\.\d+|[\d,]{4,}|\d+ of \d+", line)
+
+    fa_week = full["first-available is the worst allocator on MWT [physical-week, hpcsim]"]
+    fa_high = high["first-available is the worst allocator on MWT [physical-high-load, hpcsim]"]
+    (of_w, t_w, b_w, f_w), (of_h, t_h, b_h, f_h) = numbers(fa_week), numbers(fa_high)
+    assert fa_week.startswith("partly") and fa_high.startswith("holds")
+    assert (f"partly: {of_w}; mean MWT {f_w} s vs {b_w} best-fit, {t_w} topology") in text
+    assert f"holds: {of_h}; mean {f_h} s vs {b_h} and {t_h}" in text
+    differ = "the best AWT cell and the best MWT cell are different heuristics"
+    for stem, label in (("grid-draws", "physical-week"), ("grid-draws", "deeplearn-year")):
+        line = findings(stem)[f"{differ} [{label}, hpcsim]"]
+        m = re.search(r"best AWT (.+) ([\d.]+) s, best MWT (.+) ([\d,]+) s", line)
+        assert line.startswith("holds")
+        assert (f"holds: {m[1]} {float(m[2]):,.2f} s, {m[3]} {m[4]} s") in text
+    cells = []
+    for label in ("physical-high-load", "deeplearn-high-load"):
+        line = high[f"{differ} [{label}, hpcsim]"]
+        assert line.startswith("holds")
+        m = re.search(r"best AWT (.+) [\d.]+ s, best MWT (.+) [\d,]+ s", line)
+        cells.append(f"{m[1]}, {m[2]}")
+    assert f"(Physical: {cells[0]}; Deeplearn: {cells[1]})" in text
+    for out, verdict in ((full, "partly"), (high, "holds")):
+        line = next(v for k, v in out.items() if k.startswith("on Deeplearn the allocators"))
+        da, pa, dm, pm = re.findall(r"\+([\d.]+%)", line)
+        assert line.startswith(verdict)
+        assert f"{verdict}: AWT {da} vs {pa}, MWT {dm} vs {pm}" in text
+    assert "24.9% against 27.0%" in text and "MWT 24.9% vs 27.0%" in text
+    year = (DATA / "grid-draws.md").read_text()
+    assert "| fcfs | 540.70 / 291712 | 529.87 / 264483 | 550.28 / **248376** |" in year
+    assert "fcfs + first-available 152,552 s" in flat((ROOT / "README.md").read_text())
+    assert "is 152,552 s as generated and 248,376 s on the mean" in text
