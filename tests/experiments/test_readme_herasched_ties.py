@@ -3,7 +3,8 @@
 jobs alike are counted again on the periods; one cell's MWT on all 30 Deeplearn schedules is
 recomputed from the shuffled periods; the period as generated (draw 0) gives the numbers earlier
 paragraphs report from other runs; and every number of the two tables and the bullets is
-recomputed from the rows. A slow test schedules the imitated Deeplearn models again on every draw."""
+recomputed from the rows. A slow test schedules the imitated Deeplearn models again on every
+draw."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def cells(stem: str, period: str) -> list[dict]:
 
 
 def models(stem: str, period: str) -> list[dict]:
-    return [r for r in rows(stem, period) if r["kind"] == "herasched" and r["policy"] != "herasched"]
+    return [r for r in rows(stem, period)
+            if r["kind"] == "herasched" and r["policy"] != "herasched"]
 
 
 def mean_row(stem: str, period: str) -> dict:
@@ -124,7 +126,8 @@ TABLE2 = [
     ("Deeplearn", "test", "squared reward, 5 seeds", [("deeplearn-squared", "test")]),
     ("Deeplearn", "test", "imitation, 3 seeds", [("deeplearn-imitation", "test")]),
     ("Deeplearn", "test", "the rule", [("deeplearn-rule", "test")]),
-    ("Deeplearn", "test high-load day", "shipped, 3 seeds", [("deeplearn-shipped", "test-high-load")]),
+    ("Deeplearn", "test high-load day", "shipped, 3 seeds",
+     [("deeplearn-shipped", "test-high-load")]),
     ("Deeplearn", "test high-load day", "squared reward, 5 seeds",
      [("deeplearn-squared", "test-high-load")]),
     ("Deeplearn", "test high-load day", "imitation, 3 seeds",
@@ -333,7 +336,8 @@ def rescored(model: str, draws: range) -> list[float]:
 
 
 def test_an_imitated_model_is_rescored_on_five_of_its_schedules():
-    (row,) = [m for m in models("deeplearn-imitation", "test") if m["policy"].endswith("s2/best.pt")]
+    (row,) = [m for m in models("deeplearn-imitation", "test")
+              if m["policy"].endswith("s2/best.pt")]
     model = row["policy"].removeprefix("herasched:")
     assert rescored(model, range(5)) == row["max_wait_draws"][:5]
 

@@ -239,3 +239,16 @@ def test_the_grid_averages_each_cell_over_the_drawn_tables(day, capsys):
                                                          for r in rows)
     code, _, err = run_cli(capsys, "experiment", "herasched-grid", "--tie-draws", "-1")
     assert_one_line_error(code, err, "--tie-draws -1")
+
+
+def test_drawn_tables_are_the_table_then_its_seeded_copies():
+    from hpcsched.workload.ties import drawn_tables
+
+    jobs = table()
+    tables = drawn_tables(jobs, 3)
+    assert tables[0] is jobs and len(tables) == 4
+    for seed, other in enumerate(tables[1:], start=1):
+        assert np.array_equal(other.run_time, shuffle_ties(jobs, seed).run_time)
+    assert drawn_tables(jobs, 0) == [jobs]
+    with pytest.raises(ValueError, match="0 or more"):
+        drawn_tables(jobs, -1)

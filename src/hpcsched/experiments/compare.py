@@ -142,15 +142,10 @@ def compare(
     if reference is not None and reference not in [label for label, _ in policies]:
         raise ValueError(f"the reference {reference!r} must be one of the policies compared "
                          f"({', '.join(label for label, _ in policies)})")
-    if tie_draws < 0:
-        raise ValueError(f"tie draws must be 0 or more, got {tie_draws}")
-    tables = [prepared]
-    if tie_draws:
-        from hpcsched.workload.ties import shuffle_ties, tie_groups
+    from hpcsched.workload.ties import drawn_tables
 
-        groups = tie_groups(prepared.jobs)
-        tables += [replace(prepared, jobs=shuffle_ties(prepared.jobs, seed, groups))
-                   for seed in range(1, tie_draws + 1)]
+    tables = [prepared] + [replace(prepared, jobs=jobs)
+                           for jobs in drawn_tables(prepared.jobs, tie_draws)[1:]]
     rows, runs = [], {}
     for label, policy in policies:
         own = allocators.get(label)

@@ -467,14 +467,14 @@ class Evaluation:
         for cell in self.grid.cells():
             row = {**base, "policy": cell[0], "allocator": cell[1], "backfill": BACKFILL,
                    "kind": "cell"}
-            row.update(_numbers(self.grid.metrics[cell]))
+            row.update(hg.row_numbers(self.grid.metrics[cell]))
             row["seeds"] = []
             out.append(row)
         brows = []
         for b in self.baselines:
             row = {**base, "policy": b.spec, "allocator": b.allocator, "backfill": BACKFILL,
                    "kind": "baseline"}
-            row.update(_numbers(b.metrics))
+            row.update(hg.row_numbers(b.metrics))
             row.update(seeds=[b.spec], **self.baseline_facts(b))
             brows.append(row)
         out += brows
@@ -493,7 +493,7 @@ class Evaluation:
         for run in self.runs:
             row = {**base, "policy": f"herasched:{run.model}", "allocator": run.placed,
                    "backfill": BACKFILL, "kind": "herasched"}
-            row.update(_numbers(run.metrics))
+            row.update(hg.row_numbers(run.metrics))
             s = self.scores(run)
             row.update(seeds=[run.model], cells_s_above_2=sum(v > 2 for v in s.values()),
                        cells_mwt_above=sum(self.grid.mwt(c) > run.mwt for c in s),
@@ -526,12 +526,6 @@ class Evaluation:
                        paired_standard_error=p["standard_error"], paired_lower=p["lower"])
         out.append(row)
         return out
-
-
-def _numbers(metrics: dict) -> dict:
-    """A run's metrics fit for a row: its numbers, and each tie draw's MWT (`max_wait_draws`)."""
-    return {k: v for k, v in metrics.items()
-            if isinstance(v, (int, float)) or k == "max_wait_draws"}
 
 
 def _rel(value: float, reference: float) -> float:
@@ -578,21 +572,19 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
                        draws: int, progress: Callable[[str], None] | None = None,
                        baselines: Sequence[str] = ()) -> Evaluation:
     """`evaluate` on the period as generated and on `draws` copies of it with the run times of
-    each group of jobs alike dealt again (`workload.ties.shuffle_ties`, seeds 1 to `draws`), every
-    cell, baseline and model scoring the same copies; each run's metrics are then the mean over
-    the 1 + `draws` schedules (`herasched_grid.mean_metrics`: with `wait_draw_sd` and `max_wait_draw_sd`, the
-    spread the tie order alone makes, and `max_wait_draws`, each schedule's MWT), so the criteria judge expected results with ties broken at
-    random. Table 4.3 and Fig. 4.6 stay those of the period as generated; `seconds` sums the
-    draws. `draws` = 0 is `evaluate`."""
-    from hpcsched.workload.ties import shuffle_ties, tie_groups
+    each group of jobs alike dealt again (`workload.ties.drawn_tables`, seeds 1 to `draws`),
+    every cell, baseline and model scoring the same copies. Each run's metrics are then the mean
+    over the 1 + `draws` schedules (`herasched_grid.mean_metrics`: with `wait_draw_sd` and
+    `max_wait_draw_sd`, the spread the tie order alone makes, and `max_wait_draws`, each
+    schedule's MWT), so the criteria judge expected results with ties broken at random. Table
+    4.3 and Fig. 4.6 stay those of the period as generated; `seconds` sums the draws. `draws` =
+    0 is `evaluate`."""
+    from hpcsched.workload.ties import drawn_tables, tie_groups
 
-    if draws < 0:
-        raise ValueError(f"tie draws must be 0 or more, got {draws}")
-    groups = tie_groups(prepared.jobs)
+    tables = drawn_tables(prepared.jobs, draws)  # a negative count fails here
     evs = []
-    for seed in range(draws + 1):
-        table = prepared if seed == 0 else replace(
-            prepared, jobs=shuffle_ties(prepared.jobs, seed, groups))
+    for seed, jobs in enumerate(tables):
+        table = prepared if seed == 0 else replace(prepared, jobs=jobs)
         step = progress
         if progress and draws:
             def step(label, seed=seed):
@@ -600,8 +592,9 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
         evs.append(evaluate(table, models, cluster=cluster, period=period, progress=step,
                             baselines=baselines))
     first = evs[0]
+    ties = tie_groups(prepared.jobs).describe()
     if not draws:
-        return replace(first, ties=groups.describe())
+        return replace(first, ties=ties)
     grid = replace(first.grid, metrics={c: hg.mean_metrics([e.grid.metrics[c] for e in evs])
                                         for c in first.grid.cells()},
                    seconds={c: sum(e.grid.seconds[c] for e in evs) for c in first.grid.cells()},
@@ -612,7 +605,7 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
             for i, b in enumerate(first.baselines)]
     seconds = {k: sum(e.seconds[k] for e in evs) for k in first.seconds}
     return replace(first, grid=grid, runs=runs, baselines=done, seconds=seconds,
-                   tie_draws=draws, ties=groups.describe())
+                   tie_draws=draws, ties=ties)
 
 
 # ---- figures ------------------------------------------------------------------------------------

@@ -163,8 +163,7 @@ class Grid:
             row = {"trace": self.workload, "cluster": self.cluster, "profile": self.profile,
                    "policy": sel, "allocator": alloc, "backfill": self.backfill,
                    "tie_draws": self.tie_draws}
-            row.update({k: v for k, v in self.metrics[cell].items()
-                        if isinstance(v, (int, float)) or k == "max_wait_draws"})
+            row.update(row_numbers(self.metrics[cell]))
             awt_rel, mwt_rel = self.relative(cell, reference)
             row.update(score=self.score(cell, reference), awt_rel=awt_rel, mwt_rel=mwt_rel,
                        reference=cell == reference, best_awt=cell == best_a,
@@ -189,6 +188,13 @@ def _relative(value: float, reference: float) -> float:
     if reference == 0:
         return 0.0 if value == 0 else math.inf
     return (value - reference) / reference
+
+
+def row_numbers(metrics: dict) -> dict:
+    """A run's metrics fit for a flat row: its numbers, and each tie draw's MWT
+    (`max_wait_draws`, `mean_metrics`)."""
+    return {k: v for k, v in metrics.items()
+            if isinstance(v, (int, float)) or k == "max_wait_draws"}
 
 
 def mean_metrics(runs: Sequence[dict]) -> dict:
@@ -229,18 +235,13 @@ def run_grid(prepared: Prepared, *, workload: str | None = None,
                          "(--cluster spartan-physical, a slurm.conf, ...)")
     if not selectors or not allocators:
         raise ValueError("the grid needs at least one selector and one allocator")
-    if tie_draws < 0:
-        raise ValueError(f"tie draws must be 0 or more, got {tie_draws}")
+    from hpcsched.workload.ties import drawn_tables
+
+    tables = drawn_tables(prepared.jobs, tie_draws)  # a negative count fails here
     profile = prepared.profile.name
     policies = {s: selector_policy(s, profile) for s in selectors}  # unknown names fail first
     grid = Grid(workload or prepared.name, prepared.cluster.name, profile, backfill,
                 len(prepared.jobs), tuple(selectors), tuple(allocators), tie_draws=tie_draws)
-    tables = [prepared.jobs]
-    if tie_draws:
-        from hpcsched.workload.ties import shuffle_ties, tie_groups
-
-        groups = tie_groups(prepared.jobs)
-        tables += [shuffle_ties(prepared.jobs, seed, groups) for seed in range(1, tie_draws + 1)]
     for sel in selectors:
         for alloc in allocators:
             t0 = time.process_time()

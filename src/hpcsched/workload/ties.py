@@ -17,6 +17,7 @@ expected result with ties broken at random.
     groups = tie_groups(jobs)
     print(groups.describe())         # 9,324 jobs in 355 groups of identical jobs (largest 1,016)
     other = shuffle_ties(jobs, 1, groups)
+    tables = drawn_tables(jobs, 9)   # jobs, then the copies of seeds 1-9
 """
 
 from __future__ import annotations
@@ -94,3 +95,14 @@ def shuffle_ties(jobs: JobTable, seed: int, groups: TieGroups | None = None) -> 
         deal[g] = g[rng.permutation(len(g))]
     cols = {c: np.asarray(jobs.columns[c])[deal] for c in OUTCOMES if c in jobs.columns}
     return jobs.with_columns(**cols)
+
+
+def drawn_tables(jobs: JobTable, draws: int) -> list[JobTable]:
+    """`jobs` itself, then `draws` copies of it dealt again (`shuffle_ties`, seeds 1 to
+    `draws`): the 1 + K schedules a `--tie-draws K` average is taken over."""
+    if draws < 0:
+        raise ValueError(f"tie draws must be 0 or more, got {draws}")
+    if not draws:
+        return [jobs]
+    groups = tie_groups(jobs)
+    return [jobs] + [shuffle_ties(jobs, seed, groups) for seed in range(1, draws + 1)]
