@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from herasched_choice import ranks  # noqa: E402
+from herasched_choice import spearman  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = (0, 1, 2)
@@ -51,17 +51,11 @@ def run(draws: int) -> dict:
 
 def scores(rows: list[dict]) -> dict[int, float]:
     """{update: S against FCFS + best-fit} of the checkpoints' rows."""
+    from hpcsched.sim.metrics import combined_score
+
     ref = next(r for r in rows if (r["policy"], r["allocator"]) == REFERENCE)
-    out = {}
-    for r in rows:
-        if r["kind"] == "herasched":
-            update = int(r["policy"].rsplit("snap-", 1)[1].removesuffix(".pt"))
-            out[update] = ref["wait"] / r["wait"] + ref["max_wait"] / r["max_wait"]
-    return out
-
-
-def spearman(a, b) -> float:
-    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
+    return {int(r["policy"].rsplit("snap-", 1)[1].removesuffix(".pt")): combined_score(r, ref)
+            for r in rows if r["kind"] == "herasched"}
 
 
 def table(data: dict) -> list[dict]:

@@ -581,7 +581,8 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
     0 is `evaluate`."""
     from hpcsched.workload.ties import drawn_tables, tie_groups
 
-    tables = drawn_tables(prepared.jobs, draws)  # a negative count fails here
+    groups = tie_groups(prepared.jobs)
+    tables = drawn_tables(prepared.jobs, draws, groups)  # a negative count fails here
     evs = []
     for seed, jobs in enumerate(tables):
         table = prepared if seed == 0 else replace(prepared, jobs=jobs)
@@ -592,7 +593,7 @@ def evaluate_tie_draws(prepared: Prepared, models: Sequence[str], *, cluster: st
         evs.append(evaluate(table, models, cluster=cluster, period=period, progress=step,
                             baselines=baselines))
     first = evs[0]
-    ties = tie_groups(prepared.jobs).describe()
+    ties = groups.describe()
     if not draws:
         return replace(first, ties=ties)
     grid = replace(first.grid, metrics={c: hg.mean_metrics([e.grid.metrics[c] for e in evs])

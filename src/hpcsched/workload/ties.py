@@ -97,12 +97,14 @@ def shuffle_ties(jobs: JobTable, seed: int, groups: TieGroups | None = None) -> 
     return jobs.with_columns(**cols)
 
 
-def drawn_tables(jobs: JobTable, draws: int) -> list[JobTable]:
+def drawn_tables(jobs: JobTable, draws: int,
+                 groups: TieGroups | None = None) -> list[JobTable]:
     """`jobs` itself, then `draws` copies of it dealt again (`shuffle_ties`, seeds 1 to
-    `draws`): the 1 + K schedules a `--tie-draws K` average is taken over."""
+    `draws`, within `groups`, found here if not given): the 1 + K schedules a `--tie-draws K`
+    average is taken over."""
     if draws < 0:
         raise ValueError(f"tie draws must be 0 or more, got {draws}")
     if not draws:
         return [jobs]
-    groups = tie_groups(jobs)
+    groups = tie_groups(jobs) if groups is None else groups
     return [jobs] + [shuffle_ties(jobs, seed, groups) for seed in range(1, draws + 1)]
